@@ -1,0 +1,30 @@
+# The two set-up commands of the README:
+#   make demo   - create .venv, install everything, verify a claim offline with the embedded model
+#   make test   - create .venv, install everything, run the test suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# llama-cpp-python has no wheel on PyPI: build a portable CPU library without the extras.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF
+DEMO_CLAIM ?= The Eiffel Tower is located in Paris.
+export RAGAS_DO_NOT_TRACK := true
+export HF_HUB_OFFLINE := 1
+export LANGGRAPH_CLI_NO_ANALYTICS := 1
+export LANGGRAPH_NO_VERSION_CHECK := true
+
+.PHONY: install demo test lint
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+demo: install
+	$(VENV)/bin/factdebate verify "$(DEMO_CLAIM)"
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check factdebate graphs nodes tools prompts evaluation tests

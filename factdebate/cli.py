@@ -1,0 +1,214 @@
+"""The ``factdebate`` command line: ``verify``, ``index``, ``ls``.
+
+Flags map one to one onto ``Context`` fields (``--set field=value`` reaches any other field).
+User errors print one line ``error: <problem>. <remedy>`` and exit non-zero, without a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+for _var, _val in (("RAGAS_DO_NOT_TRACK", "true"), ("HF_HUB_OFFLINE", "1"),
+                   ("TOKENIZERS_PARALLELISM", "false"), ("LANGGRAPH_NO_VERSION_CHECK", "true")):
+    os.environ.setdefault(_var, _val)
+
+import typer  # noqa: E402
+from rich.console import Console  # noqa: E402
+
+from factdebate.context import Context, context_fields  # noqa: E402
+from factdebate.errors import ConfigError, FactDebateError, InputError  # noqa: E402
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Verify claims by multi-agent debate (Tool-MAD and friends).")
+ls_app = typer.Typer(help="List registered names.", no_args_is_help=True)
+app.add_typer(ls_app, name="ls")
+out = Console()
+err = Console(stderr=True)
+
+DEMO_CORPUS = Path(__file__).resolve().parent.parent / "tools" / "demo_corpus" / "passages.jsonl"
+
+
+def _fail(exc: FactDebateError) -> None:
+    err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def _coerce(name: str, raw: str) -> Any:
+    default = context_fields()[name]["default"]
+    if isinstance(default, bool):
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise InputError(f"--set {name}={raw!r} is not a boolean", "use true or false")
+    if isinstance(default, list):
+        return [p.strip() for p in raw.split(",") if p.strip()]
+    try:
+        return type(default)(raw)
+    except ValueError as exc:
+        raise InputError(f"--set {name}={raw!r}: {exc}", f"give a {type(default).__name__}") from exc
+
+
+def build_context(overrides: dict[str, Any], sets: list[str]) -> Context:
+    """A Context from explicit flags plus ``--set field=value`` pairs."""
+    known = context_fields()
+    values = {k: v for k, v in overrides.items() if v is not None}
+    for pair in sets:
+        name, sep, raw = pair.partition("=")
+        if not sep or name not in known:
+            raise ConfigError(f"--set {pair!r} does not name a Context field",
+                              f"fields: {', '.join(known)}")
+        values[name] = _coerce(name, raw)
+    return Context(**values)
+
+
+def ensure_index(ctx: Context, explicit_index: bool) -> None:
+    """Build the demo-corpus index on first use of the default index folder."""
+    from tools.indexing import index_exists
+
+    if index_exists(ctx.index_path):
+        return
+    if explicit_index or ctx.milvus_uri:
+        raise ConfigError(f"no index in {ctx.index_path}",
+                          "run: factdebate index CORPUS.jsonl --index-dir ...")
+    err.print(f"[yellow]No index yet: indexing the bundled demo corpus into {ctx.index_path} "
+              "(once).[/yellow]")
+    _build_index(DEMO_CORPUS, ctx)
+
+
+def _build_index(corpus: Path, ctx: Context) -> dict[str, Any]:
+    from tools.indexing import build_indexes
+
+    return build_indexes(corpus, ctx.index_path, milvus_uri=ctx.milvus_uri or None,
+                         embedding_model=ctx.embedding_model)
+
+
+@app.command()
+def verify(
+    claim: Annotated[str, typer.Argument(help="The claim to verify ('-' reads stdin).")],
+    framework: Annotated[str, typer.Option(help="Registered framework.")] = "tool_mad",
+    model: Annotated[str | None, typer.Option(help="Model spec of every role.")] = None,
+    judge_model: Annotated[str | None, typer.Option(help="Judge model spec.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
+    rounds: Annotated[int | None, typer.Option(help="Max debate rounds T.")] = None,
+    top_k: Annotated[int | None, typer.Option(help="Passages per retrieval.")] = None,
+    debaters: Annotated[str | None, typer.Option(help="Comma list, e.g. rag,search.")] = None,
+    scoring: Annotated[str | None, typer.Option(help="stability | consistency | none.")] = None,
+    query_formulation: Annotated[bool | None, typer.Option(
+        "--query-formulation/--no-query-formulation", help="Reformulate queries per round.")] = None,
+    label_set: Annotated[str | None, typer.Option(help="fever|binary|averitec|...")] = None,
+    rag_backend: Annotated[str | None, typer.Option(help="milvus | keyword.")] = None,
+    search_backend: Annotated[str | None, typer.Option(help="auto|tavily|local_search.")] = None,
+    index_dir: Annotated[str | None, typer.Option(help="Index folder.")] = None,
+    set_: Annotated[list[str], typer.Option("--set", help="Any Context field=value.")] = [],  # noqa: B006
+    thread_id: Annotated[str | None, typer.Option(help="Name of this run's checkpoint thread.")] = None,
+    resume: Annotated[bool, typer.Option(help="Resume --thread-id from its checkpoint.")] = False,
+    checkpoint_db: Annotated[Path | None, typer.Option(help="SQLite checkpoint file.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Verify CLAIM and print the verdict with its evidence."""
+    try:
+        from nodes.prepare import clean_claim
+
+        if claim == "-":
+            claim = sys.stdin.read()
+        if resume and not thread_id:
+            raise InputError("--resume needs --thread-id", "name the run to resume")
+        claim = clean_claim(claim)
+        ctx = build_context(
+            {"debater_model": model, "judge_model": judge_model, "model_base_url": base_url,
+             "max_rounds": rounds, "top_k": top_k, "scoring_mode": scoring,
+             "debaters": debaters.split(",") if debaters else None,
+             "query_formulation": query_formulation, "label_set": label_set,
+             "rag_backend": rag_backend, "search_backend": search_backend,
+             "index_dir": index_dir},
+            set_,
+        )
+        from factdebate.frameworks import FRAMEWORKS
+
+        framework = FRAMEWORKS.resolve(framework)
+        if any(d.rstrip("0123456789") in ("rag", "search") for d in ctx.debaters):
+            ensure_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
+        result = asyncio.run(_verify(framework, claim, ctx, thread_id, resume, checkpoint_db))
+    except FactDebateError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        print(json.dumps(result, ensure_ascii=False, default=str))
+    else:
+        from factdebate.report import print_result
+
+        print_result(out, result)
+
+
+async def _verify(framework: str, claim: str, ctx: Context, thread_id: str | None,
+                  resume: bool, checkpoint_db: Path | None) -> dict[str, Any]:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from factdebate.runner import default_checkpoint_db, run_claim
+
+    db = checkpoint_db or default_checkpoint_db()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+        return await run_claim(framework, {"claim": claim}, ctx, checkpointer=saver,
+                               thread_id=thread_id, resume=resume)
+
+
+@app.command()
+def index(
+    corpus: Annotated[Path, typer.Argument(help="JSONL of {doc_id, title, text}.")],
+    index_dir: Annotated[str | None, typer.Option(help="Index folder.")] = None,
+    milvus_uri: Annotated[str | None, typer.Option(help="Milvus Lite folder or server URI.")] = None,
+    embedding_model: Annotated[str | None, typer.Option(help="minilm | openai:<model>.")] = None,
+) -> None:
+    """Build the vector (Milvus) and keyword indexes from CORPUS."""
+    try:
+        ctx = build_context({"index_dir": index_dir, "milvus_uri": milvus_uri,
+                             "embedding_model": embedding_model}, [])
+        if not corpus.is_file():
+            raise InputError(f"corpus file {corpus} does not exist", "give a JSONL file path")
+        manifest = _build_index(corpus, ctx)
+    except FactDebateError as exc:
+        _fail(exc)
+        return
+    out.print(f"indexed {manifest.get('passages')} passages into {ctx.index_path} "
+              f"in {manifest.get('build_seconds', 0):.1f}s")
+
+
+@ls_app.command("frameworks")
+def ls_frameworks() -> None:
+    """Registered frameworks, one per line."""
+    from factdebate.frameworks import FRAMEWORKS
+
+    for name in FRAMEWORKS.names():
+        print(name)
+
+
+@ls_app.command("backends")
+def ls_backends() -> None:
+    """Registered retriever backends, one per line."""
+    from tools.base import RETRIEVERS
+
+    for name in RETRIEVERS.names():
+        print(name)
+
+
+@ls_app.command("label-sets")
+def ls_label_sets() -> None:
+    """Registered task label sets with their labels."""
+    from factdebate.labels import LABEL_SETS
+
+    for entry in LABEL_SETS:
+        print(f"{entry.name}\t{' | '.join(entry.load().labels)}")
+
+
+@ls_app.command("context")
+def ls_context() -> None:
+    """Every Context field with its default and description."""
+    for name, info in context_fields().items():
+        print(f"{name}={info['default']!r}\t{info['description']}")

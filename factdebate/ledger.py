@@ -1,0 +1,67 @@
+"""Per-run ledger of LLM calls and tokens.
+
+Nodes never share a mutable counter (parallel branches and resumed runs would corrupt it): each
+node counts the calls it makes with a ``UsageTracker`` callback and returns the counts as a
+``{"ledger": {...}}`` update, which the ``add_ledger`` reducer sums. Token counts are the
+provider's (``usage_metadata``) when it reports them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import LLMResult
+
+
+class UsageTracker(BaseCallbackHandler):
+    """Counts chat-model calls and tokens seen through LangChain callbacks."""
+
+    raise_error = False
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.llm_calls = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.llm_errors = 0
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """Add one call and the tokens its provider reported."""
+        prompt = completion = 0
+        for generations in response.generations:
+            for gen in generations:
+                usage = getattr(getattr(gen, "message", None), "usage_metadata", None) or {}
+                prompt += int(usage.get("input_tokens", 0) or 0)
+                completion += int(usage.get("output_tokens", 0) or 0)
+        if not prompt and not completion:
+            usage = (response.llm_output or {}).get("token_usage") or {}
+            prompt = int(usage.get("prompt_tokens", 0) or 0)
+            completion = int(usage.get("completion_tokens", 0) or 0)
+        with self._lock:
+            self.llm_calls += 1
+            self.prompt_tokens += prompt
+            self.completion_tokens += completion
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Count failed calls (retried or not) separately."""
+        with self._lock:
+            self.llm_errors += 1
+
+    def delta(self) -> dict[str, Any]:
+        """The counts as a ledger update."""
+        out: dict[str, Any] = {
+            "llm_calls": self.llm_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+        if self.llm_errors:
+            out["llm_errors"] = self.llm_errors
+        return out
+
+
+def empty_ledger() -> dict[str, Any]:
+    """The ledger of a run that made no calls (every key the output contract names)."""
+    return {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "tool_calls": {}}

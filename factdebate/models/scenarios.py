@@ -1,0 +1,66 @@
+"""Built-in scripted scenarios (test double only; see ``scripted.py``).
+
+* ``agree``: every debater answers the first label, RAGAS judged faithful and relevant -> the
+  debate stops by consensus in round 1.
+* ``disagree``: the first debater answers the first label, every other debater the second one,
+  in every round -> all T rounds run and the judge decides (first label). The overhead benchmark
+  uses this one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from factdebate.models.scripted import SCENARIOS, ScriptCall, Responder
+
+_SUBJECT = re.compile(r"^(?:Claim|Question):\s*(.+)$", re.MULTILINE)
+
+
+def claim_of(call: ScriptCall) -> str:
+    """The claim/question line of a debate prompt ("" if there is none)."""
+    match = _SUBJECT.search(call.prompt)
+    return match.group(1).strip() if match else ""
+
+
+def schema_labels(call: ScriptCall) -> list[str]:
+    """Allowed labels of the requested verdict schema."""
+    if call.schema is None:
+        return []
+    props = call.schema.model_json_schema().get("properties", {})
+    return list(props.get("label", {}).get("enum", []))
+
+
+def verdict(call: ScriptCall, label_index: int, reasoning: str) -> dict[str, Any]:
+    """A verdict reply with the label at ``label_index`` of the schema's labels."""
+    labels = schema_labels(call) or ["SUPPORTS", "REFUTES"]
+    return {"reasoning": reasoning, "label": labels[min(label_index, len(labels) - 1)]}
+
+
+def answer_role(call: ScriptCall, *, debater_label: int, judge_label: int = 0) -> Any:
+    """Shared part of the built-in responders: query, ragas and judge replies."""
+    if call.role == "query":
+        return {"query": claim_of(call) or "claim"}
+    if call.role == "ragas":
+        from factdebate.models.scripted_ragas import respond_ragas
+
+        return respond_ragas(call)
+    if call.role == "judge":
+        return verdict(call, judge_label, "The judge weighed both agents' evidence.")
+    return verdict(call, debater_label, f"The retrieved documents bear on: {claim_of(call)}.")
+
+
+def _agree() -> Responder:
+    return lambda call: answer_role(call, debater_label=0)
+
+
+def _disagree() -> Responder:
+    def respond(call: ScriptCall) -> Any:
+        first = call.agent in ("", "rag")
+        return answer_role(call, debater_label=0 if first else 1)
+
+    return respond
+
+
+SCENARIOS.register("agree", _agree)
+SCENARIOS.register("disagree", _disagree)

@@ -1,0 +1,220 @@
+"""The deterministic scripted chat model: a test double for graph tests and overhead benchmarks.
+
+It is never a default and its outputs are never results. A *responder* decides each reply from a
+``ScriptCall`` (role, agent, round, requested schema, messages); nodes name their role in the call
+metadata (``fd_role``, ``fd_agent``, ``fd_round``), so scripts do not have to parse prompts.
+Every call is recorded in ``timeline`` with start and end times, which the overhead benchmark
+checks against the critical path. ``latency_s`` simulates provider latency with ``asyncio.sleep``
+(so concurrent calls overlap, as they would against a real API).
+
+Specs: ``scripted:<scenario>`` with optional ``?latency=0.1`` (seconds), e.g.
+``scripted:disagree?latency=0.1``. Scenarios are registered in ``SCENARIOS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableLambda
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+
+from factdebate.registry import Registry
+
+
+class ScriptFault(RuntimeError):
+    """Raised by a responder to simulate a provider error (timeout, 500, crash)."""
+
+
+@dataclass
+class ScriptCall:
+    """What a responder sees of one model call."""
+
+    index: int
+    """0-based index of the call on this model instance."""
+    role: str
+    """``fd_role`` from the call metadata: query, debater, judge, ragas, ... ("" if unnamed)."""
+    agent: str
+    """``fd_agent`` metadata (debater id) or ""."""
+    round: int
+    """``fd_round`` metadata or 0."""
+    schema: type[BaseModel] | None
+    """Requested structured-output schema, if any."""
+    messages: list[BaseMessage]
+    """The prompt."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """All call metadata (includes LangGraph's ``langgraph_node``)."""
+
+    @property
+    def prompt(self) -> str:
+        """All message contents joined."""
+        return "\n".join(str(m.content) for m in self.messages)
+
+
+Responder = Callable[[ScriptCall], "str | dict[str, Any] | BaseModel"]
+
+
+@dataclass
+class CallRecord:
+    """One call on the timeline (monotonic seconds)."""
+
+    index: int
+    role: str
+    agent: str
+    round: int
+    start: float
+    end: float
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model whose replies come from a Python responder."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    responder: Any
+    """The ``Responder`` callable."""
+    latency_s: float = 0.0
+    """Simulated latency per call."""
+    scenario: str = "custom"
+    """Name shown in traces."""
+
+    _timeline: list[CallRecord] = PrivateAttr(default_factory=list)
+    _lock: Any = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "factdebate-scripted"
+
+    @property
+    def timeline(self) -> list[CallRecord]:
+        """Calls made so far, in start order."""
+        return sorted(self._timeline, key=lambda r: r.start)
+
+    def reset(self) -> None:
+        """Clear the timeline."""
+        with self._lock:
+            self._timeline.clear()
+
+    # -- generation -------------------------------------------------------------------------
+    def _make_call(self, messages: list[BaseMessage], run_manager: Any, kwargs: dict) -> ScriptCall:
+        meta: dict[str, Any] = dict(getattr(run_manager, "metadata", None) or {})
+        with self._lock:
+            index = len(self._timeline)
+            self._timeline.append(CallRecord(index, "", "", 0, time.monotonic(), 0.0))
+        return ScriptCall(
+            index=index,
+            role=str(meta.get("fd_role", "")),
+            agent=str(meta.get("fd_agent", "")),
+            round=int(meta.get("fd_round", 0) or 0),
+            schema=kwargs.get("fd_schema"),
+            messages=list(messages),
+            metadata=meta,
+        )
+
+    def _finish(self, call: ScriptCall) -> ChatResult:
+        reply = self.responder(call)
+        if isinstance(reply, BaseModel):
+            text = reply.model_dump_json()
+        elif isinstance(reply, dict):
+            text = json.dumps(reply)
+        else:
+            text = str(reply)
+        with self._lock:
+            rec = self._timeline[call.index]
+            rec.role, rec.agent, rec.round, rec.end = call.role, call.agent, call.round, time.monotonic()
+        prompt_words = _words(call.prompt)
+        msg = AIMessage(
+            content=text,
+            usage_metadata={
+                "input_tokens": prompt_words,
+                "output_tokens": _words(text),
+                "total_tokens": prompt_words + _words(text),
+            },
+            response_metadata={"model_name": f"scripted:{self.scenario}"},
+        )
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        call = self._make_call(messages, run_manager, kwargs)
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        return self._finish(call)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        call = self._make_call(messages, run_manager, kwargs)
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        return self._finish(call)
+
+    # -- structured output --------------------------------------------------------------------
+    def with_structured_output(  # type: ignore[override]
+        self, schema: Any, *, include_raw: bool = False, **kwargs: Any
+    ) -> Runnable:
+        """Ask the responder for ``schema`` and validate its JSON reply against it."""
+        bound = self.bind(fd_schema=schema)
+
+        def parse(raw: AIMessage) -> dict[str, Any] | BaseModel | None:
+            try:
+                parsed: Any = schema.model_validate_json(str(raw.content))
+                err = None
+            except (ValidationError, ValueError) as exc:
+                parsed, err = None, exc
+            if include_raw:
+                return {"raw": raw, "parsed": parsed, "parsing_error": err}
+            if err is not None:
+                raise err
+            return parsed
+
+        return bound | RunnableLambda(parse)
+
+
+# -- scenarios -----------------------------------------------------------------------------------
+ScenarioFactory = Callable[[], Responder]
+SCENARIOS: Registry[ScenarioFactory] = Registry("scripted scenario")
+
+
+def load_scripted_model(name: str, options: dict[str, Any]) -> ScriptedChatModel:
+    """Provider loader for ``scripted:<scenario>[?latency=S]``."""
+    scenario, _, query = name.partition("?")
+    params = dict(parse_qsl(query))
+    responder = SCENARIOS.get(scenario)()
+    return ScriptedChatModel(
+        responder=responder, latency_s=float(params.get("latency", 0.0)), scenario=scenario
+    )
+
+
+def scripted(responder: Responder, *, latency_s: float = 0.0) -> ScriptedChatModel:
+    """A scripted model around an ad-hoc responder (tests)."""
+    return ScriptedChatModel(responder=responder, latency_s=latency_s)
+
+
+import factdebate.models.scenarios  # noqa: E402,F401  (registers the built-in scenarios)

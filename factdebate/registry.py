@@ -1,0 +1,97 @@
+"""A small generic registry: names and aliases, duplicate rejection, "did you mean", lazy imports.
+
+Frameworks, retriever backends, model providers, scripted scenarios (and later datasets and metrics)
+are registered by name; the CLI, the runner and ``ls`` read them, so nothing dispatches on
+``if name == ...`` chains.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from factdebate.errors import ConfigError
+
+T = TypeVar("T")
+
+
+@dataclass
+class Entry(Generic[T]):
+    """One registered object (or a lazy ``"module:attr"`` reference to it) plus free metadata."""
+
+    name: str
+    target: T | str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def load(self) -> T:
+        """Return the object, importing it the first time if it was registered lazily."""
+        if isinstance(self.target, str) and ":" in self.target:
+            module, _, attr = self.target.partition(":")
+            obj: Any = importlib.import_module(module)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+            self.target = obj
+        return self.target  # type: ignore[return-value]
+
+
+class Registry(Generic[T]):
+    """Named objects of one kind; ``kind`` names them in error messages."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, Entry[T]] = {}
+        self._aliases: dict[str, str] = {}
+
+    def register(
+        self, name: str, target: T | str, *, aliases: tuple[str, ...] = (), **meta: Any
+    ) -> None:
+        """Register ``target`` under ``name``; a name or alias already taken is an error."""
+        for key in (name, *aliases):
+            if key in self._entries or key in self._aliases:
+                raise ValueError(f"{self.kind} {key!r} is already registered")
+        self._entries[name] = Entry(name, target, dict(meta))
+        for alias in aliases:
+            self._aliases[alias] = name
+
+    def decorator(self, name: str, **meta: Any) -> Callable[[T], T]:
+        """Decorator form of :meth:`register`."""
+
+        def wrap(obj: T) -> T:
+            self.register(name, obj, **meta)
+            return obj
+
+        return wrap
+
+    def resolve(self, name: str) -> str:
+        """Canonical name for ``name`` or an alias; unknown names raise with suggestions."""
+        if name in self._entries:
+            return name
+        if name in self._aliases:
+            return self._aliases[name]
+        known = sorted(self._entries)
+        close = difflib.get_close_matches(name, [*known, *self._aliases], n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
+        raise ConfigError(
+            f"unknown {self.kind} {name!r}", f"{hint}known: {', '.join(known)}"
+        )
+
+    def entry(self, name: str) -> Entry[T]:
+        """The entry for ``name`` (aliases allowed)."""
+        return self._entries[self.resolve(name)]
+
+    def get(self, name: str) -> T:
+        """The registered object for ``name``, loading it if lazy."""
+        return self.entry(name).load()
+
+    def names(self) -> list[str]:
+        """Canonical names in registration order."""
+        return list(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries or name in self._aliases
+
+    def __iter__(self) -> Iterator[Entry[T]]:
+        return iter(self._entries.values())

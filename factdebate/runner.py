@@ -1,0 +1,105 @@
+"""Running one claim through a framework with a checkpointer: fresh, resumed, or already done.
+
+The CLI's ``verify`` and (later) the evaluation runner both go through ``run_claim``, so every
+run is checkpointed under a thread id and can be resumed after an interruption.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from factdebate.context import Context, factdebate_home
+from factdebate.errors import InputError
+from factdebate.frameworks import FRAMEWORKS, build_framework
+from factdebate.ledger import empty_ledger
+from factdebate.state import DebateInput
+from nodes.render import average_scores
+from prompts import load_prompts
+
+
+def default_checkpoint_db() -> Path:
+    """SQLite checkpoint file used by CLI runs unless ``--checkpoint-db`` says otherwise."""
+    return factdebate_home() / "checkpoints.sqlite"
+
+
+def git_sha() -> str:
+    """Commit of the code that produced a result ("" outside a checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+async def run_claim(
+    framework: str,
+    item: DebateInput,
+    ctx: Context,
+    *,
+    checkpointer: BaseCheckpointSaver,
+    thread_id: str | None = None,
+    resume: bool = False,
+) -> dict[str, Any]:
+    """Run (or resume) one item and return the result object of the output contract."""
+    name = FRAMEWORKS.resolve(framework)
+    graph = build_framework(name).compile(checkpointer=checkpointer, name=name)
+    thread_id = thread_id or uuid.uuid4().hex
+    prompt_version = load_prompts(ctx.prompt_set).version
+    config: dict[str, Any] = {
+        "configurable": {"thread_id": thread_id},
+        "metadata": {"framework": name, "prompt_version": prompt_version,
+                     "fd_context": dataclasses.asdict(ctx)},
+        "run_name": f"{name}:verify",
+    }
+    if resume:
+        snapshot = await graph.aget_state(config)
+        if not snapshot.created_at:
+            raise InputError(f"no checkpointed run with thread id {thread_id!r}",
+                             "check --thread-id and --checkpoint-db, or drop --resume")
+        if snapshot.next:
+            await graph.ainvoke(None, config, context=ctx)
+        values = (await graph.aget_state(config)).values
+    else:
+        if (await graph.aget_state(config)).created_at:
+            raise InputError(f"thread id {thread_id!r} already holds a run",
+                             "pass --resume to continue it, or choose a new --thread-id")
+        values = await graph.ainvoke(dict(item), config, context=ctx)
+        values = (await graph.aget_state(config)).values or values
+    return result_object(name, values, ctx, thread_id=thread_id, prompt_version=prompt_version)
+
+
+def result_object(
+    framework: str, values: dict[str, Any], ctx: Context, *, thread_id: str, prompt_version: str
+) -> dict[str, Any]:
+    """The JSON object ``verify --json`` prints (and results files store)."""
+    scores = values.get("scores") or {}
+    averages = average_scores(scores)
+    ledger = {**empty_ledger(), **(values.get("ledger") or {})}
+    return {
+        "framework": framework,
+        "claim": values.get("claim"),
+        "task": values.get("task"),
+        "label": values.get("label"),
+        "rationale": values.get("rationale", ""),
+        "rounds": values.get("round", 0),
+        "stopped_by": values.get("stopped_by", ""),
+        "scores": {a: {"average": averages.get(a, {}), "rounds": rows} for a, rows in scores.items()},
+        "ledger": ledger,
+        "flags": values.get("flags") or [],
+        "turns": values.get("turns") or [],
+        "thread_id": thread_id,
+        "models": {"debater": ctx.debater_model, "query": ctx.query_model_spec,
+                   "judge": ctx.judge_model_spec, "scoring": ctx.scoring_model_spec,
+                   "embeddings": ctx.embedding_model},
+        "prompt_version": prompt_version,
+        "git_sha": git_sha(),
+    }

@@ -1,0 +1,193 @@
+"""Typed debate state shared by every framework (STYLE.md §2).
+
+``DebateInput`` is what a caller sends, ``DebateState`` what flows through a graph, ``DebateOutput``
+what every framework returns (the evaluation harness relies on that one shape). Every key that
+parallel branches write has a reducer, so two debaters finishing in the same super-step never
+overwrite each other.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, NotRequired, TypedDict
+
+
+class Evidence(TypedDict):
+    """One retrieved passage, as every retriever returns it (tools/base.py)."""
+
+    id: str
+    """Stable id of the passage in its source (corpus doc_id, URL, ...)."""
+    title: str
+    """Page or document title."""
+    text: str
+    """Passage text handed to the model (always delimited as data in prompts)."""
+    source: str
+    """Backend that produced it: ``milvus``, ``keyword``, ``tavily``, ``item`` ..."""
+    url: str
+    """Link where one exists, else ``""``."""
+    score: float
+    """Backend's relevance score (higher is better; scales differ across backends)."""
+
+
+class Turn(TypedDict):
+    """One debater's contribution in one round."""
+
+    agent: str
+    """Debater id (``rag``, ``search``, ``vanilla``; ``rag2`` when a kind repeats)."""
+    round: int
+    """1-based round number."""
+    query: str
+    """Retrieval query the debater formulated ("" for a tool-less debater)."""
+    evidence: list[Evidence]
+    """Top-k passages its tool returned for that query."""
+    answer: str
+    """The debater's reasoning text (the paper's ``reason:`` part)."""
+    label: str | None
+    """Verdict mapped onto the task's label set; None only when parsing failed outright."""
+    parse: str
+    """How the label was obtained: ``structured``, ``explicit``, ``guessed`` or ``failed``."""
+
+
+class RoundScore(TypedDict, total=False):
+    """Scores of one debater's answer in one round (keys depend on the scoring mode)."""
+
+    round: int
+    """Round the scored answer belongs to."""
+    faithfulness: float
+    """RAGAS faithfulness of the answer w.r.t. its evidence (stability mode)."""
+    answer_relevancy: float
+    """RAGAS answer relevancy of the answer w.r.t. the claim (stability mode)."""
+    consistency: float
+    """Similarity(evidence, answer) (consistency mode)."""
+
+
+def merge_scores(
+    left: dict[str, list[RoundScore]] | None, right: dict[str, list[RoundScore]] | None
+) -> dict[str, list[RoundScore]]:
+    """Reducer: per-agent score lists are concatenated, agents from both sides are kept."""
+    out = {k: list(v) for k, v in (left or {}).items()}
+    for agent, rows in (right or {}).items():
+        out.setdefault(agent, []).extend(rows)
+    return out
+
+
+def add_ledger(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """Reducer: numbers are summed, nested dicts (per-tool counters) are summed key by key."""
+    out: dict[str, Any] = dict(left or {})
+    for key, value in (right or {}).items():
+        if isinstance(value, dict):
+            out[key] = add_ledger(out.get(key), value)
+        elif isinstance(value, list):
+            out[key] = [*out.get(key, []), *value]
+        else:
+            out[key] = out.get(key, 0) + value
+    return out
+
+
+class DebateInput(TypedDict):
+    """What a caller (CLI, evaluation runner, LangGraph server client) sends."""
+
+    claim: str
+    """Claim to verify, or question to answer for QA tasks."""
+    task: NotRequired[str | None]
+    """Label set name (``fever``, ``binary``, ``averitec``, ``medqa``, ``pubmedqa``); overrides
+    the Context's ``label_set`` for this item when given."""
+    options: NotRequired[dict[str, str] | None]
+    """Answer options for multiple-choice QA (MedQA), letter -> text."""
+    documents: NotRequired[list[Evidence] | None]
+    """Documents that come with the item (RAMDocs, PubMedQA); frameworks that retrieve ignore it."""
+    exclude_titles: NotRequired[list[str] | None]
+    """Leakage guard: passages with these titles are dropped from every retrieval."""
+
+
+class DebateState(DebateInput):
+    """Everything a debate graph carries between nodes."""
+
+    round: Annotated[int, operator.add]
+    """Current round; advanced by returning ``{"round": 1}``."""
+    turns: Annotated[list[Turn], operator.add]
+    """Every debater turn of every round, in completion order."""
+    scores: Annotated[dict[str, list[RoundScore]], merge_scores]
+    """Per-agent list of per-round scores."""
+    ledger: Annotated[dict[str, Any], add_ledger]
+    """LLM calls, prompt/completion tokens, per-tool call and fault counts."""
+    flags: Annotated[list[str], operator.add]
+    """Anything a user should know about how the result was obtained (guessed parses, tool
+    faults, stand-in backends)."""
+    label: str | None
+    """Final verdict."""
+    rationale: str
+    """Final explanation."""
+    stopped_by: str
+    """``consensus`` (early stop) or ``judge``."""
+
+
+class DebateOutput(TypedDict):
+    """The one result shape every framework returns."""
+
+    claim: str
+    """The verified claim (echoed for the results file)."""
+    label: str | None
+    """Final verdict on the task's label set."""
+    rationale: str
+    """Final explanation."""
+    round: int
+    """Rounds used."""
+    stopped_by: str
+    """``consensus`` or ``judge``."""
+    turns: list[Turn]
+    """Full debate history (answers and evidence)."""
+    scores: dict[str, list[RoundScore]]
+    """Per-agent per-round scores."""
+    ledger: dict[str, Any]
+    """Token and tool-call ledger."""
+    flags: list[str]
+    """Caveats about this result."""
+
+
+class DebaterState(TypedDict):
+    """State of one debater's turn (the ``debate_turn`` subgraph, fanned out with ``Send``)."""
+
+    agent: str
+    """Debater id."""
+    round: int
+    """Round of this turn."""
+    claim: str
+    """Claim or question."""
+    task: str
+    """Resolved label set name."""
+    options: NotRequired[dict[str, str] | None]
+    """Multiple-choice options."""
+    exclude_titles: NotRequired[list[str] | None]
+    """Leakage guard."""
+    previous_query: str
+    """This agent's query of the previous round ("" in round 1)."""
+    opponents: list[Turn]
+    """The other agents' turns of the previous round (empty in round 1)."""
+    query: str
+    """Query formulated this round."""
+    evidence: list[Evidence]
+    """Passages retrieved this round."""
+    answer: str
+    """Reasoning of this round's answer."""
+    label: str | None
+    """Label of this round's answer."""
+    parse: str
+    """How the label was parsed."""
+    turns: Annotated[list[Turn], operator.add]
+    """This turn, handed back to the parent graph."""
+    scores: Annotated[dict[str, list[RoundScore]], merge_scores]
+    """This turn's scores, handed back to the parent graph."""
+    ledger: Annotated[dict[str, Any], add_ledger]
+    """Calls made in this turn."""
+    flags: Annotated[list[str], operator.add]
+    """Caveats raised in this turn."""
+
+
+class DebaterOutput(TypedDict):
+    """What a debater turn writes back into the parent ``DebateState``."""
+
+    turns: list[Turn]
+    scores: dict[str, list[RoundScore]]
+    ledger: dict[str, Any]
+    flags: list[str]

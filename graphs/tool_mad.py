@@ -1,0 +1,79 @@
+"""Tool-MAD: tool-augmented multi-agent debate for fact verification.
+
+Papers (../shared/papers): "Tool-MAD" with the stability score (tool-mad-stability-score.txt,
+Algorithm 1, §III) and its earlier version with the consistency score
+(tool-mad-consistency-score.txt, Algorithm 1 in the appendix, prompts in Appendix A).
+
+Algorithm 1, as wired here: per round every debater (parallel ``Send`` branches of the
+``debate_turn`` subgraph) formulates a query -> retrieves top-k with its own tool -> responds ->
+is scored; ``check_consensus`` stops early on agreement (gated by the stability thresholds in
+stability mode); after T rounds the ``judge`` decides from the claim, the full history and the
+per-agent average scores.
+
+Deviations (and why):
+* Prompts: the papers print them only as images; ``prompts/tool_mad/prompts.yaml`` reconstructs
+  them from the text and the worked example, and asks for JSON {reasoning, label} instead of
+  "reason: ... LABEL" so labels parse reliably (free text still parsed, flagged when guessed).
+* Stopping rule: this round's scores ``>=`` thresholds (§III-C) rather than Alg. 1's accumulated
+  ``S^A > St`` (see nodes/check_consensus.py).
+* Consistency score: the paper uses a cross-encoder; offline none ships, so the default is cosine
+  of the bundled MiniLM embeddings (a cross-encoder path can be configured).
+* More than two debaters and tool-less ``vanilla`` debaters are supported for the paper's
+  agent-combination ablations; with N debaters "the opponent's answer" is all other agents'
+  answers of the previous round.
+* Offline, the search debater uses a local keyword index instead of Tavily (flagged in the output).
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.context import Context
+from factdebate.state import DebateInput, DebateOutput, DebaterOutput, DebaterState, DebateState
+from nodes.check_consensus import check_consensus, route_after_check_consensus
+from nodes.debate_round import open_round, route_debaters
+from nodes.formulate_query import formulate_query
+from nodes.judge import judge
+from nodes.prepare import prepare
+from nodes.respond import respond
+from nodes.retrieve import retrieve
+from nodes.score import score
+
+
+def build_debate_turn() -> StateGraph:
+    """One debater's turn: formulate_query -> retrieve -> respond -> score."""
+    g = StateGraph(DebaterState, context_schema=Context, output_schema=DebaterOutput)
+    g.add_node("formulate_query", formulate_query)
+    g.add_node("retrieve", retrieve)
+    g.add_node("respond", respond)
+    g.add_node("score", score)
+    g.add_edge(START, "formulate_query")
+    g.add_edge("formulate_query", "retrieve")
+    g.add_edge("retrieve", "respond")
+    g.add_edge("respond", "score")
+    g.add_edge("score", END)
+    return g
+
+
+def build_tool_mad() -> StateGraph:
+    """The Tool-MAD debate graph (uncompiled)."""
+    g = StateGraph(
+        DebateState, context_schema=Context, input_schema=DebateInput, output_schema=DebateOutput
+    )
+    g.add_node("prepare", prepare)
+    g.add_node("open_round", open_round)
+    g.add_node("debate_turn", build_debate_turn().compile(name="debate_turn"))
+    g.add_node("check_consensus", check_consensus)
+    g.add_node("judge", judge)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "open_round")
+    g.add_conditional_edges("open_round", route_debaters, ["debate_turn"])
+    g.add_edge("debate_turn", "check_consensus")
+    g.add_conditional_edges(
+        "check_consensus", route_after_check_consensus, ["open_round", "judge", END]
+    )
+    g.add_edge("judge", END)
+    return g
+
+
+graph = build_tool_mad().compile(name="Tool-MAD")

@@ -1,0 +1,74 @@
+"""``check_consensus``: Tool-MAD's early-stopping rule, applied after every round.
+
+Stability mode (stability-score paper, Alg. 1): stop when all debaters give the same label *and*
+every debater's answer of this round clears both thresholds (faithfulness and answer relevancy).
+Deviation: Alg. 1 writes ``S^A > St`` with S^A accumulated over rounds, while §III-C says a round
+is inconclusive when either score of that round "falls below" its threshold; we follow §III-C and
+compare this round's scores with ``>=``. A debater without evidence (``vanilla``) has no
+faithfulness, so only its relevancy is checked; a score that failed to compute blocks the stop.
+Consistency mode and ``none`` (consistency paper, Alg. 1 l. 17): stop on label agreement alone.
+With ``score_feedback`` off (the "w/o scoring feedback" ablation) scores never gate stopping.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+
+from factdebate.context import Context
+from factdebate.state import DebateState, RoundScore, Turn
+
+
+def round_turns(state: DebateState, round_: int | None = None) -> list[Turn]:
+    """Turns of ``round_`` (default: the current round), ordered by agent."""
+    r = state["round"] if round_ is None else round_
+    return sorted((t for t in state.get("turns", []) if t["round"] == r), key=lambda t: t["agent"])
+
+
+def _row(scores: dict[str, list[RoundScore]], agent: str, round_: int) -> RoundScore | None:
+    return next((r for r in scores.get(agent, []) if r.get("round") == round_), None)
+
+
+def clears_thresholds(turn: Turn, row: RoundScore | None, ctx: Context) -> bool:
+    """Whether one answer's stability scores clear both thresholds."""
+    if row is None:
+        return False
+    relevancy = row.get("answer_relevancy")
+    if relevancy is None or relevancy < ctx.relevance_threshold:
+        return False
+    faithfulness = row.get("faithfulness")
+    if faithfulness is None:
+        return not turn["evidence"]  # nothing to be faithful to; a failed score blocks
+    return faithfulness >= ctx.faithfulness_threshold
+
+
+def consensus_reached(turns: list[Turn], scores: dict[str, list[RoundScore]], ctx: Context) -> bool:
+    """The stopping rule for one round's turns."""
+    labels = {t["label"] for t in turns}
+    if len(turns) < 2 or len(labels) != 1 or None in labels:
+        return False
+    if ctx.scoring_mode != "stability" or not ctx.score_feedback:
+        return True
+    return all(clears_thresholds(t, _row(scores, t["agent"], t["round"]), ctx) for t in turns)
+
+
+def check_consensus(state: DebateState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Set the verdict when this round ends the debate by consensus."""
+    turns = round_turns(state)
+    if not consensus_reached(turns, state.get("scores", {}), runtime.context):
+        return {}
+    return {"label": turns[0]["label"], "rationale": turns[0]["answer"],
+            "stopped_by": "consensus"}
+
+
+def route_after_check_consensus(
+    state: DebateState, runtime: Runtime[Context]
+) -> Literal["open_round", "judge", "__end__"]:
+    """End on consensus, go to the judge after the last round, else debate another round."""
+    if state.get("stopped_by") == "consensus":
+        return END
+    if state["round"] >= runtime.context.max_rounds:
+        return "judge"
+    return "open_round"

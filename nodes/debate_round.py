@@ -1,0 +1,51 @@
+"""``open_round`` and the fan-out of debaters (one ``Send`` per agent, run in parallel branches).
+
+Each branch gets only what Alg. 1 lets a debater see: the claim, its own previous query and the
+other agents' answers of the previous round.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from factdebate.context import Context
+from factdebate.state import DebateState, DebaterState
+from nodes.check_consensus import round_turns
+
+
+def open_round(state: DebateState) -> dict[str, Any]:
+    """Advance the round counter."""
+    return {"round": 1}
+
+
+def route_debaters(state: DebateState, runtime: Runtime[Context]) -> list[Send]:
+    """One ``debate_turn`` branch per debater for the new round."""
+    current = state["round"]
+    previous = round_turns(state, current - 1) if current > 1 else []
+    sends = []
+    for agent in runtime.context.agent_ids():
+        own = next((t for t in previous if t["agent"] == agent), None)
+        payload = DebaterState(
+            agent=agent,
+            round=current,
+            claim=state["claim"],
+            task=state["task"],  # type: ignore[typeddict-item]
+            options=state.get("options"),
+            exclude_titles=state.get("exclude_titles"),
+            previous_query=own["query"] if own else "",
+            opponents=[t for t in previous if t["agent"] != agent],
+            query="",
+            evidence=[],
+            answer="",
+            label=None,
+            parse="",
+            turns=[],
+            scores={},
+            ledger={},
+            flags=[],
+        )
+        sends.append(Send("debate_turn", payload))
+    return sends

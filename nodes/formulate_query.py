@@ -1,0 +1,57 @@
+"""``formulate_query``: Tool-MAD's query selection (Alg. 1, Query(A, c) / Query(A, c, a_opp, q_prev)).
+
+Round 1 uses the claim alone; later rounds the claim, the agent's previous query and the other
+agents' last answers. With ``query_formulation`` off (the "w/o query formulation" ablation) the
+claim itself is the query. Tool-less debaters need no query.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from factdebate.context import Context, debater_kind
+from factdebate.labels import QueryOut
+from factdebate.state import DebaterState
+from nodes.llm import CallLog, ask_structured, call_config, model_for
+from nodes.prompting import common_values, prompt_set
+from nodes.render import render_opponents
+
+MAX_QUERY_CHARS = 300
+
+
+async def formulate_query(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """This round's retrieval query for one debater."""
+    ctx = runtime.context
+    kind = debater_kind(state["agent"])
+    if kind == "vanilla":
+        return {"query": ""}
+    if not ctx.query_formulation:
+        return {"query": state["claim"]}
+    prompts = prompt_set(ctx)
+    values = common_values(state, ctx, kind)
+    if state["round"] > 1 and state.get("opponents"):
+        values |= {
+            "previous_query": state.get("previous_query") or state["claim"],
+            "opponents": render_opponents(state["opponents"]),
+        }
+        messages = prompts.render("query_followup", **values)
+    else:
+        messages = prompts.render("query_initial", **values)
+    calls = CallLog()
+    parsed, raw = await ask_structured(
+        model_for(ctx.query_model_spec, ctx),
+        messages,
+        QueryOut,
+        config=call_config(calls, role="query", agent=state["agent"], round_=state["round"]),
+        retries=ctx.llm_retries,
+    )
+    query = (parsed.query if isinstance(parsed, QueryOut) else "").strip()
+    if not query:
+        query = state["claim"]
+        calls.flags.append(
+            f"query: agent {state['agent']} round {state['round']} gave no usable query; "
+            "the claim was used instead"
+        )
+    return {"query": query[:MAX_QUERY_CHARS], **calls.update()}

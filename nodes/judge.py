@@ -1,0 +1,64 @@
+"""``judge``: the final decision when the debaters reach no consensus within T rounds.
+
+Tool-MAD Alg. 1 (both papers): Judge(A_J, H, S, c) - the claim, the full debate history with every
+agent's evidence, and each agent's average scores over the rounds (stability or consistency; left
+out in scoring mode ``none`` and in the "w/o scoring feedback" ablation). If the judge's reply
+cannot be read even after a re-ask, the fallback is flagged: the label of the agent with the best
+average score in the last round (first agent on ties), never a label nobody proposed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from factdebate.context import Context
+from factdebate.labels import get_label_set, verdict_schema
+from factdebate.state import DebateState, Turn
+from nodes.check_consensus import round_turns
+from nodes.llm import CallLog, ask_verdict, call_config, model_for
+from nodes.prompting import common_values, prompt_set
+from nodes.render import average_scores, render_history, render_scores
+
+
+def _fallback(turns: list[Turn], averages: dict[str, dict[str, float]]) -> Turn | None:
+    labelled = [t for t in turns if t["label"]]
+    if not labelled:
+        return None
+    return max(labelled, key=lambda t: sum(averages.get(t["agent"], {}).values()))
+
+
+async def judge(state: DebateState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The judge's verdict over the whole debate."""
+    ctx = runtime.context
+    use_scores = ctx.scoring_mode != "none" and ctx.score_feedback
+    averages = average_scores(state.get("scores", {})) if use_scores else {}
+    prompts = prompt_set(ctx)
+    values = common_values(state, ctx, "judge")
+    values |= {
+        "history": render_history(state.get("turns", [])),
+        "scores": render_scores(averages),
+        "score_guide": prompts.templates["score_guides"][ctx.scoring_mode if use_scores else "none"],
+    }
+    calls = CallLog()
+    reasoning, parsed = await ask_verdict(
+        model_for(ctx.judge_model_spec, ctx),
+        prompts.render("judge", **values),
+        verdict_schema(state["task"]),
+        get_label_set(state["task"]),
+        config=call_config(calls, role="judge", round_=state["round"]),
+        retries=ctx.llm_retries,
+    )
+    label = parsed.label
+    if parsed.how == "guessed":
+        calls.flags.append(f"parse: judge label guessed as {label}")
+    if label is None:
+        best = _fallback(round_turns(state), averages)
+        label = best["label"] if best else None
+        reasoning = best["answer"] if best else reasoning
+        calls.flags.append(
+            "parse: judge reply unreadable; fell back to "
+            + (f"the {best['agent']} agent's last label {label}" if best else "no label")
+        )
+    return {"label": label, "rationale": reasoning, "stopped_by": "judge", **calls.update()}

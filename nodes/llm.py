@@ -1,0 +1,128 @@
+"""How nodes call models: role metadata, bounded retries, usage counting, parse fall-backs.
+
+Every call is tagged with ``fd_role``/``fd_agent``/``fd_round`` metadata (LangSmith shows it; the
+scripted double keys on it) and counted by a ``UsageTracker`` whose counts the node returns as a
+ledger update. Provider faults are retried with exponential back-off; a structured reply that does
+not validate is parsed as free text onto the label set and, if that fails too, re-asked once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel
+
+from factdebate.context import Context
+from factdebate.errors import FactDebateError
+from factdebate.labels import LabelSet, ParsedLabel, parse_label
+from factdebate.ledger import UsageTracker
+from factdebate.models import load_model
+
+log = logging.getLogger(__name__)
+
+REASK = (
+    "Your previous reply could not be read. Reply again with only the JSON object described "
+    "above, nothing else."
+)
+
+
+@dataclass
+class CallLog:
+    """Counts and caveats of the calls one node made; becomes the node's ledger/flags update."""
+
+    tracker: UsageTracker = field(default_factory=UsageTracker)
+    flags: list[str] = field(default_factory=list)
+
+    def update(self) -> dict[str, Any]:
+        """``{"ledger": ..., "flags": ...}`` for the node's return value."""
+        return {"ledger": self.tracker.delta(), "flags": list(self.flags)}
+
+
+def model_for(spec: str, ctx: Context) -> BaseChatModel:
+    """The model for a role spec with the Context's base URL and temperature."""
+    return load_model(spec, base_url=ctx.model_base_url, temperature=ctx.temperature)
+
+
+def call_config(calls: CallLog, *, role: str, agent: str = "", round_: int = 0) -> RunnableConfig:
+    """Config of one model call: usage tracker plus role metadata."""
+    return {
+        "callbacks": [calls.tracker],
+        "metadata": {"fd_role": role, "fd_agent": agent, "fd_round": round_},
+        "tags": [f"fd:{role}"],
+    }
+
+
+async def with_retries(coro_fn: Any, *, retries: int, what: str, base_delay: float = 0.5) -> Any:
+    """Await ``coro_fn()``; on a provider fault retry up to ``retries`` times with back-off.
+
+    User errors (``FactDebateError``: missing key, unknown model) are not retried.
+    """
+    for attempt in range(retries + 1):
+        try:
+            return await coro_fn()
+        except FactDebateError:
+            raise
+        except Exception as exc:  # provider faults come in many types
+            if attempt == retries:
+                raise
+            delay = base_delay * 2**attempt
+            log.warning("%s failed (%s: %s); retry %d in %.1fs", what, type(exc).__name__, exc,
+                        attempt + 1, delay)
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+async def ask_structured(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    schema: type[BaseModel],
+    *,
+    config: RunnableConfig,
+    retries: int,
+) -> tuple[BaseModel | None, str]:
+    """Structured reply ``(parsed or None, raw text)``; provider faults retried."""
+    runnable = model.with_structured_output(schema, include_raw=True)
+    out = await with_retries(
+        lambda: runnable.ainvoke(messages, config=config),
+        retries=retries,
+        what=f"{config.get('metadata', {}).get('fd_role', 'model')} call",
+    )
+    if isinstance(out, dict):
+        raw = out.get("raw")
+        text = str(getattr(raw, "content", "") or "")
+        if not text and getattr(raw, "tool_calls", None):
+            text = str(raw.tool_calls[0].get("args", ""))
+        return out.get("parsed"), text
+    return out, ""
+
+
+async def ask_verdict(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    schema: type[BaseModel],
+    label_set: LabelSet,
+    *,
+    config: RunnableConfig,
+    retries: int,
+) -> tuple[str, ParsedLabel]:
+    """``(reasoning, parsed label)``: structured first, then free-text parsing, then one re-ask."""
+    text = ""
+    for attempt in range(2):
+        parsed, text = await ask_structured(
+            model, messages, schema, config=config, retries=retries
+        )
+        if parsed is not None:
+            data = parsed.model_dump()
+            return str(data.get("reasoning", "")), ParsedLabel(str(data["label"]), "structured")
+        label = parse_label(text, label_set)
+        if label.label is not None:
+            return text, label
+        if attempt == 0:
+            messages = [*messages, HumanMessage(REASK)]
+    return text, ParsedLabel(None, "failed")

@@ -1,0 +1,83 @@
+"""Text blocks that go into prompts: evidence (delimited as data), opponents, history, scores."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from factdebate.state import Evidence, RoundScore, Turn
+
+MAX_PASSAGE_CHARS = 1200
+"""Passages are cut to this many characters in prompts (oversized documents cannot crowd out the
+instructions; the embedded model's context is small)."""
+
+_TAG = re.compile(r"</?\s*document[^>]*>", re.IGNORECASE)
+
+
+def _clean(text: str, limit: int = MAX_PASSAGE_CHARS) -> str:
+    text = _TAG.sub(" ", text or "")  # a document cannot close its own delimiter
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def render_evidence(evidence: Sequence[Evidence]) -> str:
+    """Numbered passages inside ``<document>`` tags; a note when there are none."""
+    if not evidence:
+        return "(no documents were retrieved)"
+    return "\n".join(
+        f'<document n="{i}" title="{_clean(e["title"], 200)}">{_clean(e["text"])}</document>'
+        for i, e in enumerate(evidence, 1)
+    )
+
+
+def render_options(options: dict[str, str] | None) -> str:
+    """Multiple-choice options, one per line ("" for claim tasks)."""
+    if not options:
+        return ""
+    return "Options:\n" + "\n".join(f"{k}. {v}" for k, v in sorted(options.items())) + "\n"
+
+
+def render_opponents(turns: Sequence[Turn]) -> str:
+    """The other agents' answers of one round."""
+    if not turns:
+        return "(none)"
+    return "\n".join(
+        f"- {t['agent']} agent: {t['label'] or 'no label'} - {_clean(t['answer'], 800)}"
+        for t in turns
+    )
+
+
+def render_history(turns: Sequence[Turn]) -> str:
+    """The whole debate, round by round, with each agent's query, evidence and answer."""
+    lines: list[str] = []
+    for round_ in sorted({t["round"] for t in turns}):
+        lines.append(f"Round {round_}:")
+        for t in sorted((t for t in turns if t["round"] == round_), key=lambda t: t["agent"]):
+            lines.append(f"* {t['agent']} agent (query: {t['query'] or '-'})")
+            lines.append(f"  evidence: {render_evidence(t['evidence'])}")
+            lines.append(f"  answer: {t['label'] or 'no label'} - {_clean(t['answer'], 800)}")
+    return "\n".join(lines)
+
+
+def average_scores(scores: dict[str, list[RoundScore]]) -> dict[str, dict[str, float]]:
+    """Per agent, the mean of every score key over the rounds that have a value for it."""
+    out: dict[str, dict[str, float]] = {}
+    for agent, rows in scores.items():
+        sums: dict[str, list[float]] = {}
+        for row in rows:
+            for key, value in row.items():
+                if key != "round" and isinstance(value, (int, float)):
+                    sums.setdefault(key, []).append(float(value))
+        out[agent] = {k: round(sum(v) / len(v), 4) for k, v in sums.items()}
+    return out
+
+
+def render_scores(averages: dict[str, dict[str, float]]) -> str:
+    """Score averages for the judge ("" when scoring is off)."""
+    if not averages:
+        return ""
+    lines = ["Average scores over the rounds:"]
+    for agent, vals in sorted(averages.items()):
+        shown = ", ".join(f"{k}={v:.2f}" for k, v in sorted(vals.items())) or "not available"
+        lines.append(f"- {agent} agent: {shown}")
+    return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""``respond``: a debater answers from its evidence (Tool-MAD Alg. 1, Respond(A, D, c[, a_opp])).
+
+Round 1 uses the initial-debate template; later rounds add the other agents' previous answers.
+The label is read from the model's structured ``label`` field, else parsed from its own text
+(never from the documents); how it was obtained is kept in the turn and flagged when guessed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from factdebate.context import Context, debater_kind
+from factdebate.labels import get_label_set, verdict_schema
+from factdebate.state import DebaterState, Turn
+from nodes.llm import CallLog, ask_verdict, call_config, model_for
+from nodes.prompting import common_values, prompt_set
+from nodes.render import render_evidence, render_opponents
+
+
+async def respond(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """This round's answer of one debater, appended to ``turns``."""
+    ctx = runtime.context
+    values = common_values(state, ctx, debater_kind(state["agent"]))
+    values["evidence"] = render_evidence(state.get("evidence") or [])
+    if state["round"] > 1 and state.get("opponents"):
+        values["opponents"] = render_opponents(state["opponents"])
+        messages = prompt_set(ctx).render("debate_followup", **values)
+    else:
+        messages = prompt_set(ctx).render("debate_initial", **values)
+    calls = CallLog()
+    reasoning, parsed = await ask_verdict(
+        model_for(ctx.debater_model, ctx),
+        messages,
+        verdict_schema(state["task"]),
+        get_label_set(state["task"]),
+        config=call_config(calls, role="debater", agent=state["agent"], round_=state["round"]),
+        retries=ctx.llm_retries,
+    )
+    if parsed.how in ("guessed", "failed"):
+        calls.flags.append(
+            f"parse: agent {state['agent']} round {state['round']} label {parsed.how}"
+            + (f" as {parsed.label}" if parsed.label else "")
+        )
+    turn = Turn(
+        agent=state["agent"],
+        round=state["round"],
+        query=state.get("query", ""),
+        evidence=list(state.get("evidence") or []),
+        answer=reasoning,
+        label=parsed.label,
+        parse=parsed.how,
+    )
+    return {"answer": reasoning, "label": parsed.label, "parse": parsed.how, "turns": [turn],
+            **calls.update()}

@@ -1,0 +1,88 @@
+"""``retrieve``: a debater runs its query against its own tool (Tool-MAD Alg. 1, Retrieve(A, q)).
+
+Backends come from the Context (``rag_backend``, ``search_backend``); ``search_backend="auto"``
+means Tavily when ``TAVILY_API_KEY`` is set, else the offline keyword stand-in, which is flagged in
+the output. Calls are bounded by a timeout and retried with back-off; a tool that still fails
+yields no evidence, a flag and a ``tool_faults`` ledger entry - the debate goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from factdebate.context import Context, debater_kind
+from factdebate.errors import ConfigError, FactDebateError
+from factdebate.state import DebaterState, Evidence
+from nodes.llm import with_retries
+from tools.base import RetrieverSettings, get_retriever
+
+STAND_IN_FLAG = (
+    "search: no TAVILY_API_KEY, so the 'search' debater used the offline keyword index "
+    "(local_search) as a stand-in for web search"
+)
+
+
+def resolve_backend(kind: str, ctx: Context) -> tuple[str | None, str | None]:
+    """``(backend name or None for tool-less debaters, flag to report or None)``."""
+    if kind == "rag":
+        return ctx.rag_backend, None
+    if kind == "search":
+        backend = ctx.search_backend
+        if backend == "auto":
+            if os.environ.get("TAVILY_API_KEY"):
+                return "tavily", None
+            return "local_search", STAND_IN_FLAG
+        if backend == "tavily" and not os.environ.get("TAVILY_API_KEY"):
+            raise ConfigError(
+                "search backend 'tavily' needs TAVILY_API_KEY",
+                "export TAVILY_API_KEY=... or use --search-backend local_search offline",
+            )
+        return backend, None
+    return None, None
+
+
+def retriever_settings(ctx: Context) -> RetrieverSettings:
+    """Backend settings derived from the Context."""
+    return RetrieverSettings(
+        index_dir=str(ctx.index_path),
+        milvus_uri=ctx.resolved_milvus_uri,
+        embedding_model=ctx.embedding_model,
+    )
+
+
+async def retrieve(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Top-k evidence for this round's query from the debater's tool."""
+    ctx = runtime.context
+    backend, _ = resolve_backend(debater_kind(state["agent"]), ctx)
+    if backend is None or not state.get("query"):
+        return {"evidence": []}
+    excluded = {t.casefold() for t in state.get("exclude_titles") or []}
+    retriever = get_retriever(backend, retriever_settings(ctx))
+    k = ctx.top_k + len(excluded)
+
+    async def once() -> list[Evidence]:
+        return await asyncio.wait_for(
+            retriever.search(state["query"], k=k), timeout=ctx.tool_timeout_s
+        )
+
+    ledger: dict[str, Any] = {"tool_calls": {backend: 1}}
+    try:
+        found = await with_retries(
+            once, retries=ctx.tool_retries, what=f"{backend} search"
+        )
+    except FactDebateError:
+        raise  # an index that does not exist or a missing key is the user's to fix
+    except Exception as exc:
+        fault = f"{type(exc).__name__}: {exc}"[:300]
+        return {
+            "evidence": [],
+            "ledger": {**ledger, "tool_faults": {backend: 1}},
+            "flags": [f"tool fault: {backend} failed for agent {state['agent']} in round "
+                      f"{state['round']} after {ctx.tool_retries} retries ({fault})"],
+        }
+    kept = [e for e in found if e["title"].casefold() not in excluded][: ctx.top_k]
+    return {"evidence": kept, "ledger": ledger}

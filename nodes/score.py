@@ -1,0 +1,64 @@
+"""``score``: scores one debater's answer of one round.
+
+* ``stability`` (Tool-MAD, stability-score paper §III-C): RAGAS faithfulness of the answer w.r.t.
+  the agent's own evidence and RAGAS answer relevancy w.r.t. the claim, computed by ragas' metrics
+  with the Context's scoring model and embeddings (``tools/scoring.py``).
+* ``consistency`` (Tool-MAD, consistency-score paper, Alg. 1 l. 21-22): similarity(answer,
+  evidence); a cross-encoder when one is configured, else bundled-embedding cosine.
+* ``none``: nothing is computed.
+
+Scoring faults never stop a debate: the value is left out (None), the fault is flagged, and the
+consensus check treats a missing score as not cleared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from factdebate.context import Context
+from factdebate.state import DebaterState, RoundScore
+from nodes.llm import CallLog, call_config, model_for
+from tools.embeddings import get_embeddings
+
+
+async def score(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Scores of this round's answer, keyed by agent."""
+    ctx = runtime.context
+    if ctx.scoring_mode == "none":
+        return {}
+    from tools import scoring  # ragas is heavy: imported on first use
+
+    contexts = [f"{e['title']}: {e['text']}" for e in state.get("evidence") or []]
+    answer = state.get("answer") or ""
+    row: RoundScore = {"round": state["round"]}
+    calls = CallLog()
+    try:
+        if ctx.scoring_mode == "stability":
+            result = await scoring.stability_scores(
+                question=state["claim"],
+                answer=answer,
+                contexts=contexts,
+                llm=model_for(ctx.scoring_model_spec, ctx),
+                embeddings=get_embeddings(ctx.embedding_model),
+                config=call_config(calls, role="ragas", agent=state["agent"],
+                                   round_=state["round"]),
+            )
+            row["faithfulness"] = result.get("faithfulness")  # type: ignore[typeddict-item]
+            row["answer_relevancy"] = result.get("answer_relevancy")  # type: ignore[typeddict-item]
+            for err in result.get("errors") or []:
+                calls.flags.append(f"score: agent {state['agent']} round {state['round']}: {err}")
+        else:
+            row["consistency"] = await scoring.consistency_score(  # type: ignore[typeddict-item]
+                answer=answer,
+                contexts=contexts,
+                embedding_spec=ctx.embedding_model,
+                cross_encoder=ctx.cross_encoder,
+            )
+    except Exception as exc:  # a scoring fault must not end the debate
+        calls.flags.append(
+            f"score: agent {state['agent']} round {state['round']} failed "
+            f"({type(exc).__name__}: {str(exc)[:200]})"
+        )
+    return {"scores": {state["agent"]: [row]}, **calls.update()}

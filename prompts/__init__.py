@@ -1,0 +1,72 @@
+"""Prompt templates as data (STYLE.md §4) and the one function that loads them.
+
+Each framework has a folder ``prompts/<set>/`` with ``prompts.yaml``: a ``version`` string (recorded
+in every run's metadata) and named templates with ``system`` and ``user`` parts using ``{named}``
+placeholders. Label instructions per task live in ``prompts/labels.yaml``. Rendering fails loudly
+on a missing placeholder; values are inserted verbatim (never re-parsed), so evidence text with
+braces is safe.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from factdebate.errors import ConfigError
+
+PROMPTS_DIR = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """The templates of one framework."""
+
+    name: str
+    version: str
+    templates: dict[str, dict[str, str]]
+
+    def render(self, template: str, **values: Any) -> list[BaseMessage]:
+        """System + user messages of ``template`` with ``values`` filled in."""
+        if template not in self.templates:
+            raise ConfigError(
+                f"prompt set {self.name!r} has no template {template!r}",
+                f"known: {', '.join(sorted(self.templates))}",
+            )
+        parts = self.templates[template]
+        messages: list[BaseMessage] = []
+        if parts.get("system"):
+            messages.append(SystemMessage(_fill(parts["system"], values, template)))
+        messages.append(HumanMessage(_fill(parts["user"], values, template)))
+        return messages
+
+
+def _fill(text: str, values: dict[str, Any], template: str) -> str:
+    needed = {name for _, name, _, _ in string.Formatter().parse(text) if name}
+    missing = needed - values.keys()
+    if missing:
+        raise KeyError(f"template {template!r} needs {sorted(missing)}")
+    return text.format_map(values)
+
+
+@cache
+def load_prompts(name: str) -> PromptSet:
+    """The prompt set in ``prompts/<name>/prompts.yaml``."""
+    path = PROMPTS_DIR / name / "prompts.yaml"
+    if not path.is_file():
+        known = sorted(p.parent.name for p in PROMPTS_DIR.glob("*/prompts.yaml"))
+        raise ConfigError(f"unknown prompt set {name!r}", f"known: {', '.join(known)}")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return PromptSet(name=name, version=str(data.pop("version")), templates=data)
+
+
+@cache
+def label_instructions() -> dict[str, dict[str, str]]:
+    """Per label set: ``task`` (what to decide) and ``labels`` (how to answer)."""
+    data = yaml.safe_load((PROMPTS_DIR / "labels.yaml").read_text(encoding="utf-8"))
+    return dict(data["label_sets"])

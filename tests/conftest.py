@@ -1,0 +1,87 @@
+"""Shared fixtures: offline environment, an in-memory retriever for graph tests, scripted models."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
+os.environ.pop("TAVILY_API_KEY", None)
+os.environ.pop("LANGSMITH_TRACING", None)
+os.environ.pop("LANGCHAIN_TRACING_V2", None)
+
+from factdebate.models.scripted import SCENARIOS, Responder  # noqa: E402
+from factdebate.state import Evidence  # noqa: E402
+from tools.base import RETRIEVERS, RetrieverSettings  # noqa: E402
+
+PASSAGES = [
+    ("p1", "Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris, France, "
+     "completed in 1889 for the World's Fair."),
+    ("p2", "Mount Everest", "Mount Everest, on the border of Nepal and China, is Earth's highest "
+     "mountain above sea level at 8,849 metres."),
+    ("p3", "Marie Curie", "Marie Curie was a physicist and chemist who won Nobel Prizes in "
+     "physics (1903) and chemistry (1911)."),
+    ("p4", "Paris", "Paris is the capital and largest city of France, on the river Seine."),
+]
+
+
+class StaticRetriever:
+    """Word-overlap ranking over ``PASSAGES``: a deterministic retriever for graph-logic tests."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.queries: list[str] = []
+
+    async def search(self, query: str, *, k: int) -> list[Evidence]:
+        self.queries.append(query)
+        words = set(re.findall(r"\w+", query.lower()))
+        ranked = sorted(
+            PASSAGES, key=lambda p: -len(words & set(re.findall(r"\w+", (p[1] + p[2]).lower())))
+        )
+        return [
+            Evidence(id=i, title=t, text=x, source=self.name, url="", score=1.0)
+            for i, t, x in ranked[:k]
+        ]
+
+
+if "static" not in RETRIEVERS:
+    RETRIEVERS.register("static", lambda settings: StaticRetriever("static"))
+
+_counter = itertools.count()
+
+
+@pytest.fixture
+def scenario() -> Iterator[Callable[[Responder], str]]:
+    """Register a responder under a fresh scenario name; returns its ``scripted:`` spec."""
+
+    def make(responder: Responder) -> str:
+        name = f"test{next(_counter)}"
+        SCENARIOS.register(name, lambda: responder)
+        return f"scripted:{name}"
+
+    yield make
+
+
+@pytest.fixture
+def static_ctx() -> Callable[..., Any]:
+    """A Context for graph tests: static retriever, the given model spec and overrides."""
+    from factdebate.context import Context
+
+    def make(model: str, **overrides: Any) -> Context:
+        return Context(debater_model=model, rag_backend="static", search_backend="static",
+                       **overrides)
+
+    return make
+
+
+def settings_for(tmp_path: Any) -> RetrieverSettings:
+    """Retriever settings rooted in a temporary folder."""
+    return RetrieverSettings(index_dir=str(tmp_path), milvus_uri=str(tmp_path / "milvus.db"))

@@ -1,0 +1,83 @@
+"""The one retriever interface every debater tool implements (STYLE.md §6).
+
+A backend is registered by name in ``RETRIEVERS`` with a factory ``(settings) -> Retriever``; the
+SDK behind it is imported lazily inside the factory, so an unused backend costs nothing and a
+missing one fails only when asked for. ``get_retriever`` caches one instance per (backend,
+settings) for the life of the process: indexes and HTTP clients are opened once, not per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from factdebate.registry import Registry
+from factdebate.state import Evidence
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Anything that answers a query with ranked passages."""
+
+    name: str
+    """Backend name as registered (``milvus``, ``keyword``, ``tavily``, ``local_search``)."""
+
+    async def search(self, query: str, *, k: int) -> list[Evidence]:
+        """Top-``k`` passages for ``query``, best first."""
+        ...
+
+
+@dataclass(frozen=True)
+class RetrieverSettings:
+    """What a factory needs to open a backend; hashable so instances can be cached."""
+
+    index_dir: str
+    """Folder written by ``factdebate index`` (keyword index lives in ``<index_dir>/keyword``)."""
+    milvus_uri: str
+    """Milvus Lite folder or server URI."""
+    embedding_model: str = "minilm"
+    """Embedding spec (``minilm`` or ``openai:<model>``)."""
+    collection: str = "factdebate_passages"
+    """Milvus collection name."""
+
+
+RetrieverFactory = Callable[[RetrieverSettings], Retriever]
+RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever backend")
+
+_cache: dict[tuple[str, RetrieverSettings], Retriever] = {}
+_cache_lock = threading.Lock()
+
+
+def get_retriever(name: str, settings: RetrieverSettings) -> Retriever:
+    """The process-wide instance of backend ``name`` for ``settings`` (opened on first use)."""
+    canonical = RETRIEVERS.resolve(name)
+    key = (canonical, settings)
+    with _cache_lock:
+        if key not in _cache:
+            _cache[key] = RETRIEVERS.get(canonical)(settings)
+        return _cache[key]
+
+
+def clear_retriever_cache() -> None:
+    """Forget opened backends (tests that rebuild an index in the same process)."""
+    with _cache_lock:
+        for retriever in _cache.values():
+            close = getattr(retriever, "close", None)
+            if callable(close):
+                close()
+        _cache.clear()
+
+
+async def run_blocking(fn: Callable[..., list[Evidence]], *args: object) -> list[Evidence]:
+    """Run a blocking backend call off the event loop (keeps parallel debaters parallel)."""
+    return await asyncio.to_thread(fn, *args)
+
+
+# Backends are registered lazily: importing this module imports no SDK.
+RETRIEVERS.register("milvus", "tools.milvus_rag:open_milvus_retriever", aliases=("rag",))
+RETRIEVERS.register("keyword", "tools.keyword:open_keyword_retriever")
+RETRIEVERS.register("local_search", "tools.keyword:open_local_search")
+RETRIEVERS.register("tavily", "tools.tavily_search:open_tavily_retriever", aliases=("web",))

