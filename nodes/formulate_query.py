@@ -41,7 +41,7 @@ async def formulate_query(state: DebaterState, runtime: Runtime[Context]) -> dic
         messages = prompts.render("query_initial", **values)
     calls = CallLog()
     parsed, raw = await ask_structured(
-        model_for(ctx.query_model_spec, ctx),
+        await model_for(ctx.query_model_spec, ctx),
         messages,
         QueryOut,
         config=call_config(calls, role="query", agent=state["agent"], round_=state["round"]),

@@ -43,7 +43,7 @@ async def judge(state: DebateState, runtime: Runtime[Context]) -> dict[str, Any]
     }
     calls = CallLog()
     reasoning, parsed = await ask_verdict(
-        model_for(ctx.judge_model_spec, ctx),
+        await model_for(ctx.judge_model_spec, ctx),
         prompts.render("judge", **values),
         verdict_schema(state["task"]),
         get_label_set(state["task"]),

@@ -44,9 +44,15 @@ class CallLog:
         return {"ledger": self.tracker.delta(), "flags": list(self.flags)}
 
 
-def model_for(spec: str, ctx: Context) -> BaseChatModel:
-    """The model for a role spec with the Context's base URL and temperature."""
-    return load_model(spec, base_url=ctx.model_base_url, temperature=ctx.temperature)
+async def model_for(spec: str, ctx: Context) -> BaseChatModel:
+    """The model for a role spec with the Context's base URL and temperature.
+
+    Loading may read weights or build clients (blocking), so it runs off the event loop; later
+    calls hit the per-process cache.
+    """
+    return await asyncio.to_thread(
+        load_model, spec, base_url=ctx.model_base_url, temperature=ctx.temperature
+    )
 
 
 def call_config(calls: CallLog, *, role: str, agent: str = "", round_: int = 0) -> RunnableConfig:

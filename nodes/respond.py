@@ -31,7 +31,7 @@ async def respond(state: DebaterState, runtime: Runtime[Context]) -> dict[str, A
         messages = prompt_set(ctx).render("debate_initial", **values)
     calls = CallLog()
     reasoning, parsed = await ask_verdict(
-        model_for(ctx.debater_model, ctx),
+        await model_for(ctx.debater_model, ctx),
         messages,
         verdict_schema(state["task"]),
         get_label_set(state["task"]),

@@ -61,7 +61,7 @@ async def retrieve(state: DebaterState, runtime: Runtime[Context]) -> dict[str, 
     if backend is None or not state.get("query"):
         return {"evidence": []}
     excluded = {t.casefold() for t in state.get("exclude_titles") or []}
-    retriever = get_retriever(backend, retriever_settings(ctx))
+    retriever = await asyncio.to_thread(get_retriever, backend, retriever_settings(ctx))
     k = ctx.top_k + len(excluded)
 
     async def once() -> list[Evidence]:

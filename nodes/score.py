@@ -13,6 +13,8 @@ consensus check treats a missing score as not cleared.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -28,7 +30,8 @@ async def score(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any
     ctx = runtime.context
     if ctx.scoring_mode == "none":
         return {}
-    from tools import scoring  # ragas is heavy: imported on first use
+    # ragas is heavy: imported on first use, off the event loop
+    scoring = await asyncio.to_thread(importlib.import_module, "tools.scoring")
 
     contexts = [f"{e['title']}: {e['text']}" for e in state.get("evidence") or []]
     answer = state.get("answer") or ""
@@ -40,8 +43,8 @@ async def score(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any
                 question=state["claim"],
                 answer=answer,
                 contexts=contexts,
-                llm=model_for(ctx.scoring_model_spec, ctx),
-                embeddings=get_embeddings(ctx.embedding_model),
+                llm=await model_for(ctx.scoring_model_spec, ctx),
+                embeddings=await asyncio.to_thread(get_embeddings, ctx.embedding_model),
                 config=call_config(calls, role="ragas", agent=state["agent"],
                                    round_=state["round"]),
             )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -54,19 +53,28 @@ def _fill(text: str, values: dict[str, Any], template: str) -> str:
     return text.format_map(values)
 
 
-@cache
+def _read_all() -> dict[str, PromptSet]:
+    sets = {}
+    for path in sorted(PROMPTS_DIR.glob("*/prompts.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        name = path.parent.name
+        sets[name] = PromptSet(name=name, version=str(data.pop("version")), templates=data)
+    return sets
+
+
+# Read once at import: nodes run on the event loop and must not do file I/O per call (the
+# LangGraph server flags blocking calls in async code).
+_PROMPT_SETS = _read_all()
+_LABELS = yaml.safe_load((PROMPTS_DIR / "labels.yaml").read_text(encoding="utf-8"))
+
+
 def load_prompts(name: str) -> PromptSet:
     """The prompt set in ``prompts/<name>/prompts.yaml``."""
-    path = PROMPTS_DIR / name / "prompts.yaml"
-    if not path.is_file():
-        known = sorted(p.parent.name for p in PROMPTS_DIR.glob("*/prompts.yaml"))
-        raise ConfigError(f"unknown prompt set {name!r}", f"known: {', '.join(known)}")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return PromptSet(name=name, version=str(data.pop("version")), templates=data)
+    if name not in _PROMPT_SETS:
+        raise ConfigError(f"unknown prompt set {name!r}", f"known: {', '.join(_PROMPT_SETS)}")
+    return _PROMPT_SETS[name]
 
 
-@cache
 def label_instructions() -> dict[str, dict[str, str]]:
-    """Per label set: ``task`` (what to decide) and ``labels`` (how to answer)."""
-    data = yaml.safe_load((PROMPTS_DIR / "labels.yaml").read_text(encoding="utf-8"))
-    return dict(data["label_sets"])
+    """Per label set: ``subject``, ``task`` (what to decide) and ``labels`` (how to answer)."""
+    return dict(_LABELS["label_sets"])

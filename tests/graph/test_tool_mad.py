@@ -126,7 +126,7 @@ async def test_consistency_scoring(scenario, static_ctx):
     assert "consistency score" in judge_prompts[0] and "consistency=" in judge_prompts[0]
 
 
-async def test_resume_after_interrupt_reruns_nothing_completed(scenario, static_ctx):
+async def test_resume_mid_round_restores_state_and_skips_completed_nodes(scenario, static_ctx):
     failed = {"done": False}
 
     def responder(call: ScriptCall) -> Any:
@@ -146,15 +146,38 @@ async def test_resume_after_interrupt_reruns_nothing_completed(scenario, static_
     snapshot = await graph.aget_state(config)
     assert snapshot.values["round"] == 2
     assert len(snapshot.values["turns"]) == 2  # round 1 restored from the checkpoint
+    assert snapshot.next == ("debate_turn", "debate_turn")
     before = roles(spec)
     out = await graph.ainvoke(None, config, context=ctx)
     after = roles(spec)[len(before):]
     assert out["stopped_by"] == "judge" and out["round"] == 2
-    # only the failed debater's reply (and what follows it) ran again
-    assert ("debater", "rag", 2) not in after
-    assert ("query", "search", 2) not in after
+    assert not any(r == 1 for _, _, r in after)  # round 1 never re-runs
+    assert ("query", "search", 2) not in after  # completed inside the failed branch
     assert after.count(("debater", "search", 2)) == 1
     assert len(out["turns"]) == 4
+
+
+async def test_resume_after_judge_fault_runs_only_the_judge(scenario, static_ctx):
+    failed = {"done": False}
+
+    def responder(call: ScriptCall) -> Any:
+        if call.role == "judge" and not failed["done"]:
+            failed["done"] = True
+            raise ScriptFault("judge timed out")
+        return answer_role(call, debater_label=0 if call.agent == "rag" else 1)
+
+    spec = scenario(responder)
+    ctx = static_ctx(spec, max_rounds=2, llm_retries=0)
+    saver = InMemorySaver()
+    with pytest.raises(ScriptFault):
+        await run(ctx, saver=saver, thread="judge-fault")
+    graph = build_tool_mad().compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "judge-fault"}}
+    assert (await graph.aget_state(config)).next == ("judge",)
+    before = roles(spec)
+    out = await graph.ainvoke(None, config, context=ctx)
+    assert roles(spec)[len(before):] == [("judge", "", 2)]
+    assert out["stopped_by"] == "judge" and len(out["turns"]) == 4
 
 
 async def test_bad_input_is_rejected_before_any_model_call(scenario, static_ctx):
