@@ -47,7 +47,9 @@ def answer_role(call: ScriptCall, *, debater_label: int, judge_label: int = 0) -
         return respond_ragas(call)
     if call.role == "judge":
         return verdict(call, judge_label, "The judge weighed both agents' evidence.")
-    return verdict(call, debater_label, f"The retrieved documents bear on: {claim_of(call)}.")
+    # restating the claim first keeps RAGAS answer relevancy high (the scripted RAGAS judge
+    # derives its generated question from the answer's first sentence)
+    return verdict(call, debater_label, f"{claim_of(call)} The retrieved documents bear on it.")
 
 
 def _agree() -> Responder:

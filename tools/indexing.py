@@ -1,0 +1,346 @@
+"""Build the vector (Milvus) and keyword (tantivy) indexes from one JSONL passage corpus.
+
+Corpus format: one JSON object per line with non-empty ``doc_id`` (string or integer), ``title`` and
+``text`` strings; an optional string ``url`` is kept; other fields are ignored; blank lines are
+skipped. The whole file is validated (UTF-8, JSON, fields, unique ids) before anything is
+written, and every problem is reported with its line number.
+
+Index folder layout (``<index_dir>``)::
+
+    manifest.json   what was built, from what, with which model (written last)
+    keyword/        tantivy BM25 index
+    milvus.db/      Milvus Lite database (unless --milvus-uri names a server or another path)
+
+Builds go to a temporary sibling folder that replaces ``<index_dir>`` by ``rename`` only when
+complete, so an interrupted build never leaves a half index in place; a killed build leaves at
+most a hidden ``.<name>.building-*`` sibling, which never counts as an index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from factdebate.errors import BackendUnavailableError, InputError
+from tools import milvus_rag
+from tools.base import RetrieverSettings
+from tools.embeddings import embedding_dimension, get_embeddings
+from tools.keyword import KEYWORD_SUBDIR, write_keyword_index
+
+DEFAULT_COLLECTION = RetrieverSettings.collection
+MANIFEST = "manifest.json"
+MILVUS_LITE_NAME = "milvus.db"
+CHUNK_CHARS = 2000
+"""Passages longer than this are split into chunks ``<doc_id>#<n>`` (n from 1)."""
+MAX_REPORTED = 20
+"""Validation stops listing problems after this many (the count is still reported)."""
+ProgressFn = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``; stages ``validate`` (bytes) and ``embed`` (passages)."""
+
+
+class CorpusError(InputError):
+    """The corpus file is invalid; ``issues`` lists ``line N: problem`` strings."""
+
+    def __init__(self, path: Path, issues: list[str], total: int) -> None:
+        """Summarise the first ``issues`` of ``total`` problems found in ``path``."""
+        self.issues = issues
+        more = f" (and {total - len(issues)} more)" if total > len(issues) else ""
+        super().__init__(
+            f"corpus {path} has {total} problem(s): {'; '.join(issues[:5])}{more}",
+            "fix the listed lines; nothing was written",
+        )
+
+
+@dataclass
+class CorpusScan:
+    """What validation learned about a corpus."""
+
+    sha256: str
+    documents: int
+    passages: int
+
+
+def chunk_text(text: str, limit: int = CHUNK_CHARS) -> list[str]:
+    """Split ``text`` into pieces of at most ``limit`` chars, preferring sentence then word ends."""
+    chunks: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = max(window.rfind(". "), window.rfind("? "), window.rfind("! "))
+        if cut < limit // 2:  # no sentence end in the second half: cut at a space
+            cut = window.rfind(" ")
+        cut = cut + 1 if cut >= limit // 4 else limit  # no usable boundary: hard cut
+        chunks.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    if rest:
+        chunks.append(rest)
+    return chunks
+
+
+def _passage_ids(doc_id: str, text: str) -> list[str]:
+    n = len(chunk_text(text))
+    return [doc_id] if n == 1 else [f"{doc_id}#{i}" for i in range(1, n + 1)]
+
+
+def _parse_line(lineno: int, offset: int, raw: bytes) -> tuple[dict[str, str] | None, list[str]]:
+    """One corpus line -> (clean record or None, problems); blank lines give (None, [])."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = f"byte 0x{raw[exc.start]:02x} at byte offset {offset + exc.start}"
+        return None, [f"not UTF-8 ({byte})"]
+    line = line.removeprefix("\ufeff") if lineno == 1 else line
+    if not line.strip():
+        return None, []
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return None, [f"malformed JSON ({exc.msg} at column {exc.colno})"]
+    if not isinstance(record, dict):
+        return None, [f"expected a JSON object, got {type(record).__name__}"]
+    if isinstance(record.get("doc_id"), int) and not isinstance(record["doc_id"], bool):
+        record["doc_id"] = str(record["doc_id"])
+    problems = []
+    for field in ("doc_id", "title", "text"):
+        value = record.get(field)
+        if field not in record:
+            problems.append(f"missing field {field!r}")
+        elif not isinstance(value, str):
+            problems.append(f"field {field!r} must be a string, got {type(value).__name__}")
+        elif not value.strip():
+            problems.append(f"empty field {field!r}")
+    url = record.get("url") or ""
+    if not isinstance(url, str):
+        problems.append(f"field 'url' must be a string, got {type(url).__name__}")
+    if problems:
+        return None, problems
+    clean = {"doc_id": record["doc_id"].strip(), "title": record["title"].strip(),
+             "text": record["text"], "url": url}
+    for field in ("title", "url"):
+        limit = milvus_rag.MAX_TITLE_BYTES if field == "title" else milvus_rag.MAX_URL_BYTES
+        if len(clean[field].encode()) > limit:
+            problems.append(f"field {field!r} is longer than {limit} bytes")
+    return clean, problems
+
+
+def _records(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset of the line, raw line) for every line of ``path``."""
+    offset = 0
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            yield lineno, offset, raw
+            offset += len(raw)
+
+
+def validate_corpus(path: Path, progress: ProgressFn | None = None) -> CorpusScan:
+    """Check every line of ``path``; raise :class:`CorpusError` listing the problems.
+
+    Raises:
+        InputError: The file is missing or holds no passage.
+        CorpusError: Non-UTF-8 bytes, malformed JSON, missing/empty fields, duplicate ids.
+    """
+    if not path.is_file():
+        raise InputError(f"corpus file not found: {path}", "pass a JSONL file of passages")
+    size, digest = path.stat().st_size, hashlib.sha256()
+    issues: list[str] = []
+    first_line: dict[str, int] = {}
+    documents = 0
+    for lineno, offset, raw in _records(path):
+        digest.update(raw)
+        if progress and lineno % 10_000 == 0:
+            progress("validate", offset, size)
+        clean, problems = _parse_line(lineno, offset, raw)
+        if clean is not None:
+            documents += 1
+            for pid in _passage_ids(clean["doc_id"], clean["text"]):
+                if pid in first_line:
+                    what = "doc_id" if pid == clean["doc_id"] else "passage id"
+                    problems.append(f"duplicate {what} {pid!r} (first at line {first_line[pid]})")
+                first_line.setdefault(pid, lineno)
+                if len(pid.encode()) > milvus_rag.MAX_ID_BYTES:
+                    problems.append(f"passage id longer than {milvus_rag.MAX_ID_BYTES} bytes")
+        issues.extend(f"line {lineno}: {problem}" for problem in problems)
+    if progress:
+        progress("validate", size, size)
+    if issues:
+        raise CorpusError(path, issues[:MAX_REPORTED], len(issues))
+    if not first_line:
+        raise InputError(f"corpus {path} holds no passages", "pass a non-empty JSONL corpus")
+    return CorpusScan(sha256=digest.hexdigest(), documents=documents, passages=len(first_line))
+
+
+def iter_passages(path: Path) -> Iterator[dict[str, str]]:
+    """Passages (``id``, ``title``, ``text``, ``url``) of an already validated corpus."""
+    for lineno, offset, raw in _records(path):
+        clean, _ = _parse_line(lineno, offset, raw)
+        if clean is None:
+            continue
+        pieces = chunk_text(clean["text"])
+        ids = _passage_ids(clean["doc_id"], clean["text"])
+        for pid, piece in zip(ids, pieces, strict=True):
+            yield {"id": pid, "title": clean["title"], "text": piece, "url": clean["url"]}
+
+
+def _write_vectors(
+    uri: str, collection: str, corpus: Path, scan: CorpusScan, model: str, batch_size: int,
+    progress: ProgressFn | None, *, staged: bool,
+) -> None:
+    """Embed and insert every passage into ``collection`` at ``uri``.
+
+    ``staged`` (a database shared with the live index: a server or a Lite path outside the index
+    folder) builds into ``<collection>__building`` and renames it over ``collection`` at the end.
+    """
+    embeddings = get_embeddings(model)
+    name = f"{collection}__building" if staged else collection
+    client = milvus_rag.connect(uri, create=True)
+    try:
+        milvus_rag.create_collection(client, name, embedding_dimension(embeddings))
+        done, batch = 0, []
+        for passage in itertools.chain(iter_passages(corpus), [None]):  # None: flush the rest
+            if passage is not None:
+                batch.append(passage)
+            if batch and (len(batch) == batch_size or passage is None):
+                done += _insert(client, name, embeddings, batch)
+                batch = []
+                if progress:
+                    progress("embed", done, scan.passages)
+        client.flush(name)
+        if staged:
+            if client.has_collection(collection):
+                client.drop_collection(collection)
+            client.rename_collection(name, collection)
+    finally:
+        milvus_rag.disconnect(client, uri)
+
+
+def _insert(client: Any, collection: str, embeddings: Any, batch: list[dict[str, str]]) -> int:
+    # The title is embedded with the text: lead sentences often say "it", not the page name.
+    vectors = embeddings.embed_documents([f"{p['title']}\n{p['text']}" for p in batch])
+    rows = [{**p, "vector": v} for p, v in zip(batch, vectors, strict=True)]
+    client.insert(collection, rows)
+    return len(rows)
+
+
+def build_indexes(
+    corpus_path: str | Path,
+    index_dir: str | Path,
+    *,
+    milvus_uri: str | None = None,
+    embedding_model: str = "minilm",
+    collection: str = DEFAULT_COLLECTION,
+    batch_size: int = 256,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
+    """Validate ``corpus_path`` and (re)build both indexes in ``index_dir``.
+
+    Args:
+        corpus_path: JSONL corpus of ``{doc_id, title, text}`` records.
+        index_dir: Index folder; replaced as a whole when the build succeeds.
+        milvus_uri: Milvus server URI or Lite path outside ``index_dir``; None = the Lite
+            database ``<index_dir>/milvus.db`` (built inside the staging folder).
+        embedding_model: Embedding spec passed to ``get_embeddings``.
+        collection: Milvus collection name.
+        batch_size: Passages embedded and inserted per batch.
+        progress: Optional ``progress(stage, done, total)`` callback.
+
+    Returns:
+        The manifest written to ``<index_dir>/manifest.json``.
+
+    Raises:
+        InputError: Invalid corpus (nothing written) or ``index_dir`` is a file.
+        BackendUnavailableError: Milvus cannot be opened or reached.
+    """
+    started = time.perf_counter()
+    corpus = Path(corpus_path).expanduser().resolve()
+    target = Path(index_dir).expanduser().resolve()
+    if target.exists() and not target.is_dir():
+        raise InputError(f"index folder {target} is a file", "pass a folder for --index-dir")
+    scan = validate_corpus(corpus, progress)
+    dimension = embedding_dimension(get_embeddings(embedding_model))
+    inside = target / MILVUS_LITE_NAME
+    external = milvus_uri is not None and not (
+        milvus_rag.is_local_uri(milvus_uri) and Path(milvus_uri).expanduser().resolve() == inside
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
+    os.chmod(staging, 0o755)  # mkdtemp makes it private; the index is an ordinary folder
+    try:
+        write_keyword_index(staging / KEYWORD_SUBDIR, iter_passages(corpus))
+        uri = milvus_uri if external and milvus_uri else str(staging / MILVUS_LITE_NAME)
+        _write_vectors(uri, collection, corpus, scan, embedding_model, batch_size, progress,
+                       staged=external)
+        manifest = {
+            "format": 1, "corpus": str(corpus), "corpus_sha256": scan.sha256,
+            "documents": scan.documents, "passages": scan.passages, "chunk_chars": CHUNK_CHARS,
+            "embedding_model": embedding_model, "dimension": dimension, "metric": milvus_rag.METRIC,
+            "collection": collection, "milvus_uri": milvus_uri if external else None,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "build_seconds": round(time.perf_counter() - started, 3),
+        }
+        _write_json(staging / MANIFEST, manifest)
+        _swap(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _swap(staging: Path, target: Path) -> None:
+    """Put ``staging`` at ``target``; the old index is moved aside first, then deleted."""
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
+    os.rename(target, old)
+    try:
+        os.rename(staging, target)
+    except OSError:
+        os.rename(old, target)  # put the previous index back
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def read_manifest(index_dir: str | Path) -> dict[str, Any]:
+    """The manifest of the index in ``index_dir``.
+
+    Raises:
+        BackendUnavailableError: No (readable) manifest there.
+    """
+    path = Path(index_dir).expanduser() / MANIFEST
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BackendUnavailableError(
+            f"no index at {path.parent} ({MANIFEST} missing or unreadable)",
+            "run: factdebate index CORPUS.jsonl",
+        ) from exc
+
+
+def index_exists(index_dir: str | Path) -> bool:
+    """True when ``index_dir`` holds a complete build (manifest plus both indexes)."""
+    root = Path(index_dir).expanduser()
+    try:
+        manifest = read_manifest(root)
+    except BackendUnavailableError:
+        return False
+    if not (root / KEYWORD_SUBDIR / "meta.json").is_file():
+        return False
+    return manifest.get("milvus_uri") is not None or (root / MILVUS_LITE_NAME).exists()

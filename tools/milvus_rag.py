@@ -1,0 +1,267 @@
+"""Dense retrieval over a Milvus collection (the ``rag`` debater's tool).
+
+The URI is either a Milvus Lite database path (``<index_dir>/milvus.db`` by default; Milvus Lite
+stores it as a *directory*, and pymilvus recognises a local URI by its ``.db`` suffix) or a server
+URI (``http://host:19530``, optional token in ``MILVUS_TOKEN``). pymilvus' ``MilvusClient`` is used
+directly rather than ``langchain_milvus.Milvus``: one client per retriever, one search call per
+query, no document-object round trip, and the errors (missing collection, a Lite database held by
+another process) can be translated into messages that say what to do.
+
+Vectors are L2-normalised at build time and searched with the COSINE metric, so scores are cosine
+similarities in [-1, 1], higher is better.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from factdebate.errors import BackendUnavailableError, ConfigError
+from factdebate.state import Evidence
+from tools.base import RetrieverSettings, run_blocking
+from tools.embeddings import embedding_dimension, get_embeddings
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from pymilvus import MilvusClient
+
+METRIC = "COSINE"
+OUTPUT_FIELDS = ["title", "text", "url"]
+# VARCHAR limits are in bytes; indexing.py validates input against them before writing.
+MAX_ID_BYTES = 1024
+MAX_TITLE_BYTES = 4096
+MAX_URL_BYTES = 4096
+MAX_TEXT_BYTES = 65535
+_INDEX_REMEDY = "run: factdebate index CORPUS.jsonl"
+
+
+def is_local_uri(uri: str) -> bool:
+    """True for a Milvus Lite path, False for a server URI (``http(s)://``, ``tcp://``...)."""
+    return "://" not in uri
+
+
+_lite_users: dict[str, int] = {}
+"""Open clients per Milvus Lite folder in this process. Milvus Lite 3 serves a folder from a
+thread inside the first process that opens it and holds the folder's LOCK until that server is
+released; ``MilvusClient.close()`` does not release it, so :func:`disconnect` does on last close."""
+_lite_lock = threading.Lock()
+
+
+def connect(uri: str, *, create: bool = False) -> MilvusClient:
+    """Open a ``MilvusClient`` on ``uri`` and translate the failures users can fix.
+
+    Args:
+        uri: Milvus Lite path (``*.db``) or server URI.
+        create: Allow creating a new Milvus Lite database (index builds only); retrievers never
+            create one, so a wrong path is reported instead of silently opening an empty index.
+
+    Returns:
+        A connected client; give it back with :func:`disconnect`.
+
+    Raises:
+        BackendUnavailableError: No database at a Lite path, the Lite database is locked by
+            another process, or the server cannot be reached.
+        ConfigError: A local path that does not end in ``.db``.
+    """
+    from pymilvus import MilvusClient
+
+    if not is_local_uri(uri):
+        try:
+            return MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""))
+        except Exception as exc:
+            raise BackendUnavailableError(
+                f"cannot connect to Milvus at {uri} ({type(exc).__name__}: {exc})",
+                "start the server, check the URI, or set MILVUS_TOKEN",
+            ) from exc
+    path = Path(uri).expanduser().absolute()
+    if not path.name.endswith(".db"):
+        raise ConfigError(
+            f"Milvus Lite path {path} must end in '.db'",
+            "use e.g. <index_dir>/milvus.db or an http://host:19530 server URI",
+        )
+    if not create and not path.exists():
+        raise BackendUnavailableError(f"no vector index at {path}", _INDEX_REMEDY)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _lite_lock:
+        try:
+            with _quiet_lite_log():
+                client = MilvusClient(uri=str(path))
+        except Exception as exc:  # pymilvus wraps every Lite failure in one generic message
+            raise _lite_open_error(path, exc) from exc
+        _lite_users[str(path)] = _lite_users.get(str(path), 0) + 1
+    return client
+
+
+def disconnect(client: MilvusClient, uri: str) -> None:
+    """Close ``client``; for Milvus Lite, release the folder when its last client closes."""
+    client.close()
+    if not is_local_uri(uri):
+        return
+    key = str(Path(uri).expanduser().absolute())
+    with _lite_lock:
+        _lite_users[key] = _lite_users.get(key, 1) - 1
+        if _lite_users[key] > 0:
+            return
+        del _lite_users[key]
+    from milvus_lite.server_manager import server_manager_instance
+
+    server_manager_instance.release_server(key)
+
+
+@contextlib.contextmanager
+def _quiet_lite_log() -> Iterator[None]:
+    """Mute milvus-lite's traceback for a failed open: the error we raise says it better."""
+    logger = logging.getLogger("milvus_lite.server_manager")
+    previous = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = previous
+
+
+def _lite_open_error(path: Path, exc: Exception) -> BackendUnavailableError:
+    if _lite_folder_locked(path):
+        return BackendUnavailableError(
+            f"Milvus Lite index {path} is in use by another process (a Milvus Lite folder can be "
+            "open in one process at a time)",
+            "stop the other process (e.g. a running `langgraph dev` or another factdebate "
+            "command) or point --index-dir elsewhere",
+        )
+    return BackendUnavailableError(
+        f"cannot open Milvus Lite index {path} ({type(exc).__name__}: {exc})",
+        f"rebuild it ({_INDEX_REMEDY}) or point --index-dir elsewhere",
+    )
+
+
+def _lite_folder_locked(path: Path) -> bool:
+    """True if another process holds the folder's LOCK (milvus-lite takes an flock on it)."""
+    import fcntl
+
+    try:
+        fd = os.open(path / "LOCK", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def create_collection(client: MilvusClient, name: str, dim: int) -> None:
+    """Create collection ``name`` (dropping an old one) with a COSINE vector index on ``vector``."""
+    from pymilvus import DataType
+
+    if client.has_collection(name):
+        client.drop_collection(name)
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=MAX_ID_BYTES)
+    schema.add_field("title", DataType.VARCHAR, max_length=MAX_TITLE_BYTES)
+    schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
+    schema.add_field("url", DataType.VARCHAR, max_length=MAX_URL_BYTES)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
+    index_params = client.prepare_index_params()
+    index_params.add_index(field_name="vector", index_type="AUTOINDEX", metric_type=METRIC)
+    client.create_collection(name, schema=schema, index_params=index_params)
+
+
+def collection_dimension(client: MilvusClient, name: str) -> int | None:
+    """Dimension of the ``vector`` field of collection ``name`` (None if it has none)."""
+    for field in client.describe_collection(name).get("fields", []):
+        if field.get("name") == "vector":
+            return int(field.get("params", {}).get("dim", 0)) or None
+    return None
+
+
+class MilvusRetriever:
+    """Cosine search over one Milvus collection; the client is opened once per instance."""
+
+    name = "milvus"
+
+    def __init__(self, uri: str, collection: str, embeddings: Embeddings) -> None:
+        """Connect, check that the collection exists and matches the embedding model.
+
+        Args:
+            uri: Milvus Lite path or server URI.
+            collection: Collection written by ``factdebate index``.
+            embeddings: Model that embeds queries (must be the one the index was built with).
+
+        Raises:
+            BackendUnavailableError: No database or no collection, or the database is locked.
+            ConfigError: The collection's vectors have another dimension than the model's.
+        """
+        self.uri = uri
+        self.collection = collection
+        self._embeddings = embeddings
+        self._client: MilvusClient | None = connect(uri)
+        try:
+            self._check_collection()
+        except Exception:
+            self.close()
+            raise
+
+    def _check_collection(self) -> None:
+        client = self._require_client()
+        where = f"{self.uri} (collection {self.collection!r})"
+        if not client.has_collection(self.collection):
+            raise BackendUnavailableError(f"no vector index at {where}", _INDEX_REMEDY)
+        stored = collection_dimension(client, self.collection)
+        expected = embedding_dimension(self._embeddings)
+        if stored != expected:
+            raise ConfigError(
+                f"vector index at {where} has {stored}-d vectors but the embedding model gives "
+                f"{expected}-d",
+                "use the --embedding-model the index was built with (see manifest.json) or "
+                "rebuild the index",
+            )
+        client.load_collection(self.collection)
+
+    def _require_client(self) -> MilvusClient:
+        if self._client is None:
+            raise BackendUnavailableError(f"Milvus retriever on {self.uri} is closed")
+        return self._client
+
+    def search_sync(self, query: str, k: int) -> list[Evidence]:
+        """Blocking search: embed ``query`` and return the ``k`` nearest passages, best first."""
+        if k < 1 or not query.strip():
+            return []
+        vector = self._embeddings.embed_query(query)
+        hits = self._require_client().search(
+            self.collection, data=[vector], limit=k, output_fields=OUTPUT_FIELDS,
+            search_params={"metric_type": METRIC, "params": {}},
+        )
+        return [_evidence(hit) for hit in (hits[0] if hits else [])]
+
+    async def search(self, query: str, *, k: int) -> list[Evidence]:
+        """Top-``k`` passages for ``query``, best first (runs off the event loop)."""
+        return await run_blocking(self.search_sync, query, k)
+
+    def close(self) -> None:
+        """Close the client; for Milvus Lite this releases the database for other processes."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            disconnect(client, self.uri)
+
+
+def _evidence(hit: Any) -> Evidence:
+    entity = hit.get("entity", {})
+    return Evidence(
+        id=str(hit.get("id", entity.get("id", ""))), title=entity.get("title", ""),
+        text=entity.get("text", ""), source="milvus", url=entity.get("url", ""),
+        score=float(hit.get("distance", 0.0)),
+    )
+
+
+def open_milvus_retriever(settings: RetrieverSettings) -> MilvusRetriever:
+    """Registry factory for ``milvus``: the collection at ``settings.milvus_uri``."""
+    uri = settings.milvus_uri or str(Path(settings.index_dir).expanduser() / "milvus.db")
+    return MilvusRetriever(uri, settings.collection, get_embeddings(settings.embedding_model))

