@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import sys
+import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,7 +22,12 @@ import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 from factdebate.context import Context, context_fields  # noqa: E402
-from factdebate.errors import ConfigError, FactDebateError, InputError  # noqa: E402
+from factdebate.errors import (  # noqa: E402
+    BackendUnavailableError,
+    ConfigError,
+    FactDebateError,
+    InputError,
+)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Verify claims by multi-agent debate (Tool-MAD and friends).")
@@ -34,7 +40,8 @@ DEMO_CORPUS = Path(__file__).resolve().parent.parent / "tools" / "demo_corpus" /
 
 
 def _fail(exc: FactDebateError) -> None:
-    err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+    one_line = " ".join(str(exc).split())
+    err.print(f"[red]error:[/red] {one_line}", highlight=False, soft_wrap=True, markup=True)
     raise typer.Exit(exc.exit_code)
 
 
@@ -134,7 +141,13 @@ def verify(
         framework = FRAMEWORKS.resolve(framework)
         if any(d.rstrip("0123456789") in ("rag", "search") for d in ctx.debaters):
             ensure_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
-        result = asyncio.run(_verify(framework, claim, ctx, thread_id, resume, checkpoint_db))
+        thread_id = thread_id or uuid.uuid4().hex
+        try:
+            result = asyncio.run(_verify(framework, claim, ctx, thread_id, resume, checkpoint_db))
+        except FactDebateError:
+            raise
+        except Exception as exc:  # a provider or tool fault that outlived its retries
+            raise interrupted_run(exc, thread_id) from exc
     except FactDebateError as exc:
         _fail(exc)
         return
@@ -144,6 +157,16 @@ def verify(
         from factdebate.report import print_result
 
         print_result(out, result)
+
+
+def interrupted_run(exc: Exception, thread_id: str) -> BackendUnavailableError:
+    """A one-line error for a run stopped by a fault; its checkpoint lets it resume."""
+    detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    what = "the model server is unreachable" if "connect" in detail.lower() else "the run stopped"
+    return BackendUnavailableError(
+        f"{what} ({detail}); progress is checkpointed under thread {thread_id}",
+        f"fix the cause, then rerun with --resume --thread-id {thread_id}",
+    )
 
 
 async def _verify(framework: str, claim: str, ctx: Context, thread_id: str | None,

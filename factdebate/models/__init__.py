@@ -84,7 +84,7 @@ def _create(spec: str, *, base_url: str, temperature: float) -> BaseChatModel:
         return init_chat_model(f"{provider}:{name}", **kwargs)
     except (ValueError, ImportError) as exc:
         raise ConfigError(
-            f"cannot load model {spec!r}: {exc}",
+            f"cannot load model {spec!r}: {str(exc).splitlines()[0]}",
             f"known embedded providers: {', '.join(PROVIDERS.names())}; or an init_chat_model "
             "provider such as openai",
         ) from exc
