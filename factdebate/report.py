@@ -19,8 +19,7 @@ def print_result(console: Console, result: dict[str, Any]) -> None:
     final = [t for t in result["turns"] if t["round"] == result["rounds"]]
     table = Table("agent", "label", "query", "evidence", title="Final round")
     for turn in sorted(final, key=lambda t: t["agent"]):
-        evidence = "\n".join(f"[{e['source']}] {e['title']}: {e['text'][:90]}..."
-                             for e in turn["evidence"]) or "-"
+        evidence = "\n".join(f"{e['title']} ({e['source']})" for e in turn["evidence"]) or "-"
         table.add_row(turn["agent"], turn["label"] or "-", turn["query"] or "-", evidence)
     console.print(table)
     if result["scores"]:

@@ -264,7 +264,8 @@ def fit_to_context(
         i = max(range(len(messages)), key=counts.__getitem__)
         tokens = tokenize(messages[i]["content"])
         keep = max(len(tokens) - excess - marker - 2, 0)
-        head, tail = tokens[: (keep + 1) // 2], tokens[len(tokens) - keep // 2 :] if keep else []
+        head = tokens[: (keep + 1) // 2]
+        tail = tokens[len(tokens) - keep // 2 :] if keep // 2 else []
         cut = detokenize(head) + TRUNCATION_MARKER + detokenize(tail) if keep else ""
         messages[i] = {**messages[i], "content": cut}
         truncated = True

@@ -155,3 +155,16 @@ def test_interrupted_run_resumes_from_its_checkpoint(index_dir, scenario):
     assert out["stopped_by"] == "judge" and out["rounds"] == 2 and out["thread_id"] == "run-7"
     again = verify(index_dir, *args)
     assert again.exit_code != 0 and "already holds a run" in again.stderr
+
+
+def test_embedded_model_end_to_end_structure(index_dir):
+    pytest.importorskip("llama_cpp")
+    result = verify(index_dir, "The Eiffel Tower was completed in 1889.", "--model",
+                    "local:smollm2", "--rounds", "1", "--scoring", "consistency", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["label"] in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+    assert out["rounds"] == 1 and out["stopped_by"] in ("consensus", "judge")
+    assert out["ledger"]["prompt_tokens"] > 0 and out["ledger"]["completion_tokens"] > 0
+    assert all(t["evidence"] for t in out["turns"])  # both debaters retrieved from the index
+    assert out["models"]["debater"] == "local:smollm2"
