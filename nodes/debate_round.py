@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from factdebate.context import Context
-from factdebate.state import DebateState, DebaterState
+from factdebate.state import DebaterState, DebateState
 from nodes.check_consensus import round_turns
 
 

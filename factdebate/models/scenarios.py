@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from factdebate.models.scripted import SCENARIOS, ScriptCall, Responder
+from factdebate.models.scripted import SCENARIOS, Responder, ScriptCall
 
 _SUBJECT = re.compile(r"^(?:Claim|Question):\s*(.+)$", re.MULTILINE)
 

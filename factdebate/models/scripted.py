@@ -29,9 +29,10 @@ from langchain_core.callbacks import (
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableLambda
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from factdebate.models.structured import json_structured_output
 from factdebate.registry import Registry
 
 
@@ -180,21 +181,7 @@ class ScriptedChatModel(BaseChatModel):
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable:
         """Ask the responder for ``schema`` and validate its JSON reply against it."""
-        bound = self.bind(fd_schema=schema)
-
-        def parse(raw: AIMessage) -> dict[str, Any] | BaseModel | None:
-            try:
-                parsed: Any = schema.model_validate_json(str(raw.content))
-                err = None
-            except (ValidationError, ValueError) as exc:
-                parsed, err = None, exc
-            if include_raw:
-                return {"raw": raw, "parsed": parsed, "parsing_error": err}
-            if err is not None:
-                raise err
-            return parsed
-
-        return bound | RunnableLambda(parse)
+        return json_structured_output(self, schema, include_raw=include_raw)
 
 
 # -- scenarios -----------------------------------------------------------------------------------
