@@ -45,8 +45,8 @@ def _fail(exc: FactDebateError) -> None:
     raise typer.Exit(exc.exit_code)
 
 
-def _coerce(name: str, raw: str) -> Any:
-    default = context_fields()[name]["default"]
+def _coerce(name: str, raw: str, cls: type[Context]) -> Any:
+    default = context_fields(cls)[name]["default"]
     if isinstance(default, bool):
         if raw.lower() in ("1", "true", "yes", "on"):
             return True
@@ -61,17 +61,19 @@ def _coerce(name: str, raw: str) -> Any:
         raise InputError(f"--set {name}={raw!r}: {exc}", f"give a {type(default).__name__}") from exc
 
 
-def build_context(overrides: dict[str, Any], sets: list[str]) -> Context:
-    """A Context from explicit flags plus ``--set field=value`` pairs."""
-    known = context_fields()
+def build_context(
+    overrides: dict[str, Any], sets: list[str], cls: type[Context] = Context
+) -> Context:
+    """A ``cls`` Context from explicit flags plus ``--set field=value`` pairs."""
+    known = context_fields(cls)
     values = {k: v for k, v in overrides.items() if v is not None}
     for pair in sets:
         name, sep, raw = pair.partition("=")
         if not sep or name not in known:
             raise ConfigError(f"--set {pair!r} does not name a Context field",
                               f"fields: {', '.join(known)}")
-        values[name] = _coerce(name, raw)
-    return Context(**values)
+        values[name] = _coerce(name, raw, cls)
+    return cls(**values)
 
 
 def ensure_index(ctx: Context, explicit_index: bool) -> None:
@@ -127,6 +129,9 @@ def verify(
         if resume and not thread_id:
             raise InputError("--resume needs --thread-id", "name the run to resume")
         claim = clean_claim(claim)
+        from factdebate.frameworks import FRAMEWORKS, context_class
+
+        framework = FRAMEWORKS.resolve(framework)
         ctx = build_context(
             {"debater_model": model, "judge_model": judge_model, "model_base_url": base_url,
              "max_rounds": rounds, "top_k": top_k, "scoring_mode": scoring,
@@ -135,11 +140,9 @@ def verify(
              "rag_backend": rag_backend, "search_backend": search_backend,
              "index_dir": index_dir},
             set_,
+            context_class(framework),
         )
-        from factdebate.frameworks import FRAMEWORKS
-
-        framework = FRAMEWORKS.resolve(framework)
-        if any(d.rstrip("0123456789") in ("rag", "search") for d in ctx.debaters):
+        if FRAMEWORKS.entry(framework).meta.get("needs_index", True):
             ensure_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
         thread_id = thread_id or uuid.uuid4().hex
         try:

@@ -200,9 +200,9 @@ def _default_of(f: Any) -> Any:
     return f.default_factory()  # type: ignore[misc]
 
 
-def context_fields() -> dict[str, dict[str, Any]]:
-    """Field name -> {default, description}; used by the CLI's help and ``--set``."""
+def context_fields(cls: type[Context] | None = None) -> dict[str, dict[str, Any]]:
+    """Field name -> {default, description} of ``cls`` (default ``Context``); for ``--set``/``ls``."""
     return {
         f.name: {"default": _default_of(f), "description": f.metadata.get("description", "")}
-        for f in fields(Context)
+        for f in fields(cls or Context)
     }

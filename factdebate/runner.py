@@ -89,6 +89,7 @@ def result_object(
         "claim": values.get("claim"),
         "task": values.get("task"),
         "label": values.get("label"),
+        "answers": values.get("answers") or [],
         "rationale": values.get("rationale", ""),
         "rounds": values.get("round", 0),
         "stopped_by": values.get("stopped_by", ""),

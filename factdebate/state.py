@@ -116,10 +116,12 @@ class DebateState(DebateInput):
     faults, stand-in backends)."""
     label: str | None
     """Final verdict."""
+    answers: list[str]
+    """Final answers of multi-answer tasks (empty otherwise)."""
     rationale: str
     """Final explanation."""
     stopped_by: str
-    """``consensus`` (early stop) or ``judge``."""
+    """How the run ended: ``consensus`` (early stop), ``judge``, or a framework's own word."""
 
 
 class DebateOutput(TypedDict):
@@ -129,6 +131,8 @@ class DebateOutput(TypedDict):
     """The verified claim (echoed for the results file)."""
     label: str | None
     """Final verdict on the task's label set."""
+    answers: NotRequired[list[str]]
+    """Multi-answer tasks (RAMDocs): every answer the framework accepts as correct."""
     rationale: str
     """Final explanation."""
     round: int
