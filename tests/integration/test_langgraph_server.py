@@ -21,6 +21,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
+API_KEY = "test-server-key"
 
 pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
 
@@ -50,9 +51,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config = json.loads((app_dir / "langgraph.json").read_text())
     config["dependencies"] = [str(REPO)]
     config["graphs"] = {k: str(REPO / v.removeprefix("./")) for k, v in config["graphs"].items()}
+    config["auth"]["path"] = str(REPO / config["auth"]["path"].removeprefix("./"))
     (app_dir / "langgraph.json").write_text(json.dumps(config))
     port = free_port()
-    env = {**os.environ, "FACTDEBATE_INDEX_DIR": str(work / "index"),
+    env = {**os.environ, "FACTDEBATE_INDEX_DIR": str(work / "index"), "FACTDEBATE_API_KEY": API_KEY,
            "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false"}
     log = (work / "server.log").open("w")
     proc = subprocess.Popen(
@@ -87,7 +89,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 async def test_server_lists_the_framework_and_completes_a_run(server: str):
     from langgraph_sdk import get_client
 
-    client = get_client(url=server)
+    client = get_client(url=server, api_key=API_KEY)
     assistants = await client.assistants.search(graph_id="tool_mad")
     assert [a["graph_id"] for a in assistants] == ["tool_mad"]
     thread = await client.threads.create()
@@ -109,10 +111,21 @@ async def test_server_lists_the_framework_and_completes_a_run(server: str):
 async def test_server_reports_bad_input_as_a_failed_run(server: str):
     from langgraph_sdk import get_client
 
-    client = get_client(url=server)
+    client = get_client(url=server, api_key=API_KEY)
     thread = await client.threads.create()
     run = await client.runs.create(thread["thread_id"], "tool_mad", input={"claim": "   "},
                                    context={"debater_model": "scripted:agree"})
     await client.runs.join(thread["thread_id"], run["run_id"])
     finished = await client.runs.get(thread["thread_id"], run["run_id"])
     assert finished["status"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [({}, 401), ({"x-api-key": "wrong"}, 403), ({"Authorization": "Bearer wrong"}, 403),
+     ({"x-api-key": API_KEY}, 200), ({"Authorization": f"Bearer {API_KEY}"}, 200)],
+)
+def test_server_requires_the_api_key(server: str, headers: dict[str, str], status: int):
+    response = httpx.post(f"{server}/assistants/search", json={"limit": 5}, headers=headers,
+                          timeout=10)
+    assert response.status_code == status, response.text
