@@ -96,7 +96,7 @@ class Context:
         "Consistency mode similarity: a local sentence-transformers cross-encoder path; empty = "
         "cosine of the bundled embeddings (no cross-encoder ships offline).",
     )
-    rag_backend: str = _describe("milvus", "Retriever of 'rag' debaters: 'milvus' or 'keyword'.")
+    rag_backend: str = _describe("milvus", "Retriever of 'rag' debaters: 'milvus', 'keyword' or 'hybrid' (both fused by RRF).")
     search_backend: str = _describe(
         "auto",
         "Retriever of 'search' debaters: 'tavily', 'local_search' (offline keyword stand-in) or "
@@ -182,6 +182,13 @@ class Context:
             seen[kind] = seen.get(kind, 0) + 1
             ids.append(kind if seen[kind] == 1 else f"{kind}{seen[kind]}")
         return ids
+
+    def tool_kinds(self) -> list[str]:
+        """Retriever kinds (``rag``, ``search``) this run may use; ``prepare`` resolves them.
+
+        Tool-MAD: its debaters' kinds. Frameworks whose retrieval is not per debater override it.
+        """
+        return [debater_kind(agent) for agent in self.agent_ids()]
 
 
 DEBATER_KINDS = ("rag", "search", "vanilla")

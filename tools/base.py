@@ -81,3 +81,4 @@ RETRIEVERS.register("milvus", "tools.milvus_rag:open_milvus_retriever", aliases=
 RETRIEVERS.register("keyword", "tools.keyword:open_keyword_retriever")
 RETRIEVERS.register("local_search", "tools.keyword:open_local_search")
 RETRIEVERS.register("tavily", "tools.tavily_search:open_tavily_retriever", aliases=("web",))
+RETRIEVERS.register("hybrid", "tools.hybrid:open_hybrid_retriever")

@@ -143,3 +143,15 @@ def test_documents_cannot_escape_their_delimiters():
     block = render_evidence([hostile])
     assert block.count("<document") == 1 and block.count("</document>") == 1
     assert block.endswith("</document>")
+
+
+def test_rrf_fusion_rewards_agreement_between_rankers():
+    from tools.hybrid import rrf_fuse
+
+    def ev(i: str) -> dict:
+        return {"id": i, "title": i, "text": "", "source": "x", "url": "", "score": 0.0}
+
+    fused = rrf_fuse([[ev("a"), ev("b"), ev("c")], [ev("c"), ev("b"), ev("d")]], k=3)
+    # c: 1/63 + 1/61 = 0.032266 > b: 2/62 = 0.032258 > a: 1/61 > d: 1/63
+    assert [e["id"] for e in fused] == ["c", "b", "a"]
+    assert all(e["source"] == "hybrid" for e in fused)
