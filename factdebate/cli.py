@@ -175,14 +175,17 @@ def interrupted_run(exc: Exception, thread_id: str) -> BackendUnavailableError:
 async def _verify(framework: str, claim: str, ctx: Context, thread_id: str | None,
                   resume: bool, checkpoint_db: Path | None) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-    from factdebate.runner import default_checkpoint_db, run_claim
+    from factdebate.runner import default_checkpoint_db, default_memory_db, run_claim
 
     db = checkpoint_db or default_checkpoint_db()
     db.parent.mkdir(parents=True, exist_ok=True)
-    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver, \
+            AsyncSqliteStore.from_conn_string(str(default_memory_db())) as store:
+        await store.setup()
         return await run_claim(framework, {"claim": claim}, ctx, checkpointer=saver,
-                               thread_id=thread_id, resume=resume)
+                               thread_id=thread_id, resume=resume, store=store)
 
 
 @app.command()
@@ -204,6 +207,43 @@ def index(
         return
     out.print(f"indexed {manifest.get('passages')} passages into {ctx.index_path} "
               f"in {manifest.get('build_seconds', 0):.1f}s")
+
+
+@app.command()
+def bench(
+    names: Annotated[list[str], typer.Argument(help="overhead | scaling | retrieval | embedded")],
+    out: Annotated[Path, typer.Option(help="Folder for <bench>.json and work files.")] = Path(
+        "bench-results"),
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Benchmark data folder (default $FACTDEBATE_DATA_DIR).")] = None,
+    latency: Annotated[float, typer.Option(help="Scripted-model latency per call, s.")] = 0.1,
+    claims: Annotated[int | None, typer.Option(help="Claims per benchmark (its default).")] = None,
+    limit: Annotated[int, typer.Option(help="Retrieval: claims per gold set.")] = 300,
+    pad_to: Annotated[int, typer.Option(help="Retrieval: passages for the latency run.")] = 100_000,
+    markdown: Annotated[Path, typer.Option(help="Markdown file to regenerate.")] = Path(
+        "BENCHMARKS.md"),
+) -> None:
+    """Run benchmarks; write OUT/<name>.json and regenerate their BENCHMARKS.md sections."""
+    from evaluation.bench import BENCHES, run_bench
+    from evaluation.bench_report import write_markdown
+
+    try:
+        for name in names:
+            BENCHES.resolve(name)
+        folder = data_dir or (Path(os.environ["FACTDEBATE_DATA_DIR"])
+                              if os.environ.get("FACTDEBATE_DATA_DIR") else None)
+        kwargs: dict[str, Any] = {"data_dir": folder, "latency": latency, "limit": limit,
+                                  "pad_to": pad_to}
+        if claims is not None:
+            kwargs["claims"] = claims
+        command = "factdebate bench " + " ".join(sys.argv[2:])
+        for name in names:
+            result = run_bench(name, out, command, **kwargs)
+            out_line = {k: v for k, v in result.items() if k in ("budget", "budget_met", "seconds")}
+            err.print(f"{name}: {out_line}")
+        write_markdown(out, markdown)
+    except FactDebateError as exc:
+        _fail(exc)
 
 
 @ls_app.command("frameworks")
@@ -238,3 +278,8 @@ def ls_context() -> None:
     """Every Context field with its default and description."""
     for name, info in context_fields().items():
         print(f"{name}={info['default']!r}\t{info['description']}")
+
+
+from evaluation.cli import register as _register_evaluation  # noqa: E402
+
+_register_evaluation(app, ls_app)  # eval, compare, ls datasets, ls metrics

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 
 from langchain_core.embeddings import Embeddings
 
 from factdebate.errors import ConfigError
+
+QUERY_CACHE_SIZE = 4096
+"""Query embeddings kept per model (LRU): claims and repeated queries are embedded once."""
 
 _cache: dict[str, Embeddings] = {}
 _lock = threading.Lock()
@@ -34,6 +38,8 @@ class MiniLMEmbeddings(Embeddings):
         self._model = SentenceTransformer(model_path, device="cpu")
         self._batch_size = batch_size
         self._lock = threading.Lock()
+        self._cache_lock = threading.Lock()
+        self._query_cache: OrderedDict[str, tuple[float, ...]] = OrderedDict()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed passages (batched)."""
@@ -45,8 +51,18 @@ class MiniLMEmbeddings(Embeddings):
         return [v.tolist() for v in vectors]
 
     def embed_query(self, text: str) -> list[float]:
-        """Embed one query."""
-        return self.embed_documents([text])[0]
+        """Embed one query; repeated texts (a claim scored every round) come from a cache."""
+        with self._cache_lock:
+            hit = self._query_cache.get(text)
+            if hit is not None:
+                self._query_cache.move_to_end(text)
+                return list(hit)
+        vector = self.embed_documents([text])[0]
+        with self._cache_lock:
+            self._query_cache[text] = tuple(vector)
+            if len(self._query_cache) > QUERY_CACHE_SIZE:
+                self._query_cache.popitem(last=False)
+        return vector
 
 
 def get_embeddings(spec: str = "minilm") -> Embeddings:

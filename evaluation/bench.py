@@ -1,0 +1,182 @@
+"""``factdebate bench``: orchestration overhead, scaling, retrieval and embedded-model benchmarks.
+
+Every benchmark writes ``OUT/<name>.json`` (figures + the command that produced them) and
+regenerates its section of ``BENCHMARKS.md`` from that file, so no figure is shown without its
+command. Ratios are measured within one run; nothing here runs in the default test suite except
+smoke tests on tiny inputs.
+
+* ``overhead`` - Tool-MAD, T rounds, debaters forced to disagree (``scripted:disagree``) so all
+  rounds and the judge run, over the real Milvus Lite + tantivy demo index with the SQLite
+  checkpointer of CLI runs. The critical path follows from Algorithm 1 as implemented: per round a
+  debater's query -> answer -> stability score, whose longest chain is RAGAS answer relevancy's 3
+  sequential question generations (faithfulness' 2 calls run beside it); plus the judge:
+  ``T * (1 + 1 + 3) + 1`` calls. It is checked against the longest chain of non-overlapping calls
+  in the double's recorded timeline. The serial bound is every call one after another (the papers'
+  reference code): ``T * debaters * (1 + 1 + 5) + 1``.
+* ``retrieval`` - see ``evaluation/bench_retrieval.py``.
+* ``embedded`` - seconds and LLM calls per claim of Tool-MAD with ``local:smollm2``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import resource
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from factdebate.context import Context
+from factdebate.models import load_model
+from factdebate.registry import Registry
+from factdebate.runner import git_sha, run_claim
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO_CORPUS = REPO / "tools" / "demo_corpus" / "passages.jsonl"
+DEMO_CLAIMS = REPO / "tools" / "demo_corpus" / "claims.jsonl"
+BENCHES: Registry[Callable[..., dict[str, Any]]] = Registry("benchmark")
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, MiB."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def longest_chain(timeline: list[Any]) -> int:
+    """Longest sequence of calls each starting after the previous one ended."""
+    best: dict[int, int] = {}
+    ordered = sorted(timeline, key=lambda r: r.start)
+    for rec in ordered:
+        best[rec.index] = 1 + max(
+            (best[p.index] for p in ordered if p.end <= rec.start and p.index in best), default=0
+        )
+    return max(best.values(), default=0)
+
+
+def demo_index(work_dir: Path) -> Path:
+    """The demo corpus indexed under ``work_dir`` (built once)."""
+    from tools.indexing import build_indexes, index_exists
+
+    index_dir = work_dir / "demo-index"
+    if not index_exists(index_dir):
+        build_indexes(DEMO_CORPUS, index_dir)
+    return index_dir
+
+
+def _claims(path: Path, n: int, seed: int, field: str = "claim") -> list[str]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    random.Random(seed).shuffle(rows)
+    return [r[field] for r in rows[:n]]
+
+
+async def _timed_claims(ctx: Context, claims: list[str], db: Path) -> list[dict[str, Any]]:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    rows = []
+    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+        for claim in claims:
+            model = load_model(ctx.debater_model)
+            if hasattr(model, "reset"):
+                model.reset()
+            start = time.perf_counter()
+            result = await run_claim("tool_mad", {"claim": claim}, ctx, checkpointer=saver)
+            wall = time.perf_counter() - start
+            rows.append({"claim": claim, "wall_s": round(wall, 4), "rounds": result["rounds"],
+                         "stopped_by": result["stopped_by"],
+                         "llm_calls": result["ledger"]["llm_calls"],
+                         "timeline": getattr(model, "timeline", None)})
+    return rows
+
+
+@BENCHES.decorator("overhead")
+def bench_overhead(work_dir: Path, *, latency: float = 0.1, rounds: int = 3, claims: int = 5,
+                   seed: int = 13, **_: Any) -> dict[str, Any]:
+    """Wall time per claim against the critical-path and serial bounds."""
+    ctx = Context(debater_model=f"scripted:disagree?latency={latency}", max_rounds=rounds,
+                  index_dir=str(demo_index(work_dir)), search_backend="local_search")
+    texts = _claims(DEMO_CLAIMS, claims + 1, seed)
+    rows = asyncio.run(_timed_claims(ctx, texts, work_dir / "overhead.sqlite"))[1:]  # 1st: warm-up
+    cp_calls = rounds * (1 + 1 + 3) + 1
+    per_claim = []
+    for row in rows:
+        timeline = row.pop("timeline")
+        row["calls"] = len(timeline)
+        row["longest_chain"] = longest_chain(timeline)
+        row["critical_path_s"] = round(cp_calls * latency, 4)
+        row["serial_s"] = round(len(timeline) * latency, 4)
+        row["wall_over_critical_path"] = round(row["wall_s"] / row["critical_path_s"], 4)
+        per_claim.append(row)
+    ratio = statistics.median(r["wall_over_critical_path"] for r in per_claim)
+    return {
+        "latency_s": latency, "rounds": rounds, "critical_path_calls": cp_calls,
+        "critical_path_matches_timeline": all(r["longest_chain"] == cp_calls for r in per_claim),
+        "median_wall_s": statistics.median(r["wall_s"] for r in per_claim),
+        "critical_path_s": round(cp_calls * latency, 4),
+        "serial_s": statistics.median(r["serial_s"] for r in per_claim),
+        "median_wall_over_critical_path": ratio,
+        "median_wall_over_serial": round(
+            statistics.median(r["wall_s"] / r["serial_s"] for r in per_claim), 4),
+        "budget": "wall <= 1.10 x critical path", "budget_met": ratio <= 1.10,
+        "peak_rss_mb": peak_rss_mb(), "claims": per_claim,
+    }
+
+
+@BENCHES.decorator("embedded")
+def bench_embedded(work_dir: Path, *, data_dir: Path | None = None, claims: int = 10,
+                   rounds: int = 3, scoring: str = "consistency", seed: int = 13,
+                   **_: Any) -> dict[str, Any]:
+    """Seconds and LLM calls per claim with the embedded model, offline."""
+    source = (data_dir / "fever" / "paper_dev.jsonl") if data_dir else DEMO_CLAIMS
+    ctx = Context(debater_model="local:smollm2", max_rounds=rounds, scoring_mode=scoring,
+                  index_dir=str(demo_index(work_dir)), search_backend="local_search")
+    rows = asyncio.run(_timed_claims(ctx, _claims(source, claims, seed), work_dir / "emb.sqlite"))
+    for row in rows:
+        row.pop("timeline")
+    per_claim = statistics.fmean(r["wall_s"] for r in rows)
+    return {
+        "model": "local:smollm2", "scoring_mode": scoring, "rounds": rounds,
+        "claims_from": str(source.name), "n": len(rows),
+        "mean_s_per_claim": round(per_claim, 2),
+        "mean_llm_calls_per_claim": statistics.fmean(r["llm_calls"] for r in rows),
+        "budget": "<= 30 s per claim on 2 cores", "budget_met": per_claim <= 30,
+        "peak_rss_mb": peak_rss_mb(), "claims": rows,
+    }
+
+
+@BENCHES.decorator("retrieval")
+def bench_retrieval(work_dir: Path, *, data_dir: Path | None = None, limit: int = 300,
+                    pad_to: int = 100_000, seed: int = 13, **_: Any) -> dict[str, Any]:
+    """Recall/MRR per retriever on the data dir's gold evidence, latency at 100k passages."""
+    from evaluation.bench_retrieval import run_retrieval_bench
+
+    if data_dir is None:
+        raise ValueError("the retrieval benchmark needs --data-dir (or FACTDEBATE_DATA_DIR)")
+    result = run_retrieval_bench(data_dir, work_dir, limit=limit, seed=seed, pad_to=pad_to)
+    checks = {}
+    for name, per in result["quality"].items():
+        best_single = max(per["milvus"]["recall@3"], per["keyword"]["recall@3"])
+        checks[name] = per["hybrid"]["recall@3"] >= best_single + 0.03
+    lat = result["latency_at_pad"]
+    result["budget"] = ("hybrid recall@3 >= best single + 3 points; p50 <= 20 ms dense and "
+                        "<= 5 ms keyword at 100k")
+    result["budget_met"] = {"hybrid_recall": checks,
+                            "dense_p50": lat["milvus"]["p50_ms"] <= 20,
+                            "keyword_p50": lat["keyword"]["p50_ms"] <= 5}
+    result["peak_rss_mb"] = peak_rss_mb()
+    return result
+
+
+def run_bench(name: str, out_dir: Path, command: str, **kwargs: Any) -> dict[str, Any]:
+    """Run benchmark ``name``, write ``OUT/<name>.json`` and its BENCHMARKS.md section."""
+    fn = BENCHES.get(name)
+    work = out_dir / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    result = fn(work, **kwargs)
+    result = {"benchmark": name, "command": command, "git_sha": git_sha(),
+              "seconds": round(time.perf_counter() - start, 1), **result}
+    (out_dir / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
+    return result
