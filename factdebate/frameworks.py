@@ -25,7 +25,70 @@ FRAMEWORKS.register(
     prompt_set="tool_mad",
     title="Tool-MAD",
 )
+FRAMEWORKS.register(
+    "mermaid",
+    "graphs.mermaid:build_mermaid",
+    paper="MERMAID (decomposer + ReAct executor over MCP tools + persistent evidence memory)",
+    prompt_set="mermaid",
+    title="MERMAID",
+    context="factdebate.mermaid:MermaidContext",
+)
+FRAMEWORKS.register(
+    "madke",
+    "graphs.madke:build_madke",
+    paper="MADKE (shared knowledge pool + adaptive knowledge selection; judge, summariser)",
+    prompt_set="madke",
+    title="MADKE",
+    context="factdebate.madke:MadkeContext",
+)
+FRAMEWORKS.register(
+    "madam_rag",
+    "graphs.madam_rag:build_madam_rag",
+    aliases=("madam-rag", "madamrag"),
+    paper="MADAM-RAG (one agent per document, aggregator, early stop when answers hold)",
+    prompt_set="madam_rag",
+    title="MADAM-RAG",
+    context="factdebate.madam_rag:MadamRagContext",
+)
 
+
+# Baselines (issue #3): graphs/baselines/, prompts/baselines/, factdebate/baseline_context.py.
+_BASELINES = (
+    # name, module, title, paper, context class, needs_index
+    ("standard", "Standard prompting", "Brown et al. 2020 (MADKE baseline)",
+     "BaselineContext", False),
+    ("cot", "Zero-shot CoT", "Kojima et al. 2022 (Tool-MAD, MADKE baseline)",
+     "BaselineContext", False),
+    ("self_consistency", "Self-consistency", "Wang et al. 2022 (MADKE baseline)",
+     "SelfConsistencyContext", False),
+    ("react", "Single-agent ReAct + RAG", "Yao et al. 2023 (Tool-MAD baseline)",
+     "ReactContext", True),
+    ("rag", "RAG", "retrieval-augmented generation (MADKE baseline)", "BaselineContext", True),
+    ("no_rag", "No-RAG", "parametric knowledge only (MADAM-RAG baseline)", "NoRagContext", False),
+    ("concat_rag", "Concatenated-prompt RAG", "all item documents in one prompt (MADAM-RAG "
+     "baseline)", "ConcatRagContext", False),
+    ("mad", "MAD", "Liang et al. 2023 (Tool-MAD baseline)", "DebateBaselineContext", False),
+    ("multi_agent_debate", "Multi-agent debate", "Du et al. 2023 (MADKE baseline)",
+     "MultiAgentDebateContext", False),
+    ("self_reflection", "Self-reflection", "Madaan et al. 2023 (MADAM-RAG baseline)",
+     "SelfReflectionContext", True),
+    ("astute_rag", "Astute RAG", "Wang et al. 2024 (MADAM-RAG baseline)", "AstuteRagContext",
+     True),
+    ("speculative_rag", "Speculative RAG", "Wang et al. 2024 (MADAM-RAG baseline)",
+     "SpeculativeRagContext", True),
+    ("self_ask", "Self-Ask", "Press et al. 2022 (MERMAID baseline)", "SelfAskContext", True),
+)
+for _name, _title, _paper, _context, _needs_index in _BASELINES:
+    FRAMEWORKS.register(
+        _name,
+        f"graphs.baselines.{_name}:build_{_name}",
+        paper=_paper,
+        prompt_set="baselines",
+        title=_title,
+        context=f"factdebate.baseline_context:{_context}",
+        needs_index=_needs_index,
+        baseline=True,
+    )
 
 def build_framework(name: str) -> StateGraph:
     """The uncompiled graph of framework ``name``."""

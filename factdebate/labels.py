@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from factdebate.errors import ConfigError
 from factdebate.registry import Registry
 
 NEI = "NOT ENOUGH INFO"
@@ -91,6 +92,13 @@ LABEL_SETS.register(
     LabelSet("pubmedqa", ("yes", "no", "maybe"), {}, case_sensitive_output=True),
 )
 
+LABEL_SETS.register(
+    "open_qa",
+    LabelSet("open_qa", (), {}, case_sensitive_output=True),
+    aliases=("open", "qa_conflict"),
+)
+"""Free-form answers (RAMDocs): no labels; frameworks that return ``answers`` (MADAM-RAG) use it."""
+
 
 def get_label_set(name: str) -> LabelSet:
     """The label set called ``name`` (aliases allowed; unknown names suggest close ones)."""
@@ -113,7 +121,9 @@ _FIELD_RE = re.compile(
 def parse_label(text: str, label_set: LabelSet) -> ParsedLabel:
     """Map free model text onto ``label_set`` (see the module docstring for the order)."""
     text = text or ""
-    for obj in _json_objects(text):
+    # the last JSON object is the model's own answer; one it quoted earlier (e.g. a forged
+    # verdict inside a document) must not win
+    for obj in reversed(_json_objects(text)):
         value = obj.get("label") if isinstance(obj, dict) else None
         if isinstance(value, str) and (lab := label_set.normalise(value)):
             return ParsedLabel(lab, "explicit")
@@ -163,6 +173,11 @@ class QueryOut(BaseModel):
 def verdict_schema(label_set_name: str) -> type[BaseModel]:
     """A ``Verdict`` model whose ``label`` is constrained to the label set's labels."""
     labels = get_label_set(label_set_name).labels
+    if not labels:
+        raise ConfigError(
+            f"label set {label_set_name!r} has no labels to give a verdict on",
+            "use a framework that returns free-form answers (madam_rag) or a labelled task",
+        )
     return create_model(  # type: ignore[call-overload,no-any-return]
         f"Verdict_{label_set_name}",
         __doc__="A reasoned verdict on the claim.",

@@ -9,10 +9,12 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import uuid
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 from factdebate.context import Context, factdebate_home
 from factdebate.errors import InputError
@@ -23,11 +25,17 @@ from nodes.render import average_scores
 from prompts import load_prompts
 
 
+def default_memory_db() -> Path:
+    """SQLite store of CLI runs (MERMAID's evidence memory, persists across runs)."""
+    return factdebate_home() / "memory.sqlite"
+
+
 def default_checkpoint_db() -> Path:
     """SQLite checkpoint file used by CLI runs unless ``--checkpoint-db`` says otherwise."""
     return factdebate_home() / "checkpoints.sqlite"
 
 
+@cache  # one subprocess per process, not per item
 def git_sha() -> str:
     """Commit of the code that produced a result ("" outside a checkout)."""
     try:
@@ -47,11 +55,19 @@ async def run_claim(
     *,
     checkpointer: BaseCheckpointSaver,
     thread_id: str | None = None,
-    resume: bool = False,
+    resume: bool | Literal["auto"] = False,
+    config_extra: dict[str, Any] | None = None,
+    store: BaseStore | None = None,
 ) -> dict[str, Any]:
-    """Run (or resume) one item and return the result object of the output contract."""
+    """Run (or resume) one item and return the result object of the output contract.
+
+    ``resume="auto"`` resumes the thread if it holds a checkpoint and starts it otherwise (the
+    evaluation runner's per-item threads). ``config_extra`` adds run-config keys (``metadata`` is
+    merged; ``callbacks``, ``run_id``, ``tags``, ``run_name`` are set). ``store`` is the LangGraph
+    store the graph's nodes see as ``runtime.store`` (MERMAID's evidence memory).
+    """
     name = FRAMEWORKS.resolve(framework)
-    graph = build_framework(name).compile(checkpointer=checkpointer, name=name)
+    graph = build_framework(name).compile(checkpointer=checkpointer, store=store, name=name)
     thread_id = thread_id or uuid.uuid4().hex
     prompt_version = load_prompts(ctx.prompt_set).version
     config: dict[str, Any] = {
@@ -60,6 +76,11 @@ async def run_claim(
                      "fd_context": dataclasses.asdict(ctx)},
         "run_name": f"{name}:verify",
     }
+    extra = dict(config_extra or {})
+    config["metadata"] |= extra.pop("metadata", {})
+    config |= extra
+    if resume == "auto":
+        resume = bool((await graph.aget_state(config)).created_at)
     if resume:
         snapshot = await graph.aget_state(config)
         if not snapshot.created_at:

@@ -9,7 +9,13 @@ overwrite each other.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import (
+    Annotated,
+    Any,
+    NotRequired,  # pydantic (Studio schemas) needs these on 3.11
+)
+
+from typing_extensions import TypedDict
 
 
 class Evidence(TypedDict):

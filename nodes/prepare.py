@@ -12,7 +12,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from factdebate.context import MAX_CLAIM_CHARS, Context, debater_kind
+from factdebate.context import MAX_CLAIM_CHARS, Context
 from factdebate.errors import InputError
 from factdebate.labels import LABEL_SETS
 from factdebate.state import DebateState
@@ -47,8 +47,8 @@ def prepare(state: DebateState, runtime: Runtime[Context]) -> dict[str, Any]:
     if task == "medqa" and not state.get("options"):
         raise InputError("task 'medqa' needs answer options", "pass options {'A': ..., 'D': ...}")
     flags = []
-    for agent in ctx.agent_ids():
-        _, flag = resolve_backend(debater_kind(agent), ctx)
+    for kind in ctx.tool_kinds():
+        _, flag = resolve_backend(kind, ctx)
         if flag and flag not in flags:
             flags.append(flag)
     return {"claim": clean_claim(state.get("claim")), "task": task, "flags": flags,

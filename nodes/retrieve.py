@@ -54,26 +54,32 @@ def retriever_settings(ctx: Context) -> RetrieverSettings:
     )
 
 
-async def retrieve(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Top-k evidence for this round's query from the debater's tool."""
-    ctx = runtime.context
-    backend, _ = resolve_backend(debater_kind(state["agent"]), ctx)
-    if backend is None or not state.get("query"):
-        return {"evidence": []}
-    excluded = {t.casefold() for t in state.get("exclude_titles") or []}
+async def search_tool(
+    backend: str,
+    query: str,
+    ctx: Context,
+    *,
+    k: int,
+    exclude_titles: list[str] | None,
+    who: str,
+) -> dict[str, Any]:
+    """Top-``k`` passages of ``backend`` for ``query`` as a node update (evidence, ledger, flags).
+
+    Shared by every node that calls a retriever: bounded by ``tool_timeout_s``, retried with
+    back-off, counted in ``tool_calls``; a tool that still fails yields no evidence, a flag naming
+    ``who`` asked and a ``tool_faults`` entry. Passages titled as in ``exclude_titles`` are dropped.
+    """
+    excluded = {t.casefold() for t in exclude_titles or []}
     retriever = await asyncio.to_thread(get_retriever, backend, retriever_settings(ctx))
-    k = ctx.top_k + len(excluded)
 
     async def once() -> list[Evidence]:
         return await asyncio.wait_for(
-            retriever.search(state["query"], k=k), timeout=ctx.tool_timeout_s
+            retriever.search(query, k=k + len(excluded)), timeout=ctx.tool_timeout_s
         )
 
     ledger: dict[str, Any] = {"tool_calls": {backend: 1}}
     try:
-        found = await with_retries(
-            once, retries=ctx.tool_retries, what=f"{backend} search"
-        )
+        found = await with_retries(once, retries=ctx.tool_retries, what=f"{backend} search")
     except FactDebateError:
         raise  # an index that does not exist or a missing key is the user's to fix
     except Exception as exc:
@@ -81,8 +87,20 @@ async def retrieve(state: DebaterState, runtime: Runtime[Context]) -> dict[str, 
         return {
             "evidence": [],
             "ledger": {**ledger, "tool_faults": {backend: 1}},
-            "flags": [f"tool fault: {backend} failed for agent {state['agent']} in round "
-                      f"{state['round']} after {ctx.tool_retries} retries ({fault})"],
+            "flags": [f"tool fault: {backend} failed for {who} after {ctx.tool_retries} "
+                      f"retries ({fault})"],
         }
-    kept = [e for e in found if e["title"].casefold() not in excluded][: ctx.top_k]
+    kept = [e for e in found if e["title"].casefold() not in excluded][:k]
     return {"evidence": kept, "ledger": ledger}
+
+
+async def retrieve(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Top-k evidence for this round's query from the debater's tool."""
+    ctx = runtime.context
+    backend, _ = resolve_backend(debater_kind(state["agent"]), ctx)
+    if backend is None or not state.get("query"):
+        return {"evidence": []}
+    return await search_tool(
+        backend, state["query"], ctx, k=ctx.top_k, exclude_titles=state.get("exclude_titles"),
+        who=f"agent {state['agent']} in round {state['round']}",
+    )

@@ -52,6 +52,27 @@ def answer_role(call: ScriptCall, *, debater_label: int, judge_label: int = 0) -
     return verdict(call, debater_label, f"{claim_of(call)} The retrieved documents bear on it.")
 
 
+def madke_role(
+    call: ScriptCall, *, debater_label: int = 0, consensus_round: int = 1,
+    selected: tuple[int, ...] = (1, 2),
+) -> Any:
+    """MADKE replies: AKS picks ``selected``, debaters answer ``debater_label``, the judge says
+    [Yes] from ``consensus_round`` on (0 = never), the summariser answers ``debater_label``."""
+    if call.role == "select_knowledge":
+        return {"reasoning": "These items help.", "selected": list(selected), "no_found": False}
+    if call.role == "judge":
+        agree = 0 < consensus_round <= call.round
+        return {"reasoning": "Compared the answers.", "consensus": "Yes" if agree else "No"}
+    return verdict(call, debater_label, f"{claim_of(call)} The knowledge bears on it.")
+
+
+def madam_role(call: ScriptCall, *, answer: str = "SUPPORTS") -> Any:
+    """MADAM-RAG replies: every agent answers ``answer``; the aggregator accepts it."""
+    if call.role == "aggregator":
+        return {"answers": [answer], "explanation": "The agents agree."}
+    return {"answer": answer, "explanation": "The document states it."}
+
+
 def _agree() -> Responder:
     return lambda call: answer_role(call, debater_label=0)
 

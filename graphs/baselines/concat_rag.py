@@ -1,0 +1,27 @@
+"""Concatenated-prompt RAG: all of the item's documents in one prompt (MADAM-RAG's baseline).
+
+Paper: madam-rag.txt §5.1 "Concatenated-prompt: a standard RAG pipeline where all retrieved
+documents are concatenated and passed as input to the model along with the query"; prompt in
+App. E (the one-shot Michael Jordan example, "All Correct Answers: [...]"). Graph: prepare ->
+gather_evidence (the item's documents) -> answer; the same wiring as ``rag``.
+
+Defaults (``ConcatRagContext``): ``answer_mode="answers"`` (RAMDocs: a list of all correct
+answers) and ``evidence_source="documents"`` (an item without documents is rejected).
+Deviations: answers as JSON {answers, explanation}; the "All Correct Answers: [...]" format is
+still parsed from free text.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import StateGraph
+
+from factdebate.baseline_context import ConcatRagContext
+from graphs.baselines.single_call import build_single_call
+
+
+def build_concat_rag() -> StateGraph:
+    """Concatenated-prompt RAG (uncompiled)."""
+    return build_single_call("concat_rag", evidence=True, context=ConcatRagContext)
+
+
+graph = build_concat_rag().compile(name="Concatenated-prompt RAG")

@@ -1,0 +1,24 @@
+"""Zero-shot chain-of-thought: "Let's think step by step" (Kojima et al. 2022).
+
+Papers: tool-mad-stability-score.txt / tool-mad-consistency-score.txt ("Zero-shot CoT is to induce
+reasoning with the prompt 'Let's think step by step'"); madke.txt §4.2. Graph: prepare -> answer.
+
+Deviations: Kojima et al. use two calls (reasoning extraction, then answer extraction with
+"Therefore, the answer is"); here one call returns JSON whose ``reasoning`` field (written first)
+holds the step-by-step chain and whose ``label`` field is the extracted answer. MADKE adds a
+one-shot CoT demonstration; the Tool-MAD papers (whose setting we follow) use zero-shot.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import StateGraph
+
+from graphs.baselines.single_call import build_single_call
+
+
+def build_cot() -> StateGraph:
+    """Zero-shot CoT (uncompiled)."""
+    return build_single_call("cot", evidence=False)
+
+
+graph = build_cot().compile(name="Zero-shot CoT")

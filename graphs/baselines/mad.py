@@ -1,0 +1,50 @@
+"""MAD: "tit for tat" debate with a moderator and a judge (Liang et al. 2023).
+
+Papers: tool-mad-stability-score.txt / -consistency-score.txt ("MAD is a framework that uses an
+interactive 'tit for tat' debate structure, motivated by the Degeneration of Thought"; Table II:
+reasoning and multi-agent, no retrieval). Original: an affirmative and a negative debater argue;
+at the end of every round a moderator decides whether one side is correct (adaptive break);
+after the last round without a preference a judge decides from the whole debate.
+Graph: prepare -> open_round -> affirmative -> negative -> moderate -> (END | open_round | judge).
+Rounds: ``max_rounds`` (default 3, as in MAD). The judge is Tool-MAD's ``judge`` node with this
+prompt set's MAD judge template (no scores).
+
+Deviations: verdicts as JSON on the task's label set; the judge is one call (MAD's judge first
+extracts candidate answers, then decides); label tasks only (``DebateBaselineContext``).
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.baseline_context import DebateBaselineContext
+from factdebate.baseline_state import BaselineState
+from factdebate.state import DebateInput, DebateOutput
+from nodes.argue import argue
+from nodes.debate_round import open_round
+from nodes.judge import judge
+from nodes.moderate import moderate, route_after_moderate
+from nodes.prepare_baseline import prepare_baseline
+
+
+def build_mad() -> StateGraph:
+    """MAD (uncompiled)."""
+    g = StateGraph(BaselineState, context_schema=DebateBaselineContext,
+                   input_schema=DebateInput, output_schema=DebateOutput)
+    g.add_node("prepare", prepare_baseline)
+    g.add_node("open_round", open_round)
+    g.add_node("affirmative", argue("affirmative"))
+    g.add_node("negative", argue("negative"))
+    g.add_node("moderate", moderate)
+    g.add_node("judge", judge)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "open_round")
+    g.add_edge("open_round", "affirmative")
+    g.add_edge("affirmative", "negative")
+    g.add_edge("negative", "moderate")
+    g.add_conditional_edges("moderate", route_after_moderate, ["open_round", "judge", END])
+    g.add_edge("judge", END)
+    return g
+
+
+graph = build_mad().compile(name="MAD")

@@ -1,0 +1,55 @@
+"""Multi-agent debate (Du et al. 2023), MADKE's baseline.
+
+Paper: madke.txt §4.2 "Multi-Agent Debate utilizes multiple agents to propose and debate their
+individual responses and reasoning processes over multiple rounds to arrive at a final answer".
+Original: N agents answer independently; each later round every agent sees the other agents'
+previous answers and updates its own; the final answer is the majority. Graph: prepare ->
+open_round -> N parallel ``debate_turn`` branches (Tool-MAD's ``route_debaters`` + ``respond``,
+tool-less) -> vote -> (open_round | END). Knobs (``MultiAgentDebateContext``): ``agents`` N=3,
+``max_rounds`` R=2.
+
+Deviations: an agent's own previous answer is not repeated to it (Du et al. keep each agent's
+chat history; Tool-MAD's debater state carries only the others' answers); ``vote`` also runs
+after intermediate rounds, recording the running majority; label tasks only.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.baseline_context import MultiAgentDebateContext
+from factdebate.baseline_state import BaselineState
+from factdebate.state import DebateInput, DebateOutput, DebaterOutput, DebaterState
+from nodes.debate_round import open_round, route_debaters
+from nodes.prepare_baseline import prepare_baseline
+from nodes.respond import respond
+from nodes.vote import route_after_vote, vote
+
+
+def build_debate_turn() -> StateGraph:
+    """One agent's turn: respond (no tool)."""
+    g = StateGraph(DebaterState, context_schema=MultiAgentDebateContext,
+                   output_schema=DebaterOutput)
+    g.add_node("respond", respond)
+    g.add_edge(START, "respond")
+    g.add_edge("respond", END)
+    return g
+
+
+def build_multi_agent_debate() -> StateGraph:
+    """Du et al. multi-agent debate (uncompiled)."""
+    g = StateGraph(BaselineState, context_schema=MultiAgentDebateContext,
+                   input_schema=DebateInput, output_schema=DebateOutput)
+    g.add_node("prepare", prepare_baseline)
+    g.add_node("open_round", open_round)
+    g.add_node("debate_turn", build_debate_turn().compile(name="debate_turn"))
+    g.add_node("vote", vote)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "open_round")
+    g.add_conditional_edges("open_round", route_debaters, ["debate_turn"])
+    g.add_edge("debate_turn", "vote")
+    g.add_conditional_edges("vote", route_after_vote, ["open_round", END])
+    return g
+
+
+graph = build_multi_agent_debate().compile(name="Multi-agent debate")

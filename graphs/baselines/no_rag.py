@@ -1,0 +1,23 @@
+"""No-RAG: the question only, answered from parametric knowledge (MADAM-RAG's baseline).
+
+Paper: madam-rag.txt §5.1 "No RAG: prompt the LLM with the question only, without any retrieved
+documents"; prompt in App. E ("If there are multiple correct answers, please list them all").
+Graph: prepare -> answer. Default (``NoRagContext``): ``answer_mode="answers"`` (a list).
+
+Deviations: answers as JSON {answers, explanation} instead of the bare answer text.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import StateGraph
+
+from factdebate.baseline_context import NoRagContext
+from graphs.baselines.single_call import build_single_call
+
+
+def build_no_rag() -> StateGraph:
+    """No-RAG (uncompiled)."""
+    return build_single_call("no_rag", evidence=False, context=NoRagContext)
+
+
+graph = build_no_rag().compile(name="No-RAG")

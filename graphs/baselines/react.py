@@ -1,0 +1,50 @@
+"""Single-agent ReAct with the RAG tool (Yao et al. 2023), the Tool-MAD papers' "Single Agent".
+
+Papers: tool-mad-stability-score.txt / -consistency-score.txt ("The single-agent baseline is based
+on the ReAct framework, using RAG for external knowledge retrieval. ReAct enables iterative
+reasoning via tool use and feedback"; Table II: reasoning, retrieval and query formulation).
+Graph loop: prepare -> react_step (Thought + Action) -> react_tool (search -> Observation) ->
+react_step ... until the agent finishes or ``max_steps`` (default 5, ReAct's FEVER budget)
+searches are used -> answer (the Finish step, from the whole trajectory).
+
+Deviations: one tool (search over the ``rag`` index) instead of Wikipedia search/lookup; actions
+are JSON {thought, action, query} rather than parsed "Action: Search[...]" text; the final answer
+is a separate call on the task's label schema (ReAct's Finish[answer] in the same generation could
+not be read onto the label set reliably); no few-shot trajectories.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.baseline_context import ReactContext
+from factdebate.baseline_state import BaselineState
+from factdebate.state import DebateInput, DebateOutput
+from nodes.prepare_baseline import prepare_baseline
+from nodes.react_step import (
+    react_step,
+    react_tool,
+    react_trajectory,
+    route_after_react_step,
+    route_after_react_tool,
+)
+from nodes.single_answer import single_answer
+
+
+def build_react() -> StateGraph:
+    """ReAct (uncompiled)."""
+    g = StateGraph(BaselineState, context_schema=ReactContext, input_schema=DebateInput,
+                   output_schema=DebateOutput)
+    g.add_node("prepare", prepare_baseline)
+    g.add_node("react_step", react_step)
+    g.add_node("react_tool", react_tool)
+    g.add_node("answer", single_answer("react_answer", stop=None, extra=react_trajectory))
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "react_step")
+    g.add_conditional_edges("react_step", route_after_react_step, ["react_tool", "answer"])
+    g.add_conditional_edges("react_tool", route_after_react_tool, ["react_step", "answer"])
+    g.add_edge("answer", END)
+    return g
+
+
+graph = build_react().compile(name="ReAct")

@@ -1,0 +1,43 @@
+"""Single agent with self-reflection (MADAM-RAG's baseline, after Madaan et al. 2023).
+
+Paper: madam-rag.txt §5.1 "1) prompt LLM to generate an initial answer; 2) prompt LLM to review
+its previous answer and produce feedback; 3) prompt LLM to answer the question again with the
+feedback. We conduct two rounds of self-reflection"; prompts in App. E. Graph: prepare ->
+gather_evidence -> answer -> (review -> refine) x ``reflection_rounds`` (default 2).
+
+Deviations: answers as JSON (label or {answers, explanation}); feedback as JSON {feedback}. With
+no item documents the evidence is one retrieval for the claim (the Tool-MAD setting).
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.baseline_context import SelfReflectionContext
+from factdebate.baseline_state import BaselineState
+from factdebate.state import DebateInput, DebateOutput
+from nodes.gather_evidence import gather_evidence
+from nodes.prepare_baseline import prepare_baseline
+from nodes.reflect import refine, review, route_after_refine
+from nodes.single_answer import single_answer
+
+
+def build_self_reflection() -> StateGraph:
+    """Self-reflection (uncompiled)."""
+    g = StateGraph(BaselineState, context_schema=SelfReflectionContext,
+                   input_schema=DebateInput, output_schema=DebateOutput)
+    g.add_node("prepare", prepare_baseline)
+    g.add_node("gather_evidence", gather_evidence)
+    g.add_node("answer", single_answer("reflect_answer", stop=None, counts_round=False))
+    g.add_node("review", review)
+    g.add_node("refine", refine)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "gather_evidence")
+    g.add_edge("gather_evidence", "answer")
+    g.add_edge("answer", "review")
+    g.add_edge("review", "refine")
+    g.add_conditional_edges("refine", route_after_refine, ["review", END])
+    return g
+
+
+graph = build_self_reflection().compile(name="Self-reflection")

@@ -1,0 +1,33 @@
+"""Wiring shared by the one-call baselines: prepare -> [gather_evidence] -> answer."""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.baseline_context import BaselineContext
+from factdebate.baseline_state import BaselineState
+from factdebate.state import DebateInput, DebateOutput
+from nodes.gather_evidence import gather_evidence
+from nodes.prepare_baseline import prepare_baseline
+from nodes.single_answer import single_answer
+
+
+def build_single_call(
+    template: str, *, evidence: bool, context: type[BaselineContext] = BaselineContext
+) -> StateGraph:
+    """``prepare`` -> (``gather_evidence`` when ``evidence``) -> ``answer`` with ``template``."""
+    g = StateGraph(
+        BaselineState, context_schema=context, input_schema=DebateInput,
+        output_schema=DebateOutput,
+    )
+    g.add_node("prepare", prepare_baseline)
+    g.add_node("answer", single_answer(template))
+    g.add_edge(START, "prepare")
+    if evidence:
+        g.add_node("gather_evidence", gather_evidence)
+        g.add_edge("prepare", "gather_evidence")
+        g.add_edge("gather_evidence", "answer")
+    else:
+        g.add_edge("prepare", "answer")
+    g.add_edge("answer", END)
+    return g

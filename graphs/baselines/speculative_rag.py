@@ -1,0 +1,56 @@
+"""Speculative RAG (Wang et al. 2024): parallel drafts from document subsets, a verifier picks one.
+
+Paper: madam-rag.txt §5.1 and App. B (documents clustered by perspective, one document per cluster
+per subset; a specialist drafter writes an answer + rationale per subset in parallel; a generalist
+verifier selects the best draft). Graph: prepare -> gather_evidence -> ``draft_branch`` per subset
+(``Send``; subgraph draft -> verify_draft) -> select_draft.
+
+Knobs (``SpeculativeRagContext``): ``drafts`` m=3, ``top_k`` 6 documents.
+Deviations: subsets are a disjoint round-robin split of the ranked documents instead of
+embedding clusters (InBedder); drafter and verifier are the debater and judge models (no distilled
+specialist); the verifier's likelihood-based score is asked as a [0, 1] judgement per draft (see
+nodes/verify_drafts.py); MADAM-RAG's multi-answer variant aggregates all drafts, we keep the
+original selection in both answer modes.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.baseline_context import SpeculativeRagContext
+from factdebate.baseline_state import BaselineState, BranchOutput, BranchState
+from factdebate.state import DebateInput, DebateOutput
+from nodes.draft import draft, route_drafts
+from nodes.gather_evidence import gather_evidence
+from nodes.prepare_baseline import prepare_baseline
+from nodes.verify_drafts import select_draft, verify_draft
+
+
+def build_draft_branch() -> StateGraph:
+    """One draft: draft -> verify_draft."""
+    g = StateGraph(BranchState, context_schema=SpeculativeRagContext, output_schema=BranchOutput)
+    g.add_node("draft", draft)
+    g.add_node("verify_draft", verify_draft)
+    g.add_edge(START, "draft")
+    g.add_edge("draft", "verify_draft")
+    g.add_edge("verify_draft", END)
+    return g
+
+
+def build_speculative_rag() -> StateGraph:
+    """Speculative RAG (uncompiled)."""
+    g = StateGraph(BaselineState, context_schema=SpeculativeRagContext,
+                   input_schema=DebateInput, output_schema=DebateOutput)
+    g.add_node("prepare", prepare_baseline)
+    g.add_node("gather_evidence", gather_evidence)
+    g.add_node("draft_branch", build_draft_branch().compile(name="draft_branch"))
+    g.add_node("select_draft", select_draft)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "gather_evidence")
+    g.add_conditional_edges("gather_evidence", route_drafts, ["draft_branch"])
+    g.add_edge("draft_branch", "select_draft")
+    g.add_edge("select_draft", END)
+    return g
+
+
+graph = build_speculative_rag().compile(name="Speculative RAG")

@@ -1,0 +1,71 @@
+"""MADAM-RAG: Multi-agent Debate for Ambiguity and Misinformation in RAG.
+
+Paper (../shared/papers/madam-rag.txt): "Retrieval-Augmented Generation with Conflicting
+Evidence" - §4 (document agents, aggregator, multi-round debate, early stopping), prompts in
+Appendix E ("MADAM-RAG: Individual Agent", "Aggregator"); T = 3 rounds (§5).
+
+The method, as wired here:
+``prepare`` -> ``gather_documents`` (the item's documents, or top ``num_documents`` from the
+rag backend for the claim) -> per round ``open_round`` -> ``answer_from_document`` (one parallel
+``Send`` branch per document: r_i = L_i(q, d_i[, y^(t-1), e^(t-1)])) -> ``aggregate`` (shuffled
+responses -> "All Correct Answers" + explanation; concatenation with the aggregator off) ->
+``check_convergence`` (stop when no agent changed its answer, or after T rounds) -> next round
+or end. The output carries the answer list in ``answers`` and, when that list is one answer
+naming a label of the task (claim verification, MedQA, PubMedQA), that label in ``label``.
+
+Deviations (and why):
+* Agents and aggregator are asked for JSON with the paper's two parts ({answer, explanation},
+  {answers, explanation}); the paper's free-text formats are still parsed as a fallback.
+* For claim tasks the agent and aggregator prompts add the task's label instruction, so answers
+  can map onto the label set; open questions use the ``open_qa`` task (RAMDocs).
+* The shuffle before the aggregator is seeded (``shuffle_seed``, claim, round) so runs are
+  reproducible and a resumed run sees the same order.
+* The aggregator uses the judge model spec (empty = the debater model).
+* Without the aggregator, "concatenated answers" are the distinct answers of the agents in
+  document order, leaving out 'unknown'; later rounds show the agents those concatenated
+  responses in place of the aggregate.
+* With no documents at all (retrieval empty or failed) no agent runs; the result has no answers,
+  ``stopped_by="no_documents"`` and a flag.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.madam_rag import MadamRagContext, MadamRagState
+from factdebate.state import DebateInput, DebateOutput
+from nodes.aggregate import aggregate
+from nodes.check_convergence import check_convergence, route_after_check_convergence
+from nodes.debate_round import open_round
+from nodes.documents import gather_documents
+from nodes.madam_agent import answer_from_document, route_agents
+from nodes.prepare import prepare
+
+__all__ = ["MadamRagContext", "build_madam_rag", "graph"]
+
+
+def build_madam_rag() -> StateGraph:
+    """The MADAM-RAG debate graph (uncompiled)."""
+    g = StateGraph(
+        MadamRagState, context_schema=MadamRagContext, input_schema=DebateInput,
+        output_schema=DebateOutput,
+    )
+    g.add_node("prepare", prepare)
+    g.add_node("gather_documents", gather_documents)
+    g.add_node("open_round", open_round)
+    g.add_node("answer_from_document", answer_from_document)
+    g.add_node("aggregate", aggregate)
+    g.add_node("check_convergence", check_convergence)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "gather_documents")
+    g.add_edge("gather_documents", "open_round")
+    g.add_conditional_edges("open_round", route_agents, ["answer_from_document", "aggregate"])
+    g.add_edge("answer_from_document", "aggregate")
+    g.add_edge("aggregate", "check_convergence")
+    g.add_conditional_edges(
+        "check_convergence", route_after_check_convergence, ["open_round", END]
+    )
+    return g
+
+
+graph = build_madam_rag().compile(name="MADAM-RAG")

@@ -1,0 +1,89 @@
+"""MADKE: Multi-Agent Debate with Knowledge-Enhanced framework.
+
+Paper (../shared/papers/madke.txt): "Breaking Cognitive Islands: Multi-Agent Debate with
+Knowledge-Enhanced framework" - Algorithm 1, §3 (shared knowledge pool, adaptive knowledge
+selection, simultaneous/orderly talk, judge, summariser), Prompts 3.1-3.5, role definitions in
+Appendix A; 2 debaters, at most 3 rounds, 5 passages per source (§4.4).
+
+Algorithm 1, as wired here:
+``prepare`` -> ``gather_knowledge`` (one parallel branch per source: SKPool(q) = WR(q) ∪ GSE(q),
+retrieved once with the question as query) -> per round ``open_round`` -> ``debater_turn``
+(subgraph: ``select_knowledge`` (AKS, Eq. 2) -> ``speak`` (Eqs. 3-4)); round 1 sends every
+debater at once (simultaneous talk), later rounds send the debaters one after another, each
+seeing the others' latest answers (orderly talk, the ``debater_turn`` self-loop) ->
+``judge_consensus`` ([Yes] ends the debate, Eq. 5) -> ``summarize`` (Eq. 6) after the stop or
+round T.
+
+Deviations (and why):
+* Fact verification and MC QA instead of open QA: the question is the claim, and debaters and the
+  summariser answer on the task's label set as JSON {reasoning, label} rather than "[answer]"
+  (parseable labels; the label is still shown to the judge as "[label]"). The judge and AKS reply
+  in JSON too; the paper's [Yes]/[No], [n] and [No Found] tokens are still read from free text.
+* The paper's one-shot examples are not printed in it, so the prompts have none.
+* Orderly talk: Alg. 1 l. 11 writes the previous round's answers s^(r-1); §3.2.2 has debaters
+  "build upon the views previously expressed" one after another, so a debater sees the latest
+  answer of each other debater (this round's if it already spoke).
+* The pool is de-duplicated (identical title and text kept once): offline, the search stand-in
+  indexes the same corpus as the rag backend. Items are numbered from 1.
+* Temperature is the Context's (default 0 for reproducibility; the paper uses 0.5).
+* The judge also runs after round T (Alg. 1 l. 14), so ``stopped_by`` tells ``consensus`` from
+  ``max_rounds``; the summariser uses the judge model spec.
+* Offline, the search source is the local keyword stand-in (flagged, as for Tool-MAD).
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.madke import MadkeContext, MadkeState, SpeakerOutput, SpeakerState
+from factdebate.state import DebateInput, DebateOutput
+from nodes.debate_round import open_round
+from nodes.judge_consensus import judge_consensus, route_after_judge_consensus
+from nodes.knowledge_pool import gather_knowledge, route_knowledge_sources
+from nodes.prepare import prepare
+from nodes.select_knowledge import select_knowledge
+from nodes.speak import speak
+from nodes.summarize import summarize
+from nodes.talk_order import route_after_debater_turn, route_speakers
+
+__all__ = ["MadkeContext", "build_debater_turn", "build_madke", "graph"]
+
+
+def build_debater_turn() -> StateGraph:
+    """One debater's turn: select_knowledge -> speak."""
+    g = StateGraph(SpeakerState, context_schema=MadkeContext, output_schema=SpeakerOutput)
+    g.add_node("select_knowledge", select_knowledge)
+    g.add_node("speak", speak)
+    g.add_edge(START, "select_knowledge")
+    g.add_edge("select_knowledge", "speak")
+    g.add_edge("speak", END)
+    return g
+
+
+def build_madke() -> StateGraph:
+    """The MADKE debate graph (uncompiled)."""
+    g = StateGraph(
+        MadkeState, context_schema=MadkeContext, input_schema=DebateInput,
+        output_schema=DebateOutput,
+    )
+    g.add_node("prepare", prepare)
+    g.add_node("gather_knowledge", gather_knowledge)
+    g.add_node("open_round", open_round)
+    g.add_node("debater_turn", build_debater_turn().compile(name="debater_turn"))
+    g.add_node("judge_consensus", judge_consensus)
+    g.add_node("summarize", summarize)
+    g.add_edge(START, "prepare")
+    g.add_conditional_edges("prepare", route_knowledge_sources, ["gather_knowledge", "open_round"])
+    g.add_edge("gather_knowledge", "open_round")
+    g.add_conditional_edges("open_round", route_speakers, ["debater_turn"])
+    g.add_conditional_edges(
+        "debater_turn", route_after_debater_turn, ["debater_turn", "judge_consensus"]
+    )
+    g.add_conditional_edges(
+        "judge_consensus", route_after_judge_consensus, ["open_round", "summarize"]
+    )
+    g.add_edge("summarize", END)
+    return g
+
+
+graph = build_madke().compile(name="MADKE")

@@ -1,0 +1,155 @@
+"""How baseline steps get an answer: prompt values, the answer call in either answer mode, turns.
+
+In label mode the answer is a verdict on the task's label set (``ask_verdict``: structured, then
+free text, then one re-ask). In multi-answer mode (``answer_mode="answers"``, RAMDocs-style
+questions) it is ``AnswersOut`` - every correct answer plus an explanation - with MADAM-RAG's
+"All Correct Answers: [...]" format parsed from free text as the fallback.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel, Field
+
+from factdebate.baseline_state import BaselineTurn
+from factdebate.context import Context
+from factdebate.labels import get_label_set, verdict_schema
+from factdebate.state import Evidence
+from nodes.llm import CallLog, ask_structured, ask_verdict
+from nodes.prompting import prompt_set
+from nodes.render import render_evidence, render_options
+from prompts import label_instructions
+
+
+class AnswersOut(BaseModel):
+    """Multi-answer reply: every correct answer and why."""
+
+    answers: list[str] = Field(description="All correct answers (short), [] if none is known.")
+    explanation: str = Field(description="Step-by-step reasoning naming the documents used.")
+
+
+@dataclass
+class Answer:
+    """One answer step's result in either mode."""
+
+    reasoning: str
+    label: str | None = None
+    answers: list[str] = field(default_factory=list)
+    parse: str = "structured"
+
+
+_ALL_ANSWERS = re.compile(r"All Correct Answers:\s*(\[.*?\])", re.IGNORECASE | re.DOTALL)
+
+
+def parse_answers(text: str) -> list[str] | None:
+    """Answers from MADAM-RAG's ``All Correct Answers: [...]`` line (None when absent)."""
+    match = _ALL_ANSWERS.search(text or "")
+    if not match:
+        return None
+    raw = match.group(1).replace("\u201d", '"').replace("\u201c", '"')
+    try:
+        items = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        items = [part.strip(" '\"") for part in raw.strip("[]").split(",")]
+    return clean_answers([str(x) for x in items]) if isinstance(items, list) else None
+
+
+def clean_answers(answers: list[str]) -> list[str]:
+    """Trimmed, de-duplicated (case-insensitive) answers in their order; 'unknown' dropped."""
+    seen: set[str] = set()
+    out = []
+    for answer in answers:
+        text = " ".join(str(answer).split())
+        key = text.casefold()
+        if text and key not in seen and key != "unknown":
+            seen.add(key)
+            out.append(text)
+    return out
+
+
+def baseline_values(state: Any, ctx: Context) -> dict[str, Any]:
+    """Placeholders every baseline template may use (subject, claim, task, answer format, evidence)."""
+    formats = prompt_set(ctx).templates["formats"]
+    if state.get("multi_answer"):
+        subject, task, answer_format = "Question", formats["answers_task"], formats["answers"]
+    else:
+        instructions = label_instructions()[state["task"]]
+        subject, task = instructions["subject"], instructions["task"]
+        answer_format = f"{instructions['labels']}\n{formats['label']}"
+    return {
+        "subject": subject,
+        "subject_lower": subject.lower(),
+        "example": formats["answers_example"] if state.get("multi_answer") else "",
+        "claim": state["claim"],
+        "options": render_options(state.get("options")),
+        "task": task,
+        "answer_format": answer_format,
+        "evidence": render_evidence([*(state.get("internal") or []), *(state.get("evidence") or [])]),
+        "knowledge": render_evidence(state.get("knowledge") or []),
+    }
+
+
+async def ask_answer(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    state: Any,
+    ctx: Context,
+    *,
+    config: RunnableConfig,
+) -> Answer:
+    """The answer of one step: a label (label mode) or a list of answers (multi-answer mode)."""
+    if not state.get("multi_answer"):
+        reasoning, parsed = await ask_verdict(
+            model, messages, verdict_schema(state["task"]), get_label_set(state["task"]),
+            config=config, retries=ctx.llm_retries,
+        )
+        return Answer(reasoning, label=parsed.label, parse=parsed.how)
+    out, raw = await ask_structured(model, messages, AnswersOut, config=config,
+                                    retries=ctx.llm_retries)
+    if isinstance(out, AnswersOut):
+        return Answer(out.explanation, answers=clean_answers(out.answers))
+    answers = parse_answers(raw)
+    return Answer(raw, answers=answers or [], parse="explicit" if answers is not None else "failed")
+
+
+def answer_turn(
+    agent: str, round_: int, answer: Answer, *, query: str = "",
+    evidence: list[Evidence] | None = None,
+) -> BaselineTurn:
+    """The turn recording one answer step."""
+    return BaselineTurn(agent=agent, round=round_, query=query, evidence=list(evidence or []),
+                        answer=answer.reasoning, label=answer.label, parse=answer.parse,
+                        answers=list(answer.answers))
+
+
+def note_turn(agent: str, round_: int, text: str, *, query: str = "",
+              evidence: list[Evidence] | None = None) -> BaselineTurn:
+    """A turn without an answer (a review, a thought, a follow-up question, an observation)."""
+    return BaselineTurn(agent=agent, round=round_, query=query, evidence=list(evidence or []),
+                        answer=text, label=None, parse="")
+
+
+def flag_parse(calls: CallLog, agent: str, round_: int, answer: Answer) -> None:
+    """Record a guessed or failed parse in the run's flags."""
+    if answer.parse in ("guessed", "failed"):
+        shown = answer.label or ", ".join(answer.answers)
+        calls.flags.append(f"parse: {agent} step {round_} answer {answer.parse}"
+                           + (f" as {shown}" if shown else ""))
+
+
+def result_fields(turn: BaselineTurn) -> dict[str, Any]:
+    """The final-result keys taken from one turn."""
+    return {"label": turn["label"], "answers": list(turn.get("answers") or []),
+            "rationale": turn["answer"]}
+
+
+def first_round(state: Any) -> int:
+    """``{"round": first_round(state)}`` marks a one-shot baseline as having used one round."""
+    return 0 if state.get("round") else 1

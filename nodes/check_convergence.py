@@ -1,0 +1,47 @@
+"""``check_convergence``: MADAM-RAG's stopping rule (madam-rag.txt §4 "End of Debate").
+
+The debate stops early when every agent keeps its answer of the previous round
+(r_i^(t) = r_i^(t-1) for all i; answers compared ignoring case, punctuation and spacing), and in
+any case after T = ``max_rounds`` rounds; the last aggregate is the final answer. ``stopped_by``
+is ``no_change``, ``max_rounds`` or ``no_documents``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+
+from factdebate.madam_rag import DocResponse, MadamRagContext, MadamRagState
+from nodes.aggregate import key
+
+
+def _answers(responses: list[DocResponse], round_: int) -> dict[str, str]:
+    return {r["agent"]: key(r["answer"]) for r in responses if r["round"] == round_}
+
+
+def unchanged(responses: list[DocResponse], round_: int) -> bool:
+    """Whether every agent of ``round_`` gave the same answer as in the round before."""
+    if round_ < 2:
+        return False
+    now, before = _answers(responses, round_), _answers(responses, round_ - 1)
+    return bool(now) and now == before
+
+
+def check_convergence(state: MadamRagState, runtime: Runtime[MadamRagContext]) -> dict[str, Any]:
+    """Set ``stopped_by`` when this round ends the debate."""
+    if not state.get("agent_documents"):
+        return {"stopped_by": "no_documents"}
+    if unchanged(state.get("responses") or [], state["round"]):
+        return {"stopped_by": "no_change"}
+    if state["round"] >= runtime.context.max_rounds:
+        return {"stopped_by": "max_rounds"}
+    return {}
+
+
+def route_after_check_convergence(
+    state: MadamRagState, runtime: Runtime[MadamRagContext]
+) -> Literal["open_round", "__end__"]:
+    """End once stopped, else another round."""
+    return END if state.get("stopped_by") else "open_round"

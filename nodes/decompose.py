@@ -1,0 +1,65 @@
+"""``decompose``: MERMAID's Claim Decomposer, D_c = phi(c) = (triplets, topic) (paper §3.1, A.1).
+
+The node first validates the input (the same checks as Tool-MAD's ``prepare``) and resolves the
+task. With the decomposer on, one structured call turns the claim into knowledge triplets
+(subject, relation, object, attributes) and a topic; subjects and objects become the entity keys
+of the evidence memory. An unreadable reply is flagged and the run continues without a
+decomposition (no background, no memory keys) rather than failing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from factdebate.errors import InputError
+from factdebate.labels import LABEL_SETS
+from factdebate.mermaid import MermaidContext, MermaidState
+from nodes.llm import CallLog, ask_structured, call_config, model_for
+from nodes.prepare import clean_claim
+from nodes.prompting import common_values, prompt_set
+from nodes.retrieve import resolve_backend
+from prompts.mermaid.schemas import Decomposition
+
+
+def _start(state: MermaidState, ctx: MermaidContext) -> dict[str, Any]:
+    """Validated claim and task, an empty ledger, and the web stand-in flag when it applies."""
+    task = LABEL_SETS.resolve(state.get("task") or ctx.label_set)
+    if task == "medqa" and not state.get("options"):
+        raise InputError("task 'medqa' needs answer options", "pass options {'A': ..., 'D': ...}")
+    flags = []
+    if not ctx.memory_only and "search_web" in ctx.mcp_tools:
+        _, flag = resolve_backend("search", ctx)
+        if flag:
+            flags.append(flag.replace("the 'search' debater", "MERMAID's search_web tool"))
+    return {
+        "claim": clean_claim(state.get("claim")), "task": task, "flags": flags,
+        "decomposition": {}, "entities": [], "recalled": [], "pending": None,
+        "ledger": {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                   "tool_calls": {}, "memory_hits": 0},
+    }
+
+
+async def decompose(state: MermaidState, runtime: Runtime[MermaidContext]) -> dict[str, Any]:
+    """Validated input plus the claim's triplets, topic and entity keys."""
+    ctx = runtime.context
+    out = _start(state, ctx)
+    if not ctx.decomposer:
+        return out
+    calls = CallLog()
+    values = common_values({**state, **out}, ctx, "decomposer")
+    parsed, raw = await ask_structured(
+        await model_for(ctx.decomposer_model_spec, ctx),
+        prompt_set(ctx).render("decompose", **values),
+        Decomposition,
+        config=call_config(calls, role="decomposer"),
+        retries=ctx.llm_retries,
+    )
+    update = calls.update()
+    if not isinstance(parsed, Decomposition):
+        flag = f"decomposer: reply could not be read ({raw[:120]!r}); continued without triplets"
+        return {**out, "ledger": out["ledger"] | update["ledger"],
+                "flags": out["flags"] + update["flags"] + [flag]}
+    return {**out, "decomposition": parsed.model_dump(), "entities": parsed.entities(),
+            "ledger": out["ledger"] | update["ledger"], "flags": out["flags"] + update["flags"]}

@@ -1,0 +1,87 @@
+"""Prompt values of MERMAID's executor: P_t = [c; D_c; M_c; H_t] (paper §3.2, Algorithm 1).
+
+``background`` renders the decomposition D_c, ``history`` the recalled memory M_c followed by the
+ReAct history H_t (thought, action, observation per step), ``tools`` the enabled tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from factdebate.mermaid import MermaidContext, MermaidState
+from factdebate.state import Evidence, Turn
+from nodes.prompting import common_values, prompt_set
+from nodes.render import render_evidence
+from tools.evidence_memory import MemoryRecord
+from tools.tool_providers import ToolSpec
+
+
+def render_background(decomposition: dict[str, Any], empty: str) -> str:
+    """Triplets and topic, one triplet per line."""
+    triplets = decomposition.get("triplets") or []
+    if not triplets and not decomposition.get("topic"):
+        return empty
+    lines = [f"Topic: {decomposition.get('topic') or '-'}", "Triplets:"]
+    for t in triplets:
+        attrs = f" [{t['attributes']}]" if t.get("attributes") else ""
+        lines.append(f"- ({t.get('subject', '')}; {t.get('relation', '')}; "
+                     f"{t.get('object', '')}){attrs}")
+    return "\n".join(lines)
+
+
+def memory_evidence(records: Sequence[MemoryRecord]) -> list[Evidence]:
+    """Memory records as evidence (title says which entity, tool and query produced them)."""
+    return [
+        Evidence(id=r["id"], title=f"{r['title']} (memory: {r['entity']}, {r['source']}: "
+                 f"{r['query']}, {r['timestamp']})", text=r["text"], source="memory",
+                 url=r["url"], score=0.0)
+        for r in records
+    ]
+
+
+def render_steps(turns: Sequence[Turn]) -> str:
+    """The ReAct history H_t."""
+    lines = []
+    for t in turns:
+        lines.append(f"Step {t['round']}: Thought: {t['answer'] or '-'}")
+        action = t.get("action") or ""  # type: ignore[misc]
+        if action:
+            lines.append(f"Action: {action} (input: {t['query']})")
+            lines.append(f"Observation: {render_evidence(t['evidence'])}")
+        elif t["label"]:
+            lines.append(f"Answer: {t['label']}")
+        else:
+            lines.append("Observation: (no valid action or answer in this step)")
+    return "\n".join(lines)
+
+
+def render_history(state: MermaidState, empty: str) -> str:
+    """Recalled memory, then the previous steps."""
+    parts = []
+    if state.get("recalled"):
+        parts.append("Memory (evidence recalled for this claim's entities):\n"
+                     + render_evidence(memory_evidence(state["recalled"])))
+    if state.get("turns"):
+        parts.append("Previous steps:\n" + render_steps(state["turns"]))
+    return "\n\n".join(parts) if parts else empty
+
+
+def render_tools(tools: Sequence[ToolSpec], empty: str) -> str:
+    """One ``name: description`` line per tool."""
+    if not tools:
+        return empty
+    return "\n" + "\n".join(f"- {t.name}: {t.description}" for t in tools)
+
+
+def executor_values(state: MermaidState, ctx: MermaidContext, tools: Sequence[ToolSpec]
+                    ) -> dict[str, Any]:
+    """Placeholders of the ``execute`` and ``force_answer`` templates."""
+    texts = prompt_set(ctx).templates
+    return common_values(state, ctx, "executor") | {
+        "background": render_background(state.get("decomposition") or {},
+                                        str(texts["no_background"])),
+        "history": render_history(state, str(texts["no_memory"])),
+        "tools": render_tools(tools, str(texts["no_tools"])),
+        "t_max": ctx.t_max,
+    }

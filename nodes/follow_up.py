@@ -1,0 +1,96 @@
+"""Self-Ask (Press et al. 2022) with retrieval: follow-up questions until the final answer.
+
+``follow_up`` asks the model for the next follow-up question (none = ready to answer);
+``answer_follow_up`` answers it with the ``rag`` retriever - the passages are the Intermediate
+answer, as the search engine's answer is in Self-Ask + Search; the ``answer`` node then
+completes "So the final answer is:" from the whole chain.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from factdebate.baseline_context import SelfAskContext
+from factdebate.baseline_state import BaselineState
+from factdebate.context import Context
+from nodes.answering import baseline_values, note_turn
+from nodes.gather_evidence import search_rag
+from nodes.llm import CallLog, ask_structured, call_config, model_for
+from nodes.prompting import prompt_set
+from nodes.render import render_evidence
+
+QUESTION, INTERMEDIATE = "follow_up", "intermediate"
+MAX_QUESTION_CHARS = 300
+
+
+class FollowUpOut(BaseModel):
+    """The next Self-Ask step."""
+
+    follow_up: str = Field(
+        default="", description="Next follow-up question; empty when none is needed."
+    )
+
+
+def self_ask_chain(state: BaselineState, ctx: Context) -> dict[str, Any]:
+    """``{"chain": "Follow up: ... / Intermediate answer: ..."}`` from the turns."""
+    lines: list[str] = []
+    for turn in state.get("turns") or []:
+        if turn["agent"] == QUESTION:
+            lines.append(f"Follow up: {turn['query']}")
+        elif turn["agent"] == INTERMEDIATE:
+            lines.append(f"Intermediate answer: {render_evidence(turn['evidence'])}")
+    return {"chain": "Yes.\n" + "\n".join(lines) if lines else "(no follow-up questions yet)"}
+
+
+async def follow_up(state: BaselineState, runtime: Runtime[SelfAskContext]) -> dict[str, Any]:
+    """The next follow-up question, or the decision that none is needed."""
+    ctx = runtime.context
+    step = (state.get("round") or 0) + 1
+    calls = CallLog()
+    out, _ = await ask_structured(
+        await model_for(ctx.debater_model, ctx),
+        prompt_set(ctx).render("self_ask_step",
+                               **baseline_values(state, ctx) | self_ask_chain(state, ctx)),
+        FollowUpOut,
+        config=call_config(calls, role="follow_up", agent=QUESTION, round_=step),
+        retries=ctx.llm_retries,
+    )
+    question = (out.follow_up.strip() if isinstance(out, FollowUpOut) else "")[:MAX_QUESTION_CHARS]
+    if not isinstance(out, FollowUpOut):
+        calls.flags.append(f"self_ask: step {step} unreadable; answering now")
+    if not question:
+        return {"stopped_by": "final_answer", **calls.update()}
+    return {"round": 1, "turns": [note_turn(QUESTION, step, question, query=question)],
+            **calls.update()}
+
+
+async def answer_follow_up(
+    state: BaselineState, runtime: Runtime[SelfAskContext]
+) -> dict[str, Any]:
+    """Retrieve for the follow-up question; the passages are its Intermediate answer."""
+    step = state["round"]
+    question = next(t for t in reversed(state["turns"]) if t["agent"] == QUESTION)["query"]
+    found = await search_rag(question, state, runtime, round_=step)
+    turn = note_turn(INTERMEDIATE, step, "", query=question, evidence=found.get("evidence") or [])
+    update: dict[str, Any] = {"turns": [turn], "ledger": found.get("ledger", {}),
+                              "flags": found.get("flags", [])}
+    if step >= runtime.context.max_follow_ups:
+        update["stopped_by"] = "max_steps"
+    return update
+
+
+def route_after_follow_up(
+    state: BaselineState, runtime: Runtime[SelfAskContext]
+) -> Literal["answer_follow_up", "answer"]:
+    """Answer the follow-up question, or give the final answer when none was asked."""
+    return "answer" if state.get("stopped_by") == "final_answer" else "answer_follow_up"
+
+
+def route_after_answer_follow_up(
+    state: BaselineState, runtime: Runtime[SelfAskContext]
+) -> Literal["follow_up", "answer"]:
+    """Ask the next question, or answer once ``max_follow_ups`` were answered."""
+    return "answer" if state.get("stopped_by") == "max_steps" else "follow_up"

@@ -1,0 +1,56 @@
+"""``gather_evidence``: the documents a baseline reasons over, and ``search_rag`` for its tool calls.
+
+Evidence is the item's own documents (RAMDocs, PubMedQA) or one retrieval for the claim from the
+``rag`` retriever, as the Context's ``evidence_source`` says. Retrieval goes through the shared
+``search_tool``, so timeouts, retries, the leakage guard, the ledger's ``tool_calls``
+and fault flags behave the same in every framework.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from factdebate.baseline_state import BaselineState
+from factdebate.context import Context
+from factdebate.errors import InputError
+from factdebate.state import Evidence
+from nodes.retrieve import resolve_backend, search_tool
+
+
+def item_documents(documents: list[dict[str, Any]]) -> list[Evidence]:
+    """The item's documents as ``Evidence``; only title and text (RAMDocs' ``type``/``answer``
+    fields are gold annotations and must never reach a prompt)."""
+    return [
+        Evidence(id=str(d.get("id") or f"doc{i}"), title=str(d.get("title") or f"Document {i}"),
+                 text=str(d.get("text") or ""), source="item", url=str(d.get("url") or ""),
+                 score=0.0)
+        for i, d in enumerate(documents, 1)
+    ]
+
+
+async def search_rag(
+    query: str, state: Any, runtime: Runtime[Context], *, round_: int
+) -> dict[str, Any]:
+    """One call of the ``rag`` retriever: ``{"evidence", "ledger", "flags"?}``."""
+    ctx = runtime.context
+    backend, _ = resolve_backend("rag", ctx)
+    assert backend is not None  # the rag kind always has a backend
+    return await search_tool(backend, query, ctx, k=ctx.top_k,
+                             exclude_titles=state.get("exclude_titles"),
+                             who=f"step {round_} (query {query[:80]!r})")
+
+
+async def gather_evidence(state: BaselineState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The item's documents, or the top-k passages retrieved for the claim."""
+    source = getattr(runtime.context, "evidence_source", "auto")
+    documents = state.get("documents") or []
+    if source == "documents" and not documents:
+        raise InputError(
+            "this framework reads the item's documents, but the item has none",
+            "pass documents=[{title, text}, ...] or set evidence_source=retrieve",
+        )
+    if documents and source != "retrieve":
+        return {"evidence": item_documents(list(documents))}  # type: ignore[arg-type]
+    return await search_rag(state["claim"], state, runtime, round_=1)

@@ -1,0 +1,70 @@
+"""``judge_consensus``: MADKE's judge after every round (madke.txt Eq. 5, Prompt 3.4, Alg. 1 l. 14).
+
+The judge reads this round's answers and says [Yes] (consistent: the debate ends early) or [No]
+(debate on). The reply is read from JSON, else from the paper's ``[Yes]``/``[No]`` tokens; an
+unreadable reply counts as [No] and is flagged. ``stopped_by`` becomes ``consensus`` on [Yes] and
+``max_rounds`` when round T ends without it; the summariser runs either way.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from factdebate.madke import MadkeContext, MadkeState
+from nodes.check_consensus import round_turns
+from nodes.llm import CallLog, ask_structured, call_config, model_for
+from nodes.prompting import common_values, prompt_set
+from nodes.speak import render_stances
+
+_TOKEN = re.compile(r"\[\s*(yes|no)\s*\]", re.IGNORECASE)
+
+
+class ConsensusOut(BaseModel):
+    """Structured reply of the consensus judge."""
+
+    reasoning: str = Field(description="Each agent's extracted answer and whether they agree.")
+    consensus: Literal["Yes", "No"] = Field(description="Yes if all answers are consistent.")
+
+
+def parse_consensus(text: str) -> bool | None:
+    """The last ``[Yes]``/``[No]`` token of a free-text reply, or None."""
+    found = _TOKEN.findall(text or "")
+    return found[-1].lower() == "yes" if found else None
+
+
+async def judge_consensus(state: MadkeState, runtime: Runtime[MadkeContext]) -> dict[str, Any]:
+    """Whether this round's answers agree; ends the debate on [Yes] or after round T."""
+    ctx = runtime.context
+    prompts = prompt_set(ctx)
+    values = common_values(state, ctx, "judge") | {
+        "role": prompts.templates["roles"]["judge"],
+        "all_answers_from_agents": render_stances(round_turns(state)),
+    }
+    calls = CallLog()
+    parsed, raw = await ask_structured(
+        await model_for(ctx.judge_model_spec, ctx),
+        prompts.render("judge", **values),
+        ConsensusOut,
+        config=call_config(calls, role="judge", round_=state["round"]),
+        retries=ctx.llm_retries,
+    )
+    agreed = parsed.consensus == "Yes" if isinstance(parsed, ConsensusOut) \
+        else parse_consensus(raw)
+    if agreed is None:
+        calls.flags.append(f"judge: round {state['round']} verdict unreadable; counted as [No]")
+    if agreed:
+        return {"stopped_by": "consensus", **calls.update()}
+    if state["round"] >= ctx.max_rounds:
+        return {"stopped_by": "max_rounds", **calls.update()}
+    return calls.update()
+
+
+def route_after_judge_consensus(
+    state: MadkeState, runtime: Runtime[MadkeContext]
+) -> Literal["open_round", "summarize"]:
+    """Summarise once the debate has stopped, else debate another round."""
+    return "summarize" if state.get("stopped_by") else "open_round"

@@ -1,0 +1,70 @@
+"""MAD's moderator (Liang et al. 2023): after every round, end the debate if one side is right.
+
+The moderator sees both sides' arguments of the round and states whether it has a preference
+(the "adaptive break"). With a preference the supported side's answer is the result
+(``stopped_by="moderator"``); otherwise the debate goes on, and after ``max_rounds`` the judge
+decides from the whole debate.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from factdebate.baseline_state import BaselineState
+from factdebate.context import Context
+from nodes.answering import baseline_values, result_fields
+from nodes.check_consensus import round_turns
+from nodes.llm import CallLog, ask_structured, call_config, model_for
+from nodes.prompting import prompt_set
+from nodes.render import render_opponents
+
+
+class ModeratorOut(BaseModel):
+    """The moderator's evaluation of one round."""
+
+    preference: bool = Field(description="True when one side is clearly correct.")
+    supported_side: Literal["affirmative", "negative", "none"] = Field(default="none")
+    reasoning: str = Field(default="", description="Why.")
+
+
+async def moderate(state: BaselineState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Evaluate the round; end the debate when the moderator prefers a side."""
+    ctx = runtime.context
+    turns = {t["agent"]: t for t in round_turns(state)}
+    values = baseline_values(state, ctx) | {
+        "round": state["round"],
+        "affirmative": render_opponents([turns["affirmative"]]),
+        "negative": render_opponents([turns["negative"]]),
+    }
+    calls = CallLog()
+    out, _ = await ask_structured(
+        await model_for(ctx.judge_model_spec, ctx),
+        prompt_set(ctx).render("mad_moderator", **values),
+        ModeratorOut,
+        config=call_config(calls, role="moderator", round_=state["round"]),
+        retries=ctx.llm_retries,
+    )
+    if not isinstance(out, ModeratorOut):
+        calls.flags.append(f"mad: moderator reply of round {state['round']} unreadable; "
+                           "the debate goes on")
+        return calls.update()
+    side = turns.get(out.supported_side)
+    if not (out.preference and side and side["label"]):
+        return calls.update()
+    return {**result_fields(side), "rationale": f"{out.reasoning} ({out.supported_side} side)",
+            "stopped_by": "moderator", **calls.update()}
+
+
+def route_after_moderate(
+    state: BaselineState, runtime: Runtime[Context]
+) -> Literal["open_round", "judge", "__end__"]:
+    """End on the moderator's preference, go to the judge after the last round, else debate on."""
+    if state.get("stopped_by") == "moderator":
+        return END
+    if state["round"] >= runtime.context.max_rounds:
+        return "judge"
+    return "open_round"

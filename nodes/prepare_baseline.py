@@ -1,0 +1,24 @@
+"""``prepare`` for the baselines: the shared validation plus the run's answer mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from factdebate.baseline_state import BaselineState
+from factdebate.context import Context
+from factdebate.labels import get_label_set
+from nodes.prepare import prepare
+
+
+def prepare_baseline(state: BaselineState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """``prepare`` (validated claim, resolved task, backend flags) and ``multi_answer``.
+
+    Multi-answer mode is ``answer_mode="answers"`` or a task without labels (``open_qa``, which
+    RAMDocs' ``qa_conflict`` resolves to): the run returns ``answers`` and no label.
+    """
+    update = prepare(state, runtime)
+    multi = (getattr(runtime.context, "answer_mode", "label") == "answers"
+             or not get_label_set(update["task"]).labels)
+    return {**update, "multi_answer": multi, "answers": [], "internal": [], "knowledge": []}

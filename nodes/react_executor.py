@@ -1,0 +1,101 @@
+"""MERMAID's ReAct executor nodes ``react_step`` and ``force_answer`` (paper §3.2, Alg. 1, A.2).
+
+``react_step`` is one (thought, action) = pi(P_{t-1}) call: the executor sees the claim, the
+decomposition, the recalled memory and every previous step, and replies with a tool action or an
+answer. The loop is the graph's: ``react_step -> call_tool -> react_step ...`` wired by
+``route_after_react_step`` / ``route_after_call_tool``, so every step is checkpointed. An answer
+is mapped onto the task's label set with ``parse_label``; a reply with neither a valid action nor
+a readable answer is a step with an empty observation (Alg. 1 l.20). If no answer has come by
+step T_max, ``force_answer`` asks for a verdict on the whole history (ForceAnswer, l.26).
+(The single-agent ReAct baseline has its own ``nodes/react_step.py``.)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+from factdebate.labels import get_label_set, parse_label, verdict_schema
+from factdebate.mermaid import MermaidContext, MermaidState, ReactTurn
+from nodes.call_tool import enabled_tools
+from nodes.executor_prompt import executor_values
+from nodes.llm import CallLog, ask_structured, ask_verdict, call_config, model_for
+from nodes.prompting import prompt_set
+from prompts.mermaid.schemas import ReactStep
+
+
+def _turn(step: int, thought: str, label: str | None, parse: str) -> ReactTurn:
+    return ReactTurn(agent="executor", round=step, query="", evidence=[], answer=thought,
+                     label=label, parse=parse, action="", reason="")
+
+
+async def react_step(state: MermaidState, runtime: Runtime[MermaidContext]) -> dict[str, Any]:
+    """One Thought -> Action step: a pending tool action, or the final answer."""
+    ctx = runtime.context
+    step = state.get("round", 0) + 1
+    values = executor_values(state, ctx, await enabled_tools(ctx)) | {"step": step}
+    calls = CallLog()
+    parsed, raw = await ask_structured(
+        await model_for(ctx.executor_model_spec, ctx),
+        prompt_set(ctx).render("execute", **values),
+        ReactStep,
+        config=call_config(calls, role="executor", agent="executor", round_=step),
+        retries=ctx.llm_retries,
+    )
+    out: dict[str, Any] = {"round": 1, **calls.update()}
+    if not isinstance(parsed, ReactStep):
+        out["flags"].append(f"executor: step {step} reply could not be read ({raw[:120]!r})")
+        return out | {"turns": [_turn(step, raw, None, "failed")]}
+    if parsed.answer:
+        label = parse_label(parsed.answer, get_label_set(state["task"]))
+        if label.label is None:
+            out["flags"].append(f"executor: step {step} answer {parsed.answer!r} is not a label")
+            return out | {"turns": [_turn(step, parsed.thought, None, "failed")]}
+        if label.how == "guessed":
+            out["flags"].append(f"parse: executor answer guessed as {label.label}")
+        return out | {"turns": [_turn(step, parsed.thought, label.label, label.how)],
+                      "label": label.label, "rationale": parsed.thought, "stopped_by": "answer"}
+    if parsed.action is None:
+        out["flags"].append(f"executor: step {step} gave neither an action nor an answer")
+        return out | {"turns": [_turn(step, parsed.thought, None, "failed")]}
+    return out | {"pending": {"thought": parsed.thought, "name": parsed.action.name,
+                              "input": parsed.action.input, "reason": parsed.action.reason}}
+
+
+async def force_answer(state: MermaidState, runtime: Runtime[MermaidContext]) -> dict[str, Any]:
+    """ForceAnswer: a verdict from the claim, decomposition, memory and all T_max steps."""
+    ctx = runtime.context
+    calls = CallLog()
+    reasoning, parsed = await ask_verdict(
+        await model_for(ctx.executor_model_spec, ctx),
+        prompt_set(ctx).render("force_answer", **executor_values(state, ctx, [])),
+        verdict_schema(state["task"]),
+        get_label_set(state["task"]),
+        config=call_config(calls, role="force_answer", agent="executor", round_=state["round"]),
+        retries=ctx.llm_retries,
+    )
+    if parsed.how == "guessed":
+        calls.flags.append(f"parse: forced answer guessed as {parsed.label}")
+    if parsed.label is None:
+        calls.flags.append("parse: forced answer unreadable; no label")
+    return {"label": parsed.label, "rationale": reasoning, "stopped_by": "forced_at_t_max",
+            **calls.update()}
+
+
+def route_after_react_step(
+    state: MermaidState, runtime: Runtime[MermaidContext]
+) -> Literal["call_tool", "react_step", "force_answer", "update_memory"]:
+    """Answer -> store evidence; action -> run the tool; else next step, or force at T_max."""
+    if state.get("label") and state.get("stopped_by") == "answer":
+        return "update_memory"
+    if state.get("pending"):
+        return "call_tool"
+    return "force_answer" if state["round"] >= runtime.context.t_max else "react_step"
+
+
+def route_after_call_tool(
+    state: MermaidState, runtime: Runtime[MermaidContext]
+) -> Literal["react_step", "force_answer"]:
+    """Another step while t < T_max, else the forced answer."""
+    return "force_answer" if state["round"] >= runtime.context.t_max else "react_step"

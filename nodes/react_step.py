@@ -1,0 +1,100 @@
+"""Single-agent ReAct (Yao et al. 2023) with the RAG tool: thought/action steps as a graph loop.
+
+``react_step`` writes one Thought and picks an Action (``search`` with a query, or ``finish``);
+``react_tool`` runs the search and records the Observation; after ``finish`` or ``max_steps``
+searches the ``answer`` node gives the final answer from the whole trajectory.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from factdebate.baseline_context import ReactContext
+from factdebate.baseline_state import BaselineState
+from factdebate.context import Context
+from factdebate.state import Turn
+from nodes.answering import baseline_values, note_turn
+from nodes.gather_evidence import search_rag
+from nodes.llm import CallLog, ask_structured, call_config, model_for
+from nodes.prompting import prompt_set
+from nodes.render import render_evidence
+
+THOUGHT, OBSERVATION = "react", "tool"
+
+
+class ReactStepOut(BaseModel):
+    """One ReAct step."""
+
+    thought: str = Field(description="Reasoning about what is known and what is still needed.")
+    action: Literal["search", "finish"] = Field(description="search the index, or finish.")
+    query: str = Field(default="", description="Search query (empty when finishing).")
+
+
+def react_trajectory(state: BaselineState, ctx: Context) -> dict[str, Any]:
+    """``{"trajectory": "Thought 1 / Action 1 / Observation 1 ..."}`` from the turns."""
+    lines: list[str] = []
+    for turn in state.get("turns") or []:
+        n = turn["round"]
+        if turn["agent"] == THOUGHT:
+            lines.append(f"Thought {n}: {turn['answer']}")
+            action = f"search[{turn['query']}]" if turn["query"] else "finish"
+            lines.append(f"Action {n}: {action}")
+        elif turn["agent"] == OBSERVATION:
+            lines.append(f"Observation {n}: {render_evidence(turn['evidence'])}")
+    return {"trajectory": "\n".join(lines) or "(no steps yet)"}
+
+
+def _last_thought(state: BaselineState) -> Turn:
+    return next(t for t in reversed(state.get("turns") or []) if t["agent"] == THOUGHT)
+
+
+async def react_step(state: BaselineState, runtime: Runtime[ReactContext]) -> dict[str, Any]:
+    """The next Thought and Action."""
+    ctx = runtime.context
+    step = (state.get("round") or 0) + 1
+    values = baseline_values(state, ctx) | react_trajectory(state, ctx) | {"step": step}
+    calls = CallLog()
+    out, raw = await ask_structured(
+        await model_for(ctx.debater_model, ctx),
+        prompt_set(ctx).render("react_step", **values),
+        ReactStepOut,
+        config=call_config(calls, role="react", agent=THOUGHT, round_=step),
+        retries=ctx.llm_retries,
+    )
+    if not isinstance(out, ReactStepOut):
+        calls.flags.append(f"react: step {step} unreadable; the agent answers now")
+        out = ReactStepOut(thought=raw, action="finish")
+    query = (out.query.strip() or state["claim"]) if out.action == "search" else ""
+    update = {"round": 1, "turns": [note_turn(THOUGHT, step, out.thought, query=query)],
+              **calls.update()}
+    return update | ({"stopped_by": "finish"} if out.action == "finish" else {})
+
+
+async def react_tool(state: BaselineState, runtime: Runtime[ReactContext]) -> dict[str, Any]:
+    """Run the step's search; the passages are the Observation."""
+    step = state["round"]
+    query = _last_thought(state)["query"]
+    found = await search_rag(query, state, runtime, round_=step)
+    turn = note_turn(OBSERVATION, step, "", query=query, evidence=found.get("evidence") or [])
+    update: dict[str, Any] = {"turns": [turn], "ledger": found.get("ledger", {}),
+                              "flags": found.get("flags", [])}
+    if step >= runtime.context.max_steps:
+        update["stopped_by"] = "max_steps"
+    return update
+
+
+def route_after_react_step(
+    state: BaselineState, runtime: Runtime[ReactContext]
+) -> Literal["react_tool", "answer"]:
+    """Search, or answer once the agent finishes."""
+    return "answer" if state.get("stopped_by") == "finish" else "react_tool"
+
+
+def route_after_react_tool(
+    state: BaselineState, runtime: Runtime[ReactContext]
+) -> Literal["react_step", "answer"]:
+    """Another step, or answer once ``max_steps`` searches are used."""
+    return "answer" if state.get("stopped_by") == "max_steps" else "react_step"

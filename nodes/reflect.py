@@ -1,0 +1,90 @@
+"""Self-reflection (MADAM-RAG's baseline after Madaan et al. 2023): answer -> review -> refine.
+
+The first answer comes from ``single_answer("reflect_answer")``; then each reflection round the
+model ``review``s its latest answer and writes feedback, and ``refine``s the answer with that
+feedback. The latest refined answer is the result.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from factdebate.baseline_context import SelfReflectionContext
+from factdebate.baseline_state import BaselineState
+from factdebate.state import Turn
+from nodes.answering import (
+    answer_turn,
+    ask_answer,
+    baseline_values,
+    flag_parse,
+    note_turn,
+    result_fields,
+)
+from nodes.llm import CallLog, ask_structured, call_config, model_for
+from nodes.prompting import prompt_set
+
+ANSWERS = ("answer", "refine")
+
+
+class ReviewOut(BaseModel):
+    """Feedback on the previous answer."""
+
+    feedback: str = Field(description="Problems found with the previous answer.")
+
+
+def _latest(state: BaselineState, agents: tuple[str, ...]) -> Turn:
+    return next(t for t in reversed(state["turns"]) if t["agent"] in agents)
+
+
+def _show(turn: Turn) -> str:
+    answers = turn.get("answers")  # type: ignore[typeddict-item]
+    verdict = ", ".join(answers) if answers else (turn["label"] or "no answer")
+    return f"{verdict} - {turn['answer']}"
+
+
+async def review(state: BaselineState, runtime: Runtime[SelfReflectionContext]) -> dict[str, Any]:
+    """Feedback on the latest answer (opens a reflection round)."""
+    ctx = runtime.context
+    round_ = state["round"] + 1
+    values = baseline_values(state, ctx) | {"previous": _show(_latest(state, ANSWERS))}
+    calls = CallLog()
+    out, raw = await ask_structured(
+        await model_for(ctx.debater_model, ctx),
+        prompt_set(ctx).render("reflect_review", **values),
+        ReviewOut,
+        config=call_config(calls, role="review", agent="review", round_=round_),
+        retries=ctx.llm_retries,
+    )
+    feedback = out.feedback if isinstance(out, ReviewOut) else raw
+    return {"round": 1, "turns": [note_turn("review", round_, feedback)], **calls.update()}
+
+
+async def refine(state: BaselineState, runtime: Runtime[SelfReflectionContext]) -> dict[str, Any]:
+    """The answer improved with this round's feedback; it becomes the result."""
+    ctx = runtime.context
+    round_ = state["round"]
+    values = baseline_values(state, ctx) | {
+        "previous": _show(_latest(state, ANSWERS)),
+        "review": _latest(state, ("review",))["answer"],
+    }
+    calls = CallLog()
+    result = await ask_answer(
+        await model_for(ctx.debater_model, ctx),
+        prompt_set(ctx).render("reflect_refine", **values),
+        state, ctx,
+        config=call_config(calls, role="refine", agent="refine", round_=round_),
+    )
+    flag_parse(calls, "refine", round_, result)
+    turn = answer_turn("refine", round_, result, evidence=state.get("evidence") or [])
+    return {"turns": [turn], **result_fields(turn), "stopped_by": "refine", **calls.update()}
+
+
+def route_after_refine(
+    state: BaselineState, runtime: Runtime[SelfReflectionContext]
+) -> Literal["review", "__end__"]:
+    """Another reflection round until ``reflection_rounds`` are done."""
+    return END if state["round"] >= runtime.context.reflection_rounds else "review"

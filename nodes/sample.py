@@ -1,0 +1,48 @@
+"""Self-consistency sampling (Wang et al. 2022): k reasoning paths as parallel ``Send`` branches.
+
+Each branch answers with the zero-shot CoT template at the sampling temperature; ``vote`` then
+takes the majority answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from factdebate.baseline_context import SelfConsistencyContext
+from factdebate.baseline_state import BaselineState, BranchState
+from nodes.answering import answer_turn, ask_answer, baseline_values, flag_parse
+from nodes.llm import CallLog, call_config, model_for
+from nodes.prompting import prompt_set
+
+SAMPLE_TEMPLATE = "cot"
+
+
+def route_samples(state: BaselineState, runtime: Runtime[SelfConsistencyContext]) -> list[Send]:
+    """One ``sample`` branch per reasoning path."""
+    return [
+        Send("sample", BranchState(
+            agent=f"sample{i}", round=1, claim=state["claim"], task=state["task"],  # type: ignore[typeddict-item]
+            options=state.get("options"), multi_answer=state.get("multi_answer", False),
+            evidence=[], turns=[], scores={}, ledger={}, flags=[],
+        ))
+        for i in range(1, runtime.context.samples + 1)
+    ]
+
+
+async def sample(state: BranchState, runtime: Runtime[SelfConsistencyContext]) -> dict[str, Any]:
+    """One sampled chain-of-thought answer, as a turn."""
+    ctx = runtime.context
+    sampling = dataclasses.replace(ctx, temperature=ctx.sample_temperature)
+    calls = CallLog()
+    result = await ask_answer(
+        await model_for(ctx.debater_model, sampling),
+        prompt_set(ctx).render(SAMPLE_TEMPLATE, **baseline_values(state, ctx)),
+        state, ctx,
+        config=call_config(calls, role="sample", agent=state["agent"], round_=1),
+    )
+    flag_parse(calls, state["agent"], 1, result)
+    return {"turns": [answer_turn(state["agent"], 1, result)], **calls.update()}

@@ -1,0 +1,59 @@
+"""``summarize``: MADKE's summariser writes the final answer (madke.txt Eq. 6, Prompt 3.5).
+
+It condenses the debaters' answers of the last round, ReaResult = S(s_1^r, ..., s_m^r), into one
+label on the task's label set. If its reply cannot be read even after a re-ask, the most common
+label of the last round (earliest debater on ties) is used and flagged - never a label nobody gave.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from factdebate.labels import get_label_set, verdict_schema
+from factdebate.madke import MadkeContext, MadkeState
+from factdebate.state import Turn
+from nodes.check_consensus import round_turns
+from nodes.llm import CallLog, ask_verdict, call_config, model_for
+from nodes.prompting import common_values, prompt_set
+from nodes.speak import render_stances
+
+
+def majority(turns: list[Turn]) -> str | None:
+    """Most common label among ``turns`` (first to reach the top count wins ties)."""
+    labels = [t["label"] for t in turns if t["label"]]
+    if not labels:
+        return None
+    counts = Counter(labels)
+    top = max(counts.values())
+    return next(label for label in labels if counts[label] == top)
+
+
+async def summarize(state: MadkeState, runtime: Runtime[MadkeContext]) -> dict[str, Any]:
+    """The final label and rationale from the last round's answers."""
+    ctx = runtime.context
+    prompts = prompt_set(ctx)
+    last = round_turns(state)
+    values = common_values(state, ctx, "summarizer") | {
+        "role": prompts.templates["roles"]["summarizer"],
+        "all_answers_from_agents": render_stances(last),
+    }
+    calls = CallLog()
+    reasoning, parsed = await ask_verdict(
+        await model_for(ctx.judge_model_spec, ctx),
+        prompts.render("summarize", **values),
+        verdict_schema(state["task"]),
+        get_label_set(state["task"]),
+        config=call_config(calls, role="summarizer", round_=state["round"]),
+        retries=ctx.llm_retries,
+    )
+    label = parsed.label
+    if parsed.how == "guessed":
+        calls.flags.append(f"parse: summarizer label guessed as {label}")
+    if label is None:
+        label = majority(last)
+        calls.flags.append(f"parse: summarizer reply unreadable; fell back to the last round's "
+                           f"majority label {label}")
+    return {"label": label, "rationale": reasoning, **calls.update()}

@@ -1,0 +1,79 @@
+"""``factdebate verify --framework madke|madam_rag`` end to end: real indexes, scripted models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from factdebate.cli import app
+from factdebate.models.scenarios import madam_role, madke_role
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "tools" / "demo_corpus" / "passages.jsonl"
+CLAIM = "The Eiffel Tower was completed in 1889."
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    corpus = tmp_path_factory.mktemp("corpus") / "small.jsonl"
+    lines = DEMO.read_text(encoding="utf-8").splitlines()[:40]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    target = tmp_path_factory.mktemp("idx") / "index"
+    result = runner.invoke(app, ["index", str(corpus), "--index-dir", str(target)])
+    assert result.exit_code == 0, result.output
+    return target
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+
+
+def verify(index_dir: Path, *args: str) -> dict[str, Any]:
+    result = runner.invoke(app, ["verify", CLAIM, *args, "--json", "--index-dir", str(index_dir)])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_ls_frameworks_lists_both():
+    names = runner.invoke(app, ["ls", "frameworks"]).output.split()
+    assert "madke" in names and "madam_rag" in names
+
+
+def test_verify_with_madke(index_dir, scenario):
+    spec = scenario(lambda call: madke_role(call, selected=(1,)))
+    out = verify(index_dir, "--framework", "madke", "--model", spec)
+    assert out["framework"] == "madke" and out["prompt_version"] == "madke-1"
+    assert out["label"] == "SUPPORTS" and out["stopped_by"] == "consensus" and out["rounds"] == 1
+    assert out["ledger"]["tool_calls"] == {"milvus": 1, "local_search": 1}
+    assert any("stand-in" in f for f in out["flags"])
+    assert {t["agent"] for t in out["turns"]} == {"debater1", "debater2"}
+    assert all(len(t["evidence"]) == 1 for t in out["turns"])  # AKS picked item [1]
+    assert out["turns"][0]["evidence"][0]["title"] == "Eiffel Tower"
+
+
+def test_verify_with_madke_knobs(index_dir, scenario):
+    spec = scenario(lambda call: madke_role(call, consensus_round=0))
+    out = verify(index_dir, "--framework", "madke", "--model", spec, "--rounds", "2",
+                 "--set", "knowledge_sources=wiki", "--set", "num_debaters=3")
+    assert out["rounds"] == 2 and out["stopped_by"] == "max_rounds"
+    assert out["ledger"]["tool_calls"] == {"milvus": 1}
+    assert not any("stand-in" in f for f in out["flags"])
+    assert len(out["turns"]) == 6
+
+
+def test_verify_with_madam_rag(index_dir, scenario):
+    spec = scenario(lambda call: madam_role(call, answer="SUPPORTS"))
+    out = verify(index_dir, "--framework", "madam_rag", "--model", spec,
+                 "--set", "num_documents=3")
+    assert out["framework"] == "madam_rag" and out["prompt_version"] == "madam_rag-1"
+    assert out["answers"] == ["SUPPORTS"] and out["label"] == "SUPPORTS"
+    assert out["stopped_by"] == "no_change" and out["rounds"] == 2
+    assert out["ledger"]["tool_calls"] == {"milvus": 1}
+    assert sorted({t["agent"] for t in out["turns"]}) == ["doc1", "doc2", "doc3"]
+    assert out["scores"] == {}

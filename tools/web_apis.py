@@ -1,0 +1,192 @@
+"""HTTP clients of the online tools MERMAID's executor can call: MediaWiki, OpenAlex, arXiv, PubMed.
+
+Each client is a small ``httpx`` wrapper whose base URL comes from an environment variable (so
+tests point it at a local HTTP server and deployments at a mirror) and whose results are mapped
+onto ``Evidence``. A non-2xx reply raises ``httpx.HTTPStatusError``; the MCP server turns that into
+a tool error, which the executor records as a fault (it never crashes the run).
+
+==================  ==============================  ============================================
+client              env var (base URL override)     default
+==================  ==============================  ============================================
+``MediaWikiClient`` ``FACTDEBATE_MEDIAWIKI_URL``    https://en.wikipedia.org/w/api.php
+``OpenAlexClient``  ``FACTDEBATE_OPENALEX_URL``     https://api.openalex.org
+``ArxivClient``     ``FACTDEBATE_ARXIV_URL``        https://export.arxiv.org/api/query
+``PubMedClient``    ``FACTDEBATE_PUBMED_URL``       https://eutils.ncbi.nlm.nih.gov/entrez/eutils
+==================  ==============================  ============================================
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import httpx
+
+from factdebate.state import Evidence
+
+USER_AGENT = "factdebate/0.1 (claim verification research; MERMAID tools)"
+TIMEOUT_S = 20.0
+_ATOM = {"a": "http://www.w3.org/2005/Atom"}
+
+
+def _evidence(id_: str, title: str, text: str, source: str, url: str = "", score: float = 0.0
+              ) -> Evidence:
+    return Evidence(id=str(id_), title=title or "", text=" ".join((text or "").split()),
+                    source=source, url=url or "", score=float(score))
+
+
+class _Client:
+    """Shared part: base URL from the environment, one ``httpx.AsyncClient``, status checks."""
+
+    env_var = ""
+    default_url = ""
+    source = ""
+
+    def __init__(self, base_url: str | None = None, *, timeout: float = TIMEOUT_S) -> None:
+        self.base_url = (base_url or os.environ.get(self.env_var) or self.default_url).rstrip("/")
+        self._http = httpx.AsyncClient(timeout=timeout, headers={"User-Agent": USER_AGENT},
+                                       follow_redirects=True)
+
+    async def _get(self, path: str, params: dict[str, Any]) -> httpx.Response:
+        url = f"{self.base_url}/{path}" if path else self.base_url
+        response = await self._http.get(url, params=params)
+        response.raise_for_status()
+        return response
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+
+class MediaWikiClient(_Client):
+    """The MediaWiki action API (Wikipedia's by default)."""
+
+    env_var = "FACTDEBATE_MEDIAWIKI_URL"
+    default_url = "https://en.wikipedia.org/w/api.php"
+    source = "mediawiki"
+
+    async def _query(self, **params: Any) -> dict[str, Any]:
+        params |= {"format": "json", "formatversion": 2}
+        return (await self._get("", params)).json()
+
+    async def search(self, query: str, *, k: int) -> list[Evidence]:
+        """Pages matching ``query`` (title + search snippet)."""
+        data = await self._query(action="query", list="search", srsearch=query, srlimit=k)
+        return [
+            _evidence(hit.get("pageid", hit["title"]), hit["title"],
+                      _strip_tags(hit.get("snippet", "")), self.source, _page_url(hit["title"]))
+            for hit in data.get("query", {}).get("search", [])
+        ]
+
+    async def extract(self, title: str, *, intro: bool) -> Evidence | None:
+        """Plain-text extract of a page (lead section only when ``intro``); None if missing."""
+        params: dict[str, Any] = {"action": "query", "prop": "extracts", "explaintext": 1,
+                                  "titles": title, "redirects": 1}
+        if intro:
+            params["exintro"] = 1
+        pages = (await self._query(**params)).get("query", {}).get("pages", [])
+        page = pages[0] if pages else {}
+        if not page or page.get("missing") or not page.get("extract"):
+            return None
+        return _evidence(page.get("pageid", title), page["title"], page["extract"], self.source,
+                         _page_url(page["title"]))
+
+    async def sections(self, title: str) -> list[str]:
+        """Section headings of a page."""
+        data = await self._query(action="parse", page=title, prop="sections", redirects=1)
+        return [s.get("line", "") for s in data.get("parse", {}).get("sections", [])]
+
+    async def links(self, title: str, *, k: int) -> list[str]:
+        """Titles of pages linked from ``title`` (related topics)."""
+        data = await self._query(action="query", prop="links", titles=title, pllimit=k,
+                                 plnamespace=0, redirects=1)
+        pages = data.get("query", {}).get("pages", [])
+        return [link["title"] for page in pages for link in page.get("links", [])][:k]
+
+
+class OpenAlexClient(_Client):
+    """Scholarly search over OpenAlex works (stands in for the paper's Google Scholar tool)."""
+
+    env_var = "FACTDEBATE_OPENALEX_URL"
+    default_url = "https://api.openalex.org"
+    source = "openalex"
+
+    async def search(self, query: str, *, k: int) -> list[Evidence]:
+        """Works matching ``query``: title, year and abstract (rebuilt from the inverted index)."""
+        data = (await self._get("works", {"search": query, "per-page": k})).json()
+        out = []
+        for work in data.get("results", [])[:k]:
+            abstract = rebuild_abstract(work.get("abstract_inverted_index"))
+            year = work.get("publication_year")
+            text = f"({year}) {abstract}" if year else abstract
+            out.append(_evidence(work.get("id", ""), work.get("display_name") or "", text,
+                                 self.source, work.get("doi") or work.get("id", ""),
+                                 work.get("relevance_score") or 0.0))
+        return out
+
+
+def rebuild_abstract(inverted: dict[str, list[int]] | None) -> str:
+    """OpenAlex stores abstracts as ``word -> positions``; put the words back in order."""
+    if not inverted:
+        return ""
+    slots = {pos: word for word, positions in inverted.items() for pos in positions}
+    return " ".join(slots[i] for i in sorted(slots))
+
+
+class ArxivClient(_Client):
+    """The arXiv query API (Atom feed)."""
+
+    env_var = "FACTDEBATE_ARXIV_URL"
+    default_url = "https://export.arxiv.org/api/query"
+    source = "arxiv"
+
+    async def search(self, query: str, *, k: int) -> list[Evidence]:
+        """Papers matching ``query``: title and abstract."""
+        response = await self._get("", {"search_query": f"all:{query}", "start": 0,
+                                        "max_results": k})
+        root = ET.fromstring(response.content)
+        out = []
+        for entry in root.findall("a:entry", _ATOM)[:k]:
+            link = entry.findtext("a:id", "", _ATOM)
+            out.append(_evidence(link, entry.findtext("a:title", "", _ATOM),
+                                 entry.findtext("a:summary", "", _ATOM), self.source, link))
+        return out
+
+
+class PubMedClient(_Client):
+    """PubMed through NCBI E-utilities: ``esearch`` for ids, ``efetch`` for abstracts."""
+
+    env_var = "FACTDEBATE_PUBMED_URL"
+    default_url = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
+    source = "pubmed"
+
+    async def search(self, query: str, *, k: int) -> list[Evidence]:
+        """Articles matching ``query``: title and abstract."""
+        found = (await self._get("esearch.fcgi", {"db": "pubmed", "term": query, "retmax": k,
+                                                  "retmode": "json"})).json()
+        ids = found.get("esearchresult", {}).get("idlist", [])[:k]
+        if not ids:
+            return []
+        response = await self._get("efetch.fcgi", {"db": "pubmed", "id": ",".join(ids),
+                                                   "retmode": "xml", "rettype": "abstract"})
+        root = ET.fromstring(response.content)
+        out = []
+        for article in root.iter("PubmedArticle"):
+            pmid = article.findtext(".//PMID", "")
+            abstract = " ".join("".join(node.itertext()) for node in article.iter("AbstractText"))
+            out.append(_evidence(pmid, "".join(article.find(".//ArticleTitle").itertext())
+                                 if article.find(".//ArticleTitle") is not None else "",
+                                 abstract, self.source,
+                                 f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/"))
+        return out
+
+
+def _page_url(title: str) -> str:
+    return "https://en.wikipedia.org/wiki/" + title.replace(" ", "_")
+
+
+def _strip_tags(html: str) -> str:
+    import re
+
+    return re.sub(r"<[^>]+>", "", html)
