@@ -90,8 +90,10 @@ async def test_server_lists_the_framework_and_completes_a_run(server: str):
     from langgraph_sdk import get_client
 
     client = get_client(url=server, api_key=API_KEY)
-    assistants = await client.assistants.search(graph_id="tool_mad")
-    assert [a["graph_id"] for a in assistants] == ["tool_mad"]
+    from factdebate.frameworks import FRAMEWORKS
+
+    assistants = await client.assistants.search(limit=100)
+    assert {a["graph_id"] for a in assistants} == set(FRAMEWORKS.names())
     thread = await client.threads.create()
     result = await client.runs.wait(
         thread["thread_id"], "tool_mad",
@@ -129,3 +131,15 @@ def test_server_requires_the_api_key(server: str, headers: dict[str, str], statu
     response = httpx.post(f"{server}/assistants/search", json={"limit": 5}, headers=headers,
                           timeout=10)
     assert response.status_code == status, response.text
+
+
+async def test_server_runs_a_second_framework(server: str):
+    from langgraph_sdk import get_client
+
+    client = get_client(url=server, api_key=API_KEY)
+    thread = await client.threads.create()
+    result = await client.runs.wait(
+        thread["thread_id"], "cot", input={"claim": "Berlin is the capital of Germany."},
+        context={"debater_model": "scripted:agree"},
+    )
+    assert result["label"] == "SUPPORTS" and result["ledger"]["llm_calls"] == 1
