@@ -1,0 +1,152 @@
+"""The evaluation commands: ``eval``, ``compare``, ``ls datasets``, ``ls metrics``.
+
+``factdebate/cli.py`` registers them with ``register(app, ls_app)``; heavy modules are imported
+inside the commands so ``factdebate --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from factdebate.errors import FactDebateError
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(exc: FactDebateError) -> None:
+    from factdebate.cli import _fail as fail
+
+    fail(exc)
+
+
+def _print_summary(summary: dict[str, Any], folder: Path) -> None:
+    table = Table("framework", "dataset", "n", "accuracy", "95% CI", "macro-F1", "errors",
+                  "cost USD", title=f"Evaluation: {folder}")
+    for run in summary["runs"]:
+        m, ci = run["metrics"], run["accuracy_ci95"]
+        table.add_row(run["framework"], run["dataset"], f"{run['n_ok']}/{run['n_items']}",
+                      f"{m['accuracy']:.3f}" if "accuracy" in m else "-",
+                      f"({ci[0]:.3f}, {ci[1]:.3f})" if ci else "-",
+                      f"{m['macro_f1']:.3f}" if "macro_f1" in m else "-",
+                      str(int(m.get("errors", 0))),
+                      f"{m['cost_usd']:.4f}" if "cost_usd" in m else "n/a")
+    out.print(table)
+    out.print(f"results: {folder}/**/results.jsonl  summary: {folder / 'summary.json'}  "
+              f"report: {folder / 'report.md'}", highlight=False)
+
+
+def eval_command(
+    framework: Annotated[str | None, typer.Option(help="Registered framework.")] = None,
+    dataset: Annotated[str | None, typer.Option(help="Registered dataset or a JSONL/JSON file.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Items (stratified, seeded sample).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Sampling and bootstrap seed.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Items run at once.")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
+    retry_errors: Annotated[bool, typer.Option(help="With --resume: rerun error rows.")] = False,
+    config: Annotated[Path | None, typer.Option(help="run.yaml: frameworks x datasets.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model spec of every role.")] = None,
+    data_dir: Annotated[str | None, typer.Option(help="Benchmark data folder.")] = None,
+    langsmith: Annotated[bool, typer.Option(help="Upload dataset + experiment.")] = False,
+    server: Annotated[str | None, typer.Option(help="LangGraph server URL.")] = None,
+    server_api_key: Annotated[str | None, typer.Option(help="API key of --server.")] = None,
+    metrics: Annotated[str | None, typer.Option(help="Extra: llm_judge,ragas.")] = None,
+    metric_model: Annotated[str | None, typer.Option(help="Model of --metrics.")] = None,
+    set_: Annotated[list[str], typer.Option("--set", help="Any Context field=value.")] = [],  # noqa: B006
+) -> None:
+    """Evaluate a framework on a dataset (or a --config experiment); writes results and reports."""
+    from evaluation.config import load_config, with_flags
+    from evaluation.reports import write_reports
+    from evaluation.runner import RunSpec, run_eval
+
+    try:
+        extra = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
+        if config:
+            folder, specs = load_config(config, {
+                "out": str(out_dir) if out_dir else None, "limit": limit, "seed": seed,
+                "concurrency": concurrency, "model": model, "data_dir": data_dir, "sets": set_,
+                "metrics": extra, "metric_model": metric_model, "server": server})
+        else:
+            if not framework or not dataset:
+                from factdebate.errors import InputError
+
+                raise InputError("eval needs --framework and --dataset", "or pass --config run.yaml")
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            folder = out_dir or Path("runs") / f"{framework}__{Path(dataset).stem}__{stamp}"
+            specs = [(folder.name, RunSpec(
+                framework=framework, dataset=dataset, out=folder, limit=limit, seed=seed or 0,
+                concurrency=concurrency or 4, model=model, sets=list(set_), data_dir=data_dir,
+                metrics=extra or [], metric_model=metric_model, server=server))]
+        for _, spec in specs:
+            spec = with_flags(spec, resume=resume, retry_errors=retry_errors, langsmith=langsmith,
+                              server_api_key=server_api_key)
+            try:
+                asyncio.run(run_eval(spec, err))
+            except KeyboardInterrupt:
+                err.print(f"interrupted; finished items are in {spec.out}/results.jsonl. "
+                          f"Continue with: factdebate eval ... --out {folder} --resume")
+                raise typer.Exit(130) from None
+            if len(specs) > 1:
+                write_reports(spec.out, [spec.out])
+        summary = write_reports(folder, [s.out for _, s in specs])
+    except FactDebateError as exc:
+        _fail(exc)
+        return
+    _print_summary(summary, folder)
+
+
+def compare_command(
+    first: Annotated[Path, typer.Argument(help="Baseline eval output folder (A).")],
+    second: Annotated[Path, typer.Argument(help="Eval output folder to compare (B).")],
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+) -> None:
+    """Accuracy difference B - A on the shared items, with a paired-bootstrap CI and p-value."""
+    from evaluation.compare import compare_outputs
+
+    try:
+        results = compare_outputs(first, second, seed=seed)
+    except FactDebateError as exc:
+        _fail(exc)
+        return
+    table = Table("A", "B", "shared n", "acc A", "acc B", "B - A", "95% CI", "p (two-sided)",
+                  title="Paired bootstrap (10,000 resamples)")
+    for r in results:
+        table.add_row(r["a"], r["b"], str(r["n"]), f"{r['accuracy_a']:.3f}", f"{r['accuracy_b']:.3f}",
+                      f"{r['delta']:+.3f}", f"({r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f})",
+                      f"{r['p_value']:.4f}")
+    out.print(table)
+
+
+def ls_datasets() -> None:
+    """Registered datasets with version, task and description."""
+    from evaluation.datasets import DATASETS
+
+    for entry in DATASETS:
+        spec = entry.load()
+        print(f"{spec.name}\t{spec.version}\t{spec.task}\t{spec.description}")
+
+
+def ls_metrics() -> None:
+    """Registered metrics with direction and aggregation."""
+    from evaluation.metrics import METRICS
+
+    for entry in METRICS:
+        metric = entry.load()
+        direction = {True: "higher", False: "lower", None: "-"}[metric.higher_is_better]
+        print(f"{metric.name}\t{direction}\t{metric.aggregation}\t{metric.description}")
+
+
+def register(app: typer.Typer, ls_app: typer.Typer) -> None:
+    """Add the evaluation commands to the ``factdebate`` CLI."""
+    app.command("eval")(eval_command)
+    app.command("compare")(compare_command)
+    ls_app.command("datasets")(ls_datasets)
+    ls_app.command("metrics")(ls_metrics)

@@ -1,0 +1,157 @@
+"""The dataset registry (name -> file, task, version) and stratified, seeded sampling.
+
+Datasets are read from a data directory the user names (``--data-dir`` or ``FACTDEBATE_DATA_DIR``),
+laid out like ``../shared/data`` (see its README); nothing is copied into the repository.
+``--dataset`` also accepts the path of any JSONL/JSON file in the shared schema or an official
+release format (``evaluation/formats.py``). Each entry carries a ``version`` recorded in
+``run.json`` next to the data file's SHA-256, so a results table names exactly what it scored.
+
+Sampling (the papers score 100-200 items per dataset): items are grouped by stratum (gold label,
+plus the HoVer hop subset), each stratum gets ``limit`` x its share (largest remainders, ties broken
+by stratum name), and items are drawn inside each stratum with ``random.Random(seed)``. The same
+seed on the same file always yields the same items, in file order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluation.formats import ANSWERS_TASK, Item, read_records, to_item
+from factdebate.errors import ConfigError, InputError
+from factdebate.registry import Registry
+
+DATA_DIR_ENV = "FACTDEBATE_DATA_DIR"
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Where a dataset lives in the data directory and how it is scored."""
+
+    name: str
+    path: str
+    """File relative to the data directory."""
+    task: str
+    """Label set name (``fever``, ``binary``, ``averitec``, ``medqa``, ``pubmedqa``) or ``answers``."""
+    version: str
+    """Release and split this entry reads (recorded in ``run.json``)."""
+    description: str
+    num_hops: int | None = None
+    """HoVer subset filter."""
+
+
+DATASETS: Registry[DatasetSpec] = Registry("dataset")
+
+
+def _add(name: str, path: str, task: str, version: str, description: str,
+         aliases: tuple[str, ...] = (), num_hops: int | None = None) -> None:
+    spec = DatasetSpec(name, path, task, version, description, num_hops)
+    DATASETS.register(name, spec, aliases=aliases, version=version, task=task)
+
+
+_add("fever", "fever/paper_dev.jsonl", "fever", "fever-1.0-paper_dev",
+     "FEVER 1.0 paper_dev, 3-way (SUPPORTS/REFUTES/NEI)")
+_add("feverous", "feverous/dev.jsonl", "binary", "feverous-s-dev-programfc",
+     "FEVEROUS-S dev as released by ProgramFC, binary")
+_add("hover", "hover/dev.jsonl", "binary", "hover-1.1-dev", "HoVer v1.1 dev, binary, 2-4 hops")
+for _hops in (2, 3, 4):
+    _add(f"hover_{_hops}hop", "hover/dev.jsonl", "binary", "hover-1.1-dev",
+         f"HoVer v1.1 dev, {_hops}-hop claims only", num_hops=_hops)
+_add("averitec", "averitec/dev.jsonl", "averitec", "averitec-dev",
+     "AVeriTeC dev, 4-way (adds CONFLICTING)")
+_add("scifact", "scifact/claims_dev.jsonl", "fever", "scifact-dev",
+     "SciFact dev claims, 3-way (CONTRADICT -> REFUTES)")
+_add("pubmedqa", "pubmedqa/pqa_labeled.jsonl", "pubmedqa", "pubmedqa-pqa_l",
+     "PubMedQA PQA-L, yes/no/maybe with abstract contexts")
+_add("medqa", "medqa/test.jsonl", "medqa", "medqa-us-4opt-test", "MedQA USMLE 4-option test")
+_add("ramdocs", "ramdocs/test.jsonl", ANSWERS_TASK, "ramdocs-test",
+     "RAMDocs (MADAM-RAG): all gold answers, no misinformation answers")
+for _name, _file in (("bingcheck", "bingcheck"), ("factcheckbench", "factcheckbench"),
+                     ("factool_qa", "factool_qa"), ("felm_wk", "felm_wk")):
+    _add(_name, f"fire/{_file}.jsonl", "binary", f"fire-{_name}", f"FIRE set {_name}, binary")
+_add("toolmad_fever", "toolmad_samples/fever.jsonl", "fever", "toolmad-sample-fever-200",
+     "Tool-MAD paper's 200-item FEVER sample (train ids)")
+_add("toolmad_faviq", "toolmad_samples/faviq.jsonl", "binary", "toolmad-sample-faviq-200",
+     "Tool-MAD paper's 200-item FaVIQ sample, binary", aliases=("faviq",))
+
+
+def resolve_data_dir(explicit: str | Path | None = None) -> Path:
+    """``--data-dir`` or ``$FACTDEBATE_DATA_DIR``; a missing folder is a ``ConfigError``."""
+    raw = explicit or os.environ.get(DATA_DIR_ENV)
+    if not raw:
+        raise ConfigError("no data directory given",
+                          f"pass --data-dir DIR or set {DATA_DIR_ENV} (e.g. ../shared/data)")
+    path = Path(raw).expanduser().resolve()
+    if not path.is_dir():
+        raise ConfigError(f"data directory {path} does not exist",
+                          f"pass --data-dir DIR or set {DATA_DIR_ENV}")
+    return path
+
+
+def dataset_spec(name: str, data_dir: Path | None = None) -> tuple[DatasetSpec, Path]:
+    """Spec and file of a registered name or of a file path (``.jsonl``/``.json``)."""
+    if name.endswith((".jsonl", ".json")):
+        path = Path(name).expanduser().resolve()
+        return DatasetSpec(path.stem, str(path), "", f"file:{path.name}", f"ad-hoc file {path}"), path
+    spec = DATASETS.get(name)
+    return spec, resolve_data_dir(data_dir) / spec.path
+
+
+def _infer_task(record: dict, default: str) -> str:
+    """Task of an ad-hoc file's record: its registered dataset's task, else from its ``task``."""
+    if record.get("dataset") in DATASETS:
+        return DATASETS.get(record["dataset"]).task
+    return {"qa_mc": "medqa", "qa_yesno": "pubmedqa",
+            "qa_conflict": ANSWERS_TASK}.get(record.get("task", ""), default)
+
+
+def load_items(name: str, data_dir: Path | str | None = None) -> list[Item]:
+    """Every item of dataset ``name`` (registered name or file path), in file order."""
+    spec, path = dataset_spec(name, Path(data_dir) if data_dir else None)
+    items, seen = [], set()
+    for where, record in read_records(path):
+        if spec.num_hops is not None and int(record.get("num_hops") or 0) != spec.num_hops:
+            continue
+        task = spec.task or _infer_task(record, "fever")
+        item = to_item(record, dataset=spec.name, task=task, where=where)
+        if item.id in seen:
+            raise InputError(f"{where}: duplicate id {item.id!r}", "ids must be unique")
+        seen.add(item.id)
+        items.append(item)
+    if not items:
+        raise InputError(f"dataset {name!r} ({path}) has no items", "check the file")
+    return items
+
+
+def stratified_sample(items: list[Item], limit: int | None, seed: int) -> list[Item]:
+    """``limit`` items with every stratum kept at its share (see the module docstring)."""
+    if limit is None or limit >= len(items):
+        return list(items)
+    if limit < 1:
+        raise InputError(f"--limit {limit} must be positive", "use 1 or more")
+    strata: dict[str, list[int]] = defaultdict(list)
+    for i, item in enumerate(items):
+        strata[item.stratum].append(i)
+    quotas = {k: limit * len(v) / len(items) for k, v in strata.items()}
+    take = {k: int(q) for k, q in quotas.items()}
+    by_remainder = sorted(strata, key=lambda k: (-(quotas[k] - take[k]), k))
+    for k in by_remainder[: limit - sum(take.values())]:
+        take[k] += 1
+    rng = random.Random(seed)
+    chosen: list[int] = []
+    for key in sorted(strata):
+        chosen.extend(rng.sample(strata[key], take[key]))
+    return [items[i] for i in sorted(chosen)]
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a data file (recorded in ``run.json``)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,141 @@
+"""Where an item runs: in process (``run_claim`` + SQLite checkpoints) or on a LangGraph server.
+
+Both return the result object of ``factdebate.runner.result_object``, so results rows look the
+same either way. One thread per item, named ``<run id>:<item id>`` (a UUID5 of it on the server,
+which requires UUID thread ids); rerunning an item resumes its thread from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid
+from typing import Any, Protocol
+
+from factdebate.context import Context
+from factdebate.errors import BackendUnavailableError, ConfigError
+from factdebate.runner import result_object, run_claim
+from factdebate.state import DebateInput
+
+
+class Executor(Protocol):
+    """Runs one item's thread (start or resume) and returns its result object."""
+
+    async def __call__(self, item: DebateInput, ctx: Context, *, thread_id: str,
+                       config_extra: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class LocalExecutor:
+    """In-process graph with the run's ``AsyncSqliteSaver`` (``OUT/checkpoints.sqlite``)."""
+
+    def __init__(self, framework: str, checkpointer: Any) -> None:
+        self.framework = framework
+        self.checkpointer = checkpointer
+
+    async def __call__(self, item: DebateInput, ctx: Context, *, thread_id: str,
+                       config_extra: dict[str, Any]) -> dict[str, Any]:
+        """``run_claim`` resuming the item's thread if it has a checkpoint."""
+        return await run_claim(self.framework, item, ctx, checkpointer=self.checkpointer,
+                               thread_id=thread_id, resume="auto", config_extra=config_extra)
+
+
+class ServerRunError(RuntimeError):
+    """A run on the LangGraph server ended in an error."""
+
+
+class ServerExecutor:
+    """Items as runs on a LangGraph server deployment, through ``langgraph_sdk``.
+
+    The graph id is the framework name (as exported in ``langgraph.json``). The API key comes from
+    ``api_key`` or ``$FACTDEBATE_API_KEY`` / ``$LANGGRAPH_API_KEY``.
+    """
+
+    def __init__(self, url: str, framework: str, prompt_version: str,
+                 api_key: str | None = None) -> None:
+        try:
+            from langgraph_sdk import get_client
+        except ImportError as exc:  # an optional extra
+            raise ConfigError("--server needs langgraph-sdk", "pip install 'factdebate[server]'") from exc
+        key = api_key or os.environ.get("FACTDEBATE_API_KEY") or os.environ.get("LANGGRAPH_API_KEY")
+        self.client = get_client(url=url, api_key=key)
+        self.url = url
+        self.framework = framework
+        self.prompt_version = prompt_version
+
+    async def check(self) -> None:
+        """Fail early, with a remedy, when the server is down or does not serve the framework."""
+        try:
+            found = await self.client.assistants.search(graph_id=self.framework, limit=1)
+        except Exception as exc:
+            raise BackendUnavailableError(f"LangGraph server {self.url} is unreachable ({exc})",
+                                          "start it (langgraph dev) or check --server") from exc
+        if not found:
+            raise ConfigError(f"server {self.url} does not serve graph {self.framework!r}",
+                              "add it to langgraph.json")
+
+    async def __call__(self, item: DebateInput, ctx: Context, *, thread_id: str,
+                       config_extra: dict[str, Any]) -> dict[str, Any]:
+        """Start or resume the item's server thread and wait for its final state."""
+        tid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"factdebate:{thread_id}"))
+        metadata = {**config_extra.get("metadata", {}), "fd_thread": thread_id}
+        await self.client.threads.create(thread_id=tid, if_exists="do_nothing",
+                                         metadata={"fd_thread": thread_id})
+        state = await self.client.threads.get_state(tid)
+        values = state.get("values") or {}
+        if state.get("next") or not values or "stopped_by" not in values:
+            values = await self.client.runs.wait(
+                tid, self.framework, input=None if state.get("next") else dict(item),
+                context=dataclasses.asdict(ctx), metadata=metadata, raise_error=False,
+            )
+        if not isinstance(values, dict) or "__error__" in values:
+            error = values.get("__error__") if isinstance(values, dict) else values
+            raise ServerRunError(f"server run of thread {tid} failed: {error}")
+        return result_object(self.framework, values, ctx, thread_id=tid,
+                             prompt_version=self.prompt_version)
+
+
+class LangSmithExperiment:
+    """``--langsmith``: the sampled items as a LangSmith dataset, this run as an experiment.
+
+    Each item's root run is traced into the experiment project with its example id (as
+    ``langsmith.evaluate`` records experiments) and gets a ``correct`` feedback score.
+    """
+
+    def __init__(self, run_id: str, dataset: str, version: str, items: list[Any],
+                 metadata: dict[str, Any]) -> None:
+        if not os.environ.get("LANGSMITH_API_KEY"):
+            raise ConfigError("--langsmith needs LANGSMITH_API_KEY", "set it, or drop --langsmith")
+        from langsmith import Client
+
+        self.client = Client()
+        name = f"factdebate-{dataset}-{version}"
+        self.example_ids = {it.id: uuid.uuid5(uuid.NAMESPACE_URL, f"{name}:{it.id}") for it in items}
+        if self.client.has_dataset(dataset_name=name):
+            ds = self.client.read_dataset(dataset_name=name)
+        else:
+            ds = self.client.create_dataset(name, description=f"factdebate {dataset} ({version})")
+            self.client.create_examples(dataset_id=ds.id, examples=[
+                {"id": self.example_ids[it.id], "inputs": dict(it.input),
+                 "outputs": {"label": it.gold_label, "answers": list(it.gold_answers)},
+                 "metadata": {"item_id": it.id}} for it in items])
+        self.project = run_id
+        self.session_id = self.client.create_project(
+            run_id, reference_dataset_id=ds.id, metadata=metadata, upsert=True).id
+
+    def config_for(self, item_id: str) -> dict[str, Any]:
+        """Run-config callbacks tracing this item into the experiment."""
+        from langchain_core.tracers import LangChainTracer
+
+        tracer = LangChainTracer(project_name=self.project, example_id=self.example_ids[item_id],
+                                 client=self.client)
+        return {"callbacks": [tracer]}
+
+    def record(self, trace_id: str, correct: bool | None) -> None:
+        """The item's ``correct`` feedback on its root run."""
+        if correct is not None:
+            self.client.create_feedback(trace_id, key="correct", score=float(correct),
+                                        trace_id=trace_id, session_id=self.session_id)
+
+    def close(self) -> None:
+        """Send everything still queued."""
+        self.client.flush()

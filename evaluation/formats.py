@@ -1,0 +1,213 @@
+"""Readers for benchmark files: the shared JSONL schema and the official release formats.
+
+Every record becomes one :class:`Item` whose ``input`` is the ``DebateInput`` a framework receives.
+Formats are recognised per record by their keys, so a user online can point ``--dataset`` at an
+original release file as well as at a file in the shared schema (``../shared/data/README.md``):
+
+* shared schema: ``{id, dataset, task, claim|question, label, answers, options, documents, ...}``
+* FEVER ``*.jsonl`` (``id, verifiable, label, claim, evidence``), FEVEROUS/ProgramFC ``dev.json``
+* HoVer ``*.json`` list (``uid, claim, supporting_facts, label, num_hops``)
+* AVeriTeC ``*.json`` list (``claim, label, questions, ...``; ids are list positions)
+* PubMedQA ``ori_pqal.json`` (``{pmid: {QUESTION, CONTEXTS, LABELS, final_decision}}``)
+* MedQA ``*.jsonl`` (``question, options, answer_idx, answer``)
+* RAMDocs ``*.jsonl`` (``question, documents, gold_answers, wrong_answers``)
+
+A malformed line or record raises ``InputError`` naming the file and the line (or list position).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from factdebate.errors import InputError
+from factdebate.labels import get_label_set
+from factdebate.state import DebateInput, Evidence
+
+ANSWERS_TASK = "open_qa"
+"""Task (label set without labels) of multi-answer items (RAMDocs): scored against their gold
+answers; frameworks answer it with ``answers`` (MADAM-RAG)."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One benchmark item: what the framework sees plus what it is scored against."""
+
+    id: str
+    """Unique id within the dataset (thread ids and results rows are keyed on it)."""
+    dataset: str
+    """Registered dataset name (or the file stem of an ad-hoc file)."""
+    input: DebateInput
+    """The framework's input: claim/question, task, options, documents."""
+    gold_label: str | None
+    """Gold label on the task's label set (None for multi-answer tasks)."""
+    gold_answers: tuple[str, ...] = ()
+    """Gold answers (QA tasks; all valid answers for RAMDocs)."""
+    wrong_answers: tuple[str, ...] = ()
+    """Misinformation answers a correct RAMDocs output must not contain."""
+    subset: str = ""
+    """Sub-population reported separately (HoVer ``2hop``/``3hop``/``4hop``)."""
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Anything else of the record (not shown to the model)."""
+
+    @property
+    def stratum(self) -> str:
+        """Key of stratified sampling: gold label (or answer count) and subset."""
+        key = self.gold_label if self.gold_label is not None else f"{len(self.gold_answers)}ans"
+        return f"{key}|{self.subset}"
+
+
+def read_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, record)`` pairs of a ``.jsonl`` or ``.json`` file; ``where`` names file and line."""
+    if not path.is_file():
+        raise InputError(f"dataset file {path} does not exist", "check --data-dir or the file path")
+    if path.suffix == ".json":
+        yield from _json_records(path)
+        return
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            where = f"{path}, line {lineno}"
+            line = _decode(raw, where)
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{where}: not valid JSON ({exc.msg})",
+                                 "fix or remove that line") from exc
+            if not isinstance(record, dict):
+                raise InputError(f"{where}: expected a JSON object, got {type(record).__name__}",
+                                 "one object per line")
+            yield where, record
+
+
+def _decode(raw: bytes, where: str) -> str:
+    """One line as text; a non-UTF-8 byte is reported with its line and byte offset."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}, byte {exc.start}: not valid UTF-8 ({raw[exc.start]:#04x})",
+                         "re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from exc
+
+
+def _json_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    try:
+        data = json.loads(_decode(path.read_bytes(), str(path)))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})",
+                         "fix the file") from exc
+    if isinstance(data, dict):  # PubMedQA: {pmid: record}
+        pairs = [(str(k), v) for k, v in data.items()]
+    elif isinstance(data, list):
+        pairs = [(str(i), v) for i, v in enumerate(data)]
+    else:
+        raise InputError(f"{path}: expected a JSON list or object", "use a release file")
+    for key, record in pairs:
+        if not isinstance(record, dict):
+            raise InputError(f"{path}, entry {key}: expected a JSON object", "use a release file")
+        yield f"{path}, entry {key}", {"_key": key, **record}
+
+
+def to_item(record: dict[str, Any], *, dataset: str, task: str, where: str) -> Item:
+    """Map one record (any supported format) onto an ``Item``; bad records name ``where``."""
+    try:
+        if "gold_answers" in record:
+            return _ramdocs(record, dataset, where)
+        if "answer_idx" in record:
+            return _medqa(record, dataset, where)
+        if "QUESTION" in record:
+            return _pubmedqa_official(record, dataset, where)
+        return _shared_or_claim(record, dataset, task, where)
+    except KeyError as exc:
+        raise InputError(f"{where}: record lacks field {exc.args[0]!r}",
+                         "use the shared schema or an official release file") from exc
+
+
+def _text(record: dict[str, Any], where: str) -> str:
+    text = record.get("claim") or record.get("question")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{where}: no claim or question text", "every record needs one")
+    return text
+
+
+def _record_id(record: dict[str, Any], dataset: str) -> str:
+    raw = record.get("id", record.get("uid", record.get("_key")))
+    if raw is None:
+        raise KeyError("id")
+    raw = str(raw)
+    if "dataset" in record:  # shared schema: ids are already unique and prefixed
+        return raw
+    family = re.sub(r"_\dhop$", "", dataset)  # hover_3hop items keep their hover ids
+    return raw if raw.startswith(f"{family}-") else f"{family}-{raw}"
+
+
+def gold_label(raw: Any, task: str, where: str) -> str:
+    """``raw`` normalised onto the label set ``task`` (``supports``, ``SUPPORTED``, ``true`` ...)."""
+    label = get_label_set(task).normalise(str(raw)) if raw is not None else None
+    if label is None:
+        raise InputError(f"{where}: label {raw!r} is not on the {task!r} label set",
+                         f"labels: {', '.join(get_label_set(task).labels)}")
+    return label
+
+
+def _documents(item_id: str, docs: list[dict[str, Any]]) -> list[Evidence]:
+    return [
+        Evidence(id=f"{item_id}-d{i}", title=str(d.get("title") or ""), text=str(d.get("text", "")),
+                 source="item", url=str(d.get("url") or ""), score=0.0)
+        for i, d in enumerate(docs)
+    ]
+
+
+def _shared_or_claim(record: dict[str, Any], dataset: str, task: str, where: str) -> Item:
+    item_id = _record_id(record, dataset)
+    text = _text(record, where)
+    inp = DebateInput(claim=text, task=task)
+    if record.get("options"):
+        inp["options"] = {str(k): str(v) for k, v in record["options"].items()}
+    if task == ANSWERS_TASK:
+        label = None
+    else:
+        label = gold_label(record.get("label"), task, where)
+    if record.get("documents"):
+        inp["documents"] = _documents(item_id, record["documents"])
+    hops = record.get("num_hops")
+    return Item(
+        id=item_id, dataset=dataset, input=inp, gold_label=label,
+        gold_answers=tuple(str(a) for a in record.get("answers") or ()),
+        wrong_answers=tuple(str(a) for a in record.get("wrong_answers") or ()),
+        subset=f"{hops}hop" if hops else "", meta={"split": record.get("split", "")},
+    )
+
+
+def _ramdocs(record: dict[str, Any], dataset: str, where: str) -> Item:
+    item_id = _record_id(record, dataset) if "id" in record or "_key" in record else ""
+    if not item_id:
+        raise InputError(f"{where}: RAMDocs record without an id", "number the records")
+    inp = DebateInput(claim=_text(record, where), task=ANSWERS_TASK,
+                      documents=_documents(item_id, record["documents"]))
+    return Item(id=item_id, dataset=dataset, input=inp, gold_label=None,
+                gold_answers=tuple(map(str, record["gold_answers"])),
+                wrong_answers=tuple(map(str, record.get("wrong_answers") or ())))
+
+
+def _medqa(record: dict[str, Any], dataset: str, where: str) -> Item:
+    item_id = _record_id(record, dataset)
+    inp = DebateInput(claim=_text(record, where), task="medqa",
+                      options={str(k): str(v) for k, v in record["options"].items()})
+    return Item(id=item_id, dataset=dataset, input=inp,
+                gold_label=gold_label(record["answer_idx"], "medqa", where),
+                gold_answers=(str(record.get("answer", "")),))
+
+
+def _pubmedqa_official(record: dict[str, Any], dataset: str, where: str) -> Item:
+    item_id = _record_id(record, dataset)
+    docs = [{"title": lab, "text": txt}
+            for lab, txt in zip(record.get("LABELS") or [], record["CONTEXTS"], strict=False)]
+    inp = DebateInput(claim=str(record["QUESTION"]), task="pubmedqa",
+                      documents=_documents(item_id, docs))
+    label = gold_label(record["final_decision"], "pubmedqa", where)
+    return Item(id=item_id, dataset=dataset, input=inp, gold_label=label, gold_answers=(label,))

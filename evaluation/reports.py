@@ -1,0 +1,179 @@
+"""``summary.json`` and ``report.md`` (tables in the papers' shapes) from one or more run folders.
+
+Tables: accuracy as frameworks x datasets (Tool-MAD Table III), accuracy with its 95% bootstrap CI
+(Table IV), per-class and macro F1 (MERMAID Table 1), multi-answer EM/P/R/F1 (MADAM-RAG Table 1 and
+Fig. 3), Co2/Cons (MADKE Table 3), and effort: rounds, calls, tokens, tool calls, cost, wall time.
+Plots (``evaluation/plots.py``) are linked from the report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from evaluation.formats import ANSWERS_TASK
+from evaluation.metrics import (
+    bootstrap_ci,
+    compute_metrics,
+    correct,
+    is_ok,
+    label_pairs,
+    per_class_f1,
+)
+from evaluation.results import RESULTS, read_results
+
+CONTEXT_KEYS = ("max_rounds", "scoring_mode", "debaters", "memory", "debater_model")
+
+
+def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``run.json`` and the rows of the run's items (rows of other ids are ignored)."""
+    record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    wanted = set(record["item_ids"])
+    rows = [r for r in read_results(run_dir / RESULTS) if r["item_id"] in wanted]
+    return record, rows
+
+
+def summarize_run(run_dir: Path) -> dict[str, Any]:
+    """Metrics of one run folder (deterministic: no timestamps, CI seeded by the run's seed)."""
+    record, rows = load_run(run_dir)
+    values = [float(c) for c in (correct(r) for r in rows) if c is not None]
+    ci = bootstrap_ci(values, seed=record.get("seed", 0))
+    tools: dict[str, float] = defaultdict(float)
+    ok = [r for r in rows if is_ok(r)]
+    for row in ok:
+        for tool, n in row["ledger"].get("tool_calls", {}).items():
+            tools[tool] += n / len(ok)
+    subsets: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        if row.get("subset") and (c := correct(row)) is not None:
+            subsets[row["subset"]].append(float(c))
+    return {
+        "run_id": record["run_id"], "framework": record["framework"], "dataset": record["dataset"],
+        "dataset_version": record["dataset_version"], "task": record.get("task"),
+        "model": record["models"]["debater"], "prompt_version": record["prompt_version"],
+        "settings": {k: record["context"][k] for k in CONTEXT_KEYS if k in record["context"]},
+        "n_items": len(record["item_ids"]), "n_done": len(rows), "n_ok": len(ok),
+        "metrics": {k: v for k, v in compute_metrics(rows).items() if v is not None},
+        "accuracy_ci95": list(ci) if ci else None,
+        "per_class_f1": per_class_f1(label_pairs(rows)),
+        "subsets": {k: {"n": len(v), "accuracy": sum(v) / len(v)} for k, v in sorted(subsets.items())},
+        "tool_calls_per_item": dict(sorted(tools.items())),
+        "stopped_by": dict(Counter(r.get("stopped_by", "") for r in ok)),
+        "run_dir": str(run_dir),
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def _num(value: float | None, fmt: str = ".2f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(r) + " |" for r in rows), ""]
+
+
+def _main_table(runs: list[dict[str, Any]]) -> list[str]:
+    datasets = list(dict.fromkeys(r["dataset"] for r in runs))
+    by_system: dict[str, dict[str, float | None]] = defaultdict(dict)
+    for r in runs:
+        by_system[f"{r['framework']} ({r['model']})"][r["dataset"]] = r["metrics"].get("accuracy")
+    rows = []
+    for system, accs in by_system.items():
+        known = [v for v in accs.values() if v is not None]
+        avg = sum(known) / len(known) if len(known) == len(datasets) else None
+        rows.append([system, *(_pct(accs.get(d)) for d in datasets), _pct(avg)])
+    return _table(["Framework (model)", *datasets, "Average"], rows)
+
+
+def _ci_table(runs: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for r in runs:
+        ci = r["accuracy_ci95"]
+        rows.append([r["framework"], r["dataset"], str(r["n_ok"]), _num(r["metrics"].get("accuracy")),
+                     f"({ci[0]:.2f}, {ci[1]:.2f})" if ci else "-"])
+    return _table(["Framework", "Dataset", "N", "Acc.", "95% C.I"], rows)
+
+
+def _f1_table(runs: list[dict[str, Any]]) -> list[str]:
+    labelled = [r for r in runs if r["per_class_f1"]]
+    classes = sorted({c for r in labelled for c in r["per_class_f1"]})
+    rows = [[r["framework"], r["dataset"], _pct(r["metrics"].get("accuracy")),
+             *(_pct(r["per_class_f1"].get(c)) for c in classes), _pct(r["metrics"].get("macro_f1"))]
+            for r in labelled]
+    return _table(["Framework", "Dataset", "Acc.", *(f"{c} F1" for c in classes), "Macro-F1"], rows)
+
+
+def _metric_table(runs: list[dict[str, Any]], columns: dict[str, str], pct: bool) -> list[str]:
+    chosen = [r for r in runs if any(k in r["metrics"] for k in columns)]
+    fmt = _pct if pct else _num
+    rows = [[r["framework"], r["dataset"], *(fmt(r["metrics"].get(k)) for k in columns)]
+            for r in chosen]
+    return _table(["Framework", "Dataset", *columns.values()], rows) if chosen else []
+
+
+def _effort_table(runs: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for r in runs:
+        m = r["metrics"]
+        tools = ", ".join(f"{k} {v:.1f}" for k, v in r["tool_calls_per_item"].items()) or "-"
+        cost = m.get("cost_usd")
+        rows.append([r["framework"], r["dataset"], _num(m.get("rounds")), _num(m.get("llm_calls"), ".1f"),
+                     _num(m.get("prompt_tokens"), ".0f"), _num(m.get("completion_tokens"), ".0f"),
+                     tools, "n/a" if cost is None else f"{cost:.4f}", _num(m.get("wall_time_s")),
+                     str(int(m.get("errors", 0)))])
+    return _table(["Framework", "Dataset", "Rounds", "LLM calls", "Prompt tok.", "Compl. tok.",
+                   "Tool calls / item", "Cost USD (total)", "Wall s / item", "Errors"], rows)
+
+
+def render_report(runs: list[dict[str, Any]], plots: dict[str, str]) -> str:
+    """The Markdown report."""
+    lines = ["# Evaluation report", ""]
+    for r in runs:
+        lines.append(f"- `{r['run_id']}`: {r['framework']} on {r['dataset']} ({r['dataset_version']}), "
+                     f"{r['n_ok']}/{r['n_items']} items finished, model `{r['model']}`, "
+                     f"prompts {r['prompt_version']}, settings {json.dumps(r['settings'])}")
+    lines += ["", "## Accuracy (EM, %) - Tool-MAD Table III shape", "", *_main_table(runs),
+              "## Accuracy and 95% bootstrap CI (1000 resamples) - Tool-MAD Table IV shape", "",
+              *_ci_table(runs), "## Per-class F1 (%) - MERMAID Table 1 shape", "", *_f1_table(runs)]
+    multi = [r for r in runs if r.get("task") == ANSWERS_TASK]
+    if multi:
+        lines += ["## Multi-answer (%) - MADAM-RAG Table 1 / Fig. 3 shape", "",
+                  *_metric_table(multi, {"multi_em": "EM (strict)", "multi_precision": "Prec.",
+                                         "multi_recall": "Rec.", "multi_f1": "F1"}, True)]
+    cons = _metric_table(runs, {"co2": "Co2", "cons": "Cons"}, False)
+    if cons:
+        lines += ["## Debate consistency - MADKE Table 3 shape", "", *cons]
+    judged = _metric_table(runs, {"llm_judge": "LLM judge", "token_f1": "Token F1",
+                                  "ragas_faithfulness": "RAGAS faithf.",
+                                  "ragas_answer_relevancy": "RAGAS relev."}, False)
+    if judged:
+        lines += ["## Generative-answer scores", "", *judged]
+    lines += ["## Effort and cost", "", *_effort_table(runs)]
+    for r in runs:
+        if r["subsets"]:
+            lines += [f"Subsets of {r['framework']} / {r['dataset']}: " + ", ".join(
+                f"{k} {_pct(v['accuracy'])}% (n={v['n']})" for k, v in r["subsets"].items()), ""]
+    lines += ["## Plots", ""]
+    lines += [f"![{name}]({path})" if path.endswith(".png") else f"- {name}: {path}"
+              for name, path in plots.items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(out: Path, run_dirs: list[Path]) -> dict[str, Any]:
+    """``summary.json``, ``report.md`` and plots in ``out`` over ``run_dirs``; returns the summary."""
+    from evaluation.plots import draw_plots
+
+    runs = [summarize_run(d) for d in run_dirs]
+    rows = {s["run_id"]: load_run(d)[1] for s, d in zip(runs, run_dirs, strict=True)}
+    plots = draw_plots(out, runs, rows)
+    summary = {"runs": runs, "plots": plots}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
+    (out / "report.md").write_text(render_report(runs, plots), encoding="utf-8")
+    return summary
+

@@ -1,0 +1,27 @@
+"""Fixtures shared by integration tests: a small real index over the shared corpus."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DATA = os.environ.get("FACTDEBATE_DATA_DIR")
+
+
+@pytest.fixture(scope="session")
+def wiki_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Milvus Lite + keyword indexes of the first 200 passages of the shared wiki corpus."""
+    from tools.base import clear_retriever_cache
+    from tools.indexing import build_indexes
+
+    if not DATA:
+        pytest.skip("FACTDEBATE_DATA_DIR is not set (CI sets it to ../shared/data)")
+    corpus = tmp_path_factory.mktemp("corpus") / "wiki200.jsonl"
+    lines = (Path(DATA) / "corpus" / "wiki.jsonl").read_text(encoding="utf-8").splitlines()[:200]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    target = tmp_path_factory.mktemp("idx") / "index"
+    build_indexes(corpus, target)
+    clear_retriever_cache()
+    return target

@@ -1,0 +1,76 @@
+"""Helpers for integration tests that need a ``langgraph dev`` server (free port, start, stop).
+
+Starts the server from a copy of ``langgraph.json`` (graph and auth paths made absolute) so its
+``.langgraph_api`` state stays in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LANGGRAPH = Path(sys.executable).parent / "langgraph"
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_langgraph_dev(work: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """``langgraph dev`` on a free port from a copy of langgraph.json (state stays in ``work``).
+
+    Returns the process and its URL once ``/ok`` answers; the caller stops it with
+    :func:`stop_server`.
+    """
+    app_dir = work / "app"
+    app_dir.mkdir()
+    config = json.loads((REPO / "langgraph.json").read_text())
+    config["dependencies"] = [str(REPO)]
+    config["graphs"] = {k: str(REPO / v.removeprefix("./")) for k, v in config["graphs"].items()}
+    if "auth" in config:
+        config["auth"]["path"] = str(REPO / config["auth"]["path"].removeprefix("./"))
+    (app_dir / "langgraph.json").write_text(json.dumps(config))
+    port = free_port()
+    log = (work / "server.log").open("w")
+    proc = subprocess.Popen(
+        [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port),
+         "--config", str(app_dir / "langgraph.json")],
+        cwd=app_dir, env={**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+                          "LANGSMITH_TRACING": "false", **env},
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    stop_server(proc)
+    pytest.fail(f"langgraph dev did not start: {(work / 'server.log').read_text()[-3000:]}")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """Terminate a server started by :func:`start_langgraph_dev`."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

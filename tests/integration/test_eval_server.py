@@ -1,0 +1,69 @@
+"""``eval --server URL``: items run as threads on a ``langgraph dev`` server through langgraph_sdk,
+with the same results format as in-process runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from servers import LANGGRAPH, free_port, start_langgraph_dev, stop_server
+
+REPO = Path(__file__).resolve().parents[2]
+FACTDEBATE = Path(sys.executable).parent / "factdebate"
+API_KEY = "eval-server-key"
+
+pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, wiki_index: Path) -> Iterator[str]:
+    proc, url = start_langgraph_dev(tmp_path_factory.mktemp("server"),
+                                    {"FACTDEBATE_API_KEY": API_KEY,
+                                     "FACTDEBATE_INDEX_DIR": str(wiki_index)})
+    try:
+        yield url
+    finally:
+        stop_server(proc)
+
+
+def run_eval(out: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FACTDEBATE_HOME": str(out.parent / "home")}
+    env.pop("LANGSMITH_TRACING", None)
+    return subprocess.run(
+        [str(FACTDEBATE), "eval", "--framework", "tool_mad", "--dataset", "fever", "--limit", "3",
+         "--model", "scripted:agree", "--out", str(out), "--set", "rag_backend=keyword",
+         "--set", "scoring_mode=consistency", "--server-api-key", API_KEY, *extra],
+        capture_output=True, text=True, env=env, timeout=240, cwd=REPO,
+    )
+
+
+async def test_eval_runs_items_as_server_threads(server: str, wiki_index: Path, tmp_path: Path):
+    from langgraph_sdk import get_client
+
+    out = tmp_path / "out"
+    done = run_eval(out, "--server", server, "--set", f"index_dir={wiki_index}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and {r["status"] for r in rows} == {"ok"}
+    client = get_client(url=server, api_key=API_KEY)
+    for row in rows:
+        assert row["prediction"]["label"] == "SUPPORTS" and row["stopped_by"] == "consensus"
+        assert row["ledger"]["tool_calls"] == {"keyword": 1, "local_search": 1}
+        state = await client.threads.get_state(row["thread_id"])  # one server thread per item
+        assert state["values"]["label"] == "SUPPORTS" and state["values"]["claim"] == row["claim"]
+    summary = json.loads((out / "summary.json").read_text())["runs"][0]
+    assert summary["n_ok"] == 3 and json.loads((out / "run.json").read_text())["server"] == server
+    # resuming a finished run starts nothing and writes no row twice
+    again = run_eval(out, "--server", server, "--set", f"index_dir={wiki_index}", "--resume")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert len((out / "results.jsonl").read_text().splitlines()) == 3
+
+
+def test_unreachable_server_is_one_line_error(tmp_path: Path):
+    done = run_eval(tmp_path / "out", "--server", f"http://127.0.0.1:{free_port()}")
+    assert done.returncode == 3 and "unreachable" in done.stderr and "Traceback" not in done.stderr
