@@ -124,6 +124,43 @@ def bench_overhead(work_dir: Path, *, latency: float = 0.1, rounds: int = 3, cla
     }
 
 
+@BENCHES.decorator("scaling")
+def bench_scaling(work_dir: Path, *, data_dir: Path | None = None, claims: int = 64,
+                  latency: float = 0.1, concurrencies: tuple[int, ...] = (1, 8, 32),
+                  seed: int = 13, **_: Any) -> dict[str, Any]:
+    """Throughput of ``factdebate eval`` at several concurrencies with the scripted double."""
+    from evaluation.runner import RunSpec, run_eval
+
+    if data_dir is None:
+        raise ValueError("the scaling benchmark needs --data-dir (or FACTDEBATE_DATA_DIR)")
+    index = demo_index(work_dir)
+    runs = []
+    for c in concurrencies:
+        out = work_dir / f"scaling-c{c}"
+        if out.exists():
+            import shutil
+
+            shutil.rmtree(out)
+        spec = RunSpec(framework="tool_mad", dataset="fever", out=out, limit=claims, seed=seed,
+                       concurrency=c, model=f"scripted:disagree?latency={latency}",
+                       data_dir=str(data_dir),
+                       sets=[f"index_dir={index}", "search_backend=local_search"])
+        start = time.perf_counter()
+        asyncio.run(run_eval(spec, console=None))
+        wall = time.perf_counter() - start
+        rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x]
+        runs.append({"concurrency": c, "wall_s": round(wall, 3), "items": len(rows),
+                     "errors": sum(1 for r in rows if r.get("error")),
+                     "throughput_items_per_s": round(len(rows) / wall, 3)})
+    t1 = runs[0]["wall_s"]
+    for run in runs:
+        run["efficiency"] = round((t1 / run["wall_s"]) / run["concurrency"], 4)
+    last = runs[-1]
+    return {"latency_s": latency, "claims": claims, "runs": runs,
+            "budget": f"efficiency >= 0.80 at c = {last['concurrency']}",
+            "budget_met": last["efficiency"] >= 0.80, "peak_rss_mb": peak_rss_mb()}
+
+
 @BENCHES.decorator("embedded")
 def bench_embedded(work_dir: Path, *, data_dir: Path | None = None, claims: int = 10,
                    rounds: int = 3, scoring: str = "consistency", seed: int = 13,

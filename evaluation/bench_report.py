@@ -25,7 +25,7 @@ def _section(result: dict[str, Any]) -> str:
              f"**{result.get('budget_met')}**", ""]
     body = {k: v for k, v in result.items()
             if k not in ("benchmark", "command", "git_sha", "seconds", "budget", "budget_met",
-                         "claims", "runs")}
+                         "claims")}
     lines.append("| figure | value |")
     lines.append("| --- | --- |")
     for key, value in body.items():

@@ -48,7 +48,7 @@ RetrieverFactory = Callable[[RetrieverSettings], Retriever]
 RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever backend")
 
 _cache: dict[tuple[str, RetrieverSettings], Retriever] = {}
-_cache_lock = threading.Lock()
+_cache_lock = threading.RLock()  # re-entrant: a composite backend (hybrid) opens others
 
 
 def get_retriever(name: str, settings: RetrieverSettings) -> Retriever:
