@@ -60,6 +60,8 @@ def eval_command(
     server_api_key: Annotated[str | None, typer.Option(help="API key of --server.")] = None,
     metrics: Annotated[str | None, typer.Option(help="Extra: llm_judge,ragas.")] = None,
     metric_model: Annotated[str | None, typer.Option(help="Model of --metrics.")] = None,
+    checkpointer: Annotated[str | None, typer.Option(
+        help="sqlite (OUT/checkpoints.sqlite) | postgres ($FACTDEBATE_POSTGRES_URI).")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Any Context field=value.")] = [],  # noqa: B006
 ) -> None:
     """Evaluate a framework on a dataset (or a --config experiment); writes results and reports."""
@@ -84,10 +86,11 @@ def eval_command(
             specs = [(folder.name, RunSpec(
                 framework=framework, dataset=dataset, out=folder, limit=limit, seed=seed or 0,
                 concurrency=concurrency or 4, model=model, sets=list(set_), data_dir=data_dir,
-                metrics=extra or [], metric_model=metric_model, server=server))]
+                metrics=extra or [], metric_model=metric_model, server=server,
+                checkpointer=checkpointer))]
         for _, spec in specs:
             spec = with_flags(spec, resume=resume, retry_errors=retry_errors, langsmith=langsmith,
-                              server_api_key=server_api_key)
+                              server_api_key=server_api_key, checkpointer=checkpointer)
             try:
                 asyncio.run(run_eval(spec, err))
             except KeyboardInterrupt:

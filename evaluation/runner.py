@@ -27,6 +27,7 @@ from typing import Any
 
 from rich.console import Console
 
+from evaluation.checkpointers import checkpointer_kind, open_checkpointer
 from evaluation.datasets import dataset_spec, file_sha256, load_items, stratified_sample
 from evaluation.executors import LangSmithExperiment, LocalExecutor, ServerExecutor
 from evaluation.formats import Item
@@ -68,6 +69,9 @@ class RunSpec:
     """Extra model-based measurements: ``llm_judge``, ``ragas``."""
     metric_model: str | None = None
     """Model of those measurements; default: the run's judge model."""
+    checkpointer: str | None = None
+    """``sqlite`` (None: ``OUT/checkpoints.sqlite``), ``postgres`` (``$FACTDEBATE_POSTGRES_URI``)
+    or a ``postgresql://`` URI - see ``evaluation/checkpointers.py``."""
     rate_limit_retries: int = 5
     backoff_s: float = 2.0
 
@@ -214,6 +218,7 @@ async def run_eval(spec: RunSpec, console: Console | None = None,
     if spec.concurrency < 1:
         raise InputError(f"--concurrency {spec.concurrency} must be positive", "use 1 or more")
     ctx = build_run_context(spec)
+    checkpointer_kind(spec.checkpointer)  # a bad value fails before anything is written
     if not spec.server:
         check_models(ctx)  # an unknown model or a missing key fails once, before run.json
     record, items = _prepare(spec, ctx)
@@ -234,9 +239,7 @@ async def run_eval(spec: RunSpec, console: Console | None = None,
             await _run_items(spec, ctx, record, executor, experiment, pending, done, console, on_row)
         else:
             _ensure_index(spec.framework, ctx)
-            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-            async with AsyncSqliteSaver.from_conn_string(str(spec.out / "checkpoints.sqlite")) as saver:
+            async with open_checkpointer(spec.checkpointer, spec.out) as saver:
                 executor = LocalExecutor(spec.framework, saver)
                 await _run_items(spec, ctx, record, executor, experiment, pending, done, console,
                                  on_row)

@@ -143,6 +143,11 @@ class Context:
             raise ConfigError(
                 f"unknown debater kind(s) {unknown}", f"use {', '.join(DEBATER_KINDS)}"
             )
+        from tools.base import RETRIEVERS  # registers names only; no SDK is imported
+
+        RETRIEVERS.resolve(self.rag_backend)  # unknown names fail here, with a suggestion,
+        if self.search_backend != "auto":  # not in the middle of a run (or of every eval item)
+            RETRIEVERS.resolve(self.search_backend)
         if self.scoring_mode not in ("stability", "consistency", "none"):
             raise ConfigError(
                 f"unknown scoring_mode {self.scoring_mode!r}", "use stability, consistency or none"

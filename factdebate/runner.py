@@ -24,6 +24,11 @@ from factdebate.state import DebateInput
 from nodes.render import average_scores
 from prompts import load_prompts
 
+DURABILITY: Literal["sync"] = "sync"
+"""Each step's checkpoint is written before the next step starts. LangGraph's default ("async",
+written in the background) lost ledger counts of resumed items after ``kill -9`` with the
+PostgreSQL saver in 4 of 6 crash trials (``evaluation/crash_trials.py``); "sync": 0 of 6."""
+
 
 def default_memory_db() -> Path:
     """SQLite store of CLI runs (MERMAID's evidence memory, persists across runs)."""
@@ -79,21 +84,29 @@ async def run_claim(
     extra = dict(config_extra or {})
     config["metadata"] |= extra.pop("metadata", {})
     config |= extra
+    fresh_ok = False
     if resume == "auto":
-        resume = bool((await graph.aget_state(config)).created_at)
+        snapshot = await graph.aget_state(config)
+        # a process killed while the input checkpoint and its writes were being saved leaves a
+        # thread with nothing to run, no turns and no ending (crash trials, PostgreSQL saver):
+        # that item starts over - nothing in its reducers can be counted twice
+        values = snapshot.values
+        fresh_ok = bool(snapshot.created_at) and not (
+            snapshot.next or values.get("stopped_by") or values.get("turns"))
+        resume = bool(snapshot.created_at) and not fresh_ok
     if resume:
         snapshot = await graph.aget_state(config)
         if not snapshot.created_at:
             raise InputError(f"no checkpointed run with thread id {thread_id!r}",
                              "check --thread-id and --checkpoint-db, or drop --resume")
         if snapshot.next:
-            await graph.ainvoke(None, config, context=ctx)
+            await graph.ainvoke(None, config, context=ctx, durability=DURABILITY)
         values = (await graph.aget_state(config)).values
     else:
-        if (await graph.aget_state(config)).created_at:
+        if not fresh_ok and (await graph.aget_state(config)).created_at:
             raise InputError(f"thread id {thread_id!r} already holds a run",
                              "pass --resume to continue it, or choose a new --thread-id")
-        values = await graph.ainvoke(dict(item), config, context=ctx)
+        values = await graph.ainvoke(dict(item), config, context=ctx, durability=DURABILITY)
         values = (await graph.aget_state(config)).values or values
     return result_object(name, values, ctx, thread_id=thread_id, prompt_version=prompt_version)
 

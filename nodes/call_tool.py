@@ -22,7 +22,8 @@ from langgraph.runtime import Runtime
 
 from factdebate.errors import FactDebateError
 from factdebate.mermaid import MermaidContext, MermaidState, ReactTurn
-from nodes.llm import with_retries
+from nodes.llm import is_retryable, with_retries
+from nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
 from nodes.retrieve import resolve_backend, retriever_settings
 from tools.tool_providers import (
     InProcessToolProvider,
@@ -102,15 +103,17 @@ async def call_tool(state: MermaidState, runtime: Runtime[MermaidContext]) -> di
     ledger: dict[str, Any] = {"tool_calls": {name: 1}}
     try:
         found = await with_retries(once, retries=ctx.tool_retries, what=f"{name} call")
-    except FactDebateError:
-        raise  # a missing index or key is the user's to fix
     except Exception as exc:
+        if isinstance(exc, FactDebateError) and not is_retryable(exc):
+            raise  # a missing index or a rejected key is the user's to fix
         fault = _fault(name, step, f"{type(exc).__name__}: {exc}"[:300])
         return out | fault | {"ledger": fault["ledger"] | ledger}
     excluded = {t.casefold() for t in state.get("exclude_titles") or []}
-    turn["evidence"] = [e for e in found if e["title"].casefold() not in excluded][
-        :OBSERVATION_ITEMS]
-    return out | {"ledger": ledger}
+    turn["evidence"], cut = clip_evidence(
+        [e for e in found if e["title"].casefold() not in excluded][:OBSERVATION_ITEMS])
+    flags = [f"tool: {cut} passage(s) from {name} in ReAct step {step} cut to "
+             f"{MAX_EVIDENCE_CHARS} characters"] if cut else []
+    return out | {"ledger": ledger, "flags": flags}
 
 
 def _fault(name: str, step: int, why: str) -> dict[str, Any]:

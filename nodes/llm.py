@@ -64,20 +64,61 @@ def call_config(calls: CallLog, *, role: str, agent: str = "", round_: int = 0) 
     }
 
 
-async def with_retries(coro_fn: Any, *, retries: int, what: str, base_delay: float = 0.5) -> Any:
+BACKOFF_BASE_S = 0.5
+"""First back-off delay; doubles with every retry."""
+MAX_RETRY_AFTER_S = 30.0
+"""Cap on a server's ``Retry-After``: a longer wait is not worth holding a debate for."""
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds a rate-limited server asked to wait: an error's ``retry_after`` attribute
+    (``SearchBackendError``) or the ``Retry-After`` header of its HTTP response (OpenAI, httpx)."""
+    value = getattr(exc, "retry_after", None)
+    if value is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+        try:
+            raw = headers.get("retry-after") or headers.get("Retry-After")
+        except AttributeError:
+            raw = None
+        from tools.tavily_search import parse_retry_after
+
+        value = parse_retry_after(str(raw)) if raw else None
+    try:
+        return None if value is None else max(0.0, float(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Provider faults are retried; user errors and client errors other than 408/429 are not.
+
+    A ``FactDebateError`` (missing key, unknown model, missing index) is retried only when it
+    says it is (``retryable``: a search backend's 429/5xx/timeout).
+    """
+    if isinstance(exc, FactDebateError):
+        return bool(getattr(exc, "retryable", False))
+    status = getattr(exc, "status_code", None) or getattr(
+        getattr(exc, "response", None), "status_code", None)
+    return not (isinstance(status, int) and 400 <= status < 500 and status not in (408, 429))
+
+
+async def with_retries(
+    coro_fn: Any, *, retries: int, what: str, base_delay: float | None = None
+) -> Any:
     """Await ``coro_fn()``; on a provider fault retry up to ``retries`` times with back-off.
 
-    User errors (``FactDebateError``: missing key, unknown model) are not retried.
+    The delay doubles from ``base_delay`` (default ``BACKOFF_BASE_S``); a server's
+    ``Retry-After`` is honoured, capped at ``MAX_RETRY_AFTER_S``. Errors that retrying cannot
+    fix (see ``is_retryable``) are raised at once.
     """
+    base = BACKOFF_BASE_S if base_delay is None else base_delay
     for attempt in range(retries + 1):
         try:
             return await coro_fn()
-        except FactDebateError:
-            raise
         except Exception as exc:  # provider faults come in many types
-            if attempt == retries:
+            if attempt == retries or not is_retryable(exc):
                 raise
-            delay = base_delay * 2**attempt
+            delay = max(base * 2**attempt, min(retry_after_s(exc) or 0.0, MAX_RETRY_AFTER_S))
             log.warning("%s failed (%s: %s); retry %d in %.1fs", what, type(exc).__name__, exc,
                         attempt + 1, delay)
             await asyncio.sleep(delay)

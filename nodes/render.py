@@ -11,6 +11,10 @@ MAX_PASSAGE_CHARS = 1200
 """Passages are cut to this many characters in prompts (oversized documents cannot crowd out the
 instructions; the embedded model's context is small)."""
 
+MAX_EVIDENCE_CHARS = 20_000
+"""Retrieved passages are stored cut to this many characters: a tool that returns a 5 MB page
+would otherwise copy it into every checkpoint, results file and scoring prompt."""
+
 _TAG = re.compile(r"</?\s*document[^>]*>", re.IGNORECASE)
 
 
@@ -18,6 +22,19 @@ def _clean(text: str, limit: int = MAX_PASSAGE_CHARS) -> str:
     text = _TAG.sub(" ", text or "")  # a document cannot close its own delimiter
     text = re.sub(r"\s+", " ", text).strip()
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def clip_evidence(evidence: Sequence[Evidence]) -> tuple[list[Evidence], int]:
+    """Passages with texts cut to ``MAX_EVIDENCE_CHARS``, and how many had to be cut."""
+    out: list[Evidence] = []
+    cut = 0
+    for e in evidence:
+        text = e.get("text") or ""
+        if len(text) > MAX_EVIDENCE_CHARS:
+            cut += 1
+            e = Evidence(**{**e, "text": text[: MAX_EVIDENCE_CHARS - 3] + "..."})  # type: ignore[typeddict-item]
+        out.append(e)
+    return out, cut
 
 
 def render_evidence(evidence: Sequence[Evidence]) -> str:

@@ -2,8 +2,10 @@
 
 Backends come from the Context (``rag_backend``, ``search_backend``); ``search_backend="auto"``
 means Tavily when ``TAVILY_API_KEY`` is set, else the offline keyword stand-in, which is flagged in
-the output. Calls are bounded by a timeout and retried with back-off; a tool that still fails
-yields no evidence, a flag and a ``tool_faults`` ledger entry - the debate goes on.
+the output. Calls are bounded by a timeout and retried with back-off (honouring a 429's
+``Retry-After``, capped); a tool that still fails - timeout, 429, 5xx, unreachable host - yields
+no evidence, a flag and a ``tool_faults`` ledger entry, and the debate goes on. Errors only the
+user can fix (no index, a rejected API key) are raised.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from langgraph.runtime import Runtime
 from factdebate.context import Context, debater_kind
 from factdebate.errors import ConfigError, FactDebateError
 from factdebate.state import DebaterState, Evidence
-from nodes.llm import with_retries
+from nodes.llm import is_retryable, with_retries
+from nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
 from tools.base import RetrieverSettings, get_retriever
 
 STAND_IN_FLAG = (
@@ -80,9 +83,9 @@ async def search_tool(
     ledger: dict[str, Any] = {"tool_calls": {backend: 1}}
     try:
         found = await with_retries(once, retries=ctx.tool_retries, what=f"{backend} search")
-    except FactDebateError:
-        raise  # an index that does not exist or a missing key is the user's to fix
     except Exception as exc:
+        if isinstance(exc, FactDebateError) and not is_retryable(exc):
+            raise  # an index that does not exist or a bad key is the user's to fix
         fault = f"{type(exc).__name__}: {exc}"[:300]
         return {
             "evidence": [],
@@ -90,8 +93,10 @@ async def search_tool(
             "flags": [f"tool fault: {backend} failed for {who} after {ctx.tool_retries} "
                       f"retries ({fault})"],
         }
-    kept = [e for e in found if e["title"].casefold() not in excluded][:k]
-    return {"evidence": kept, "ledger": ledger}
+    kept, cut = clip_evidence([e for e in found if e["title"].casefold() not in excluded][:k])
+    flags = [f"tool: {cut} passage(s) from {backend} for {who} cut to {MAX_EVIDENCE_CHARS} "
+             "characters"] if cut else []
+    return {"evidence": kept, "ledger": ledger, "flags": flags}
 
 
 async def retrieve(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:
