@@ -17,7 +17,7 @@ from factdebate.baseline_context import SelfAskContext
 from factdebate.baseline_state import BaselineState
 from factdebate.context import Context
 from nodes.answering import baseline_values, note_turn
-from nodes.gather_evidence import search_rag
+from nodes.gather_evidence import retrieval_step
 from nodes.llm import CallLog, ask_structured, call_config, model_for
 from nodes.prompting import prompt_set
 from nodes.render import render_evidence
@@ -71,15 +71,9 @@ async def answer_follow_up(
     state: BaselineState, runtime: Runtime[SelfAskContext]
 ) -> dict[str, Any]:
     """Retrieve for the follow-up question; the passages are its Intermediate answer."""
-    step = state["round"]
     question = next(t for t in reversed(state["turns"]) if t["agent"] == QUESTION)["query"]
-    found = await search_rag(question, state, runtime, round_=step)
-    turn = note_turn(INTERMEDIATE, step, "", query=question, evidence=found.get("evidence") or [])
-    update: dict[str, Any] = {"turns": [turn], "ledger": found.get("ledger", {}),
-                              "flags": found.get("flags", [])}
-    if step >= runtime.context.max_follow_ups:
-        update["stopped_by"] = "max_steps"
-    return update
+    return await retrieval_step(INTERMEDIATE, question, state, runtime,
+                                limit=runtime.context.max_follow_ups)
 
 
 def route_after_follow_up(

@@ -16,6 +16,7 @@ from factdebate.baseline_state import BaselineState
 from factdebate.context import Context
 from factdebate.errors import InputError
 from factdebate.state import Evidence
+from nodes.answering import note_turn
 from nodes.retrieve import resolve_backend, search_tool
 
 
@@ -40,6 +41,24 @@ async def search_rag(
     return await search_tool(backend, query, ctx, k=ctx.top_k,
                              exclude_titles=state.get("exclude_titles"),
                              who=f"step {round_} (query {query[:80]!r})")
+
+
+async def retrieval_step(
+    agent: str, query: str, state: Any, runtime: Runtime[Context], *, limit: int
+) -> dict[str, Any]:
+    """One tool step of a loop (ReAct observation, Self-Ask intermediate answer) as an update.
+
+    The passages become ``agent``'s turn of this step; the step that reaches ``limit`` sets
+    ``stopped_by="max_steps"`` so the loop's router moves on to the final answer.
+    """
+    step = state["round"]
+    found = await search_rag(query, state, runtime, round_=step)
+    turn = note_turn(agent, step, "", query=query, evidence=found.get("evidence") or [])
+    update: dict[str, Any] = {"turns": [turn], "ledger": found.get("ledger", {}),
+                              "flags": found.get("flags", [])}
+    if step >= limit:
+        update["stopped_by"] = "max_steps"
+    return update
 
 
 async def gather_evidence(state: BaselineState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from factdebate.baseline_state import BaselineState
 from factdebate.context import Context
 from factdebate.state import Turn
 from nodes.answering import baseline_values, note_turn
-from nodes.gather_evidence import search_rag
+from nodes.gather_evidence import retrieval_step
 from nodes.llm import CallLog, ask_structured, call_config, model_for
 from nodes.prompting import prompt_set
 from nodes.render import render_evidence
@@ -75,15 +75,8 @@ async def react_step(state: BaselineState, runtime: Runtime[ReactContext]) -> di
 
 async def react_tool(state: BaselineState, runtime: Runtime[ReactContext]) -> dict[str, Any]:
     """Run the step's search; the passages are the Observation."""
-    step = state["round"]
-    query = _last_thought(state)["query"]
-    found = await search_rag(query, state, runtime, round_=step)
-    turn = note_turn(OBSERVATION, step, "", query=query, evidence=found.get("evidence") or [])
-    update: dict[str, Any] = {"turns": [turn], "ledger": found.get("ledger", {}),
-                              "flags": found.get("flags", [])}
-    if step >= runtime.context.max_steps:
-        update["stopped_by"] = "max_steps"
-    return update
+    return await retrieval_step(OBSERVATION, _last_thought(state)["query"], state, runtime,
+                                limit=runtime.context.max_steps)
 
 
 def route_after_react_step(
