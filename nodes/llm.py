@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from factdebate.context import Context
 from factdebate.errors import FactDebateError
-from factdebate.labels import LabelSet, ParsedLabel, parse_label
+from factdebate.labels import LabelSet, ParsedLabel, get_label_set, parse_label, verdict_schema
 from factdebate.ledger import UsageTracker
 from factdebate.models import load_model
 
@@ -173,3 +173,26 @@ async def ask_verdict(
         if attempt == 0:
             messages = [*messages, HumanMessage(REASK)]
     return text, ParsedLabel(None, "failed")
+
+
+async def ask_debater_verdict(
+    messages: list[BaseMessage], state: Any, ctx: Context, calls: CallLog
+) -> tuple[str, ParsedLabel]:
+    """One debater's verdict on the task's label set; a guessed or failed parse is flagged.
+
+    ``state`` needs ``agent``, ``round`` and ``task``; the call is counted in ``calls``.
+    """
+    reasoning, parsed = await ask_verdict(
+        await model_for(ctx.debater_model, ctx),
+        messages,
+        verdict_schema(state["task"]),
+        get_label_set(state["task"]),
+        config=call_config(calls, role="debater", agent=state["agent"], round_=state["round"]),
+        retries=ctx.llm_retries,
+    )
+    if parsed.how in ("guessed", "failed"):
+        calls.flags.append(
+            f"parse: agent {state['agent']} round {state['round']} label {parsed.how}"
+            + (f" as {parsed.label}" if parsed.label else "")
+        )
+    return reasoning, parsed

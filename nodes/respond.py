@@ -12,9 +12,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from factdebate.context import Context, debater_kind
-from factdebate.labels import get_label_set, verdict_schema
 from factdebate.state import DebaterState, Turn
-from nodes.llm import CallLog, ask_verdict, call_config, model_for
+from nodes.llm import CallLog, ask_debater_verdict
 from nodes.prompting import common_values, prompt_set
 from nodes.render import render_evidence, render_opponents
 
@@ -30,19 +29,7 @@ async def respond(state: DebaterState, runtime: Runtime[Context]) -> dict[str, A
     else:
         messages = prompt_set(ctx).render("debate_initial", **values)
     calls = CallLog()
-    reasoning, parsed = await ask_verdict(
-        await model_for(ctx.debater_model, ctx),
-        messages,
-        verdict_schema(state["task"]),
-        get_label_set(state["task"]),
-        config=call_config(calls, role="debater", agent=state["agent"], round_=state["round"]),
-        retries=ctx.llm_retries,
-    )
-    if parsed.how in ("guessed", "failed"):
-        calls.flags.append(
-            f"parse: agent {state['agent']} round {state['round']} label {parsed.how}"
-            + (f" as {parsed.label}" if parsed.label else "")
-        )
+    reasoning, parsed = await ask_debater_verdict(messages, state, ctx, calls)
     turn = Turn(
         agent=state["agent"],
         round=state["round"],

@@ -13,10 +13,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from factdebate.labels import get_label_set, verdict_schema
 from factdebate.madke import MadkeContext, SpeakerState
 from factdebate.state import Turn
-from nodes.llm import CallLog, ask_verdict, call_config, model_for
+from nodes.llm import CallLog, ask_debater_verdict
 from nodes.prompting import common_values, prompt_set
 from nodes.render import render_evidence
 
@@ -53,19 +52,7 @@ async def speak(state: SpeakerState, runtime: Runtime[MadkeContext]) -> dict[str
     else:
         messages = prompts.render("simultaneous_talk", **values)
     calls = CallLog()
-    reasoning, parsed = await ask_verdict(
-        await model_for(ctx.debater_model, ctx),
-        messages,
-        verdict_schema(state["task"]),
-        get_label_set(state["task"]),
-        config=call_config(calls, role="debater", agent=state["agent"], round_=state["round"]),
-        retries=ctx.llm_retries,
-    )
-    if parsed.how in ("guessed", "failed"):
-        calls.flags.append(
-            f"parse: agent {state['agent']} round {state['round']} label {parsed.how}"
-            + (f" as {parsed.label}" if parsed.label else "")
-        )
+    reasoning, parsed = await ask_debater_verdict(messages, state, ctx, calls)
     turn = Turn(agent=state["agent"], round=state["round"], query="", evidence=selected,
                 answer=reasoning, label=parsed.label, parse=parsed.how)
     return {"turns": [turn], **calls.update()}
