@@ -8,9 +8,10 @@ smoke tests on tiny inputs.
 * ``overhead`` - Tool-MAD, T rounds, debaters forced to disagree (``scripted:disagree``) so all
   rounds and the judge run, over the real Milvus Lite + tantivy demo index with the SQLite
   checkpointer of CLI runs. The critical path follows from Algorithm 1 as implemented: per round a
-  debater's query -> answer -> stability score, whose longest chain is RAGAS answer relevancy's 3
-  sequential question generations (faithfulness' 2 calls run beside it); plus the judge:
-  ``T * (1 + 1 + 3) + 1`` calls. It is checked against the longest chain of non-overlapping calls
+  debater's query -> answer -> stability score, whose longest chain is RAGAS faithfulness' 2
+  sequential calls (statements, then verdicts; answer relevancy's 3 question generations run
+  concurrently beside them, ``tools/ragas_metrics.py``); plus the judge: ``T * (1 + 1 + 2) + 1``
+  calls. It is checked against the longest chain of non-overlapping calls
   in the double's recorded timeline. The serial bound is every call one after another (the papers'
   reference code): ``T * debaters * (1 + 1 + 5) + 1``.
 * ``retrieval`` - see ``evaluation/bench_retrieval.py``.
@@ -37,6 +38,8 @@ from factdebate.runner import git_sha, run_claim
 REPO = Path(__file__).resolve().parent.parent
 DEMO_CORPUS = REPO / "tools" / "demo_corpus" / "passages.jsonl"
 DEMO_CLAIMS = REPO / "tools" / "demo_corpus" / "claims.jsonl"
+SCORE_CHAIN_CALLS = 2
+"""Longest chain of dependent LLM calls in one stability score (faithfulness: statements -> NLI)."""
 BENCHES: Registry[Callable[..., dict[str, Any]]] = Registry("benchmark")
 
 
@@ -73,10 +76,10 @@ def _claims(path: Path, n: int, seed: int, field: str = "claim") -> list[str]:
 
 
 async def _timed_claims(ctx: Context, claims: list[str], db: Path) -> list[dict[str, Any]]:
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from factdebate.runner import open_sqlite_saver
 
     rows = []
-    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+    async with open_sqlite_saver(db) as saver:
         for claim in claims:
             model = load_model(ctx.debater_model)
             if hasattr(model, "reset"):
@@ -99,7 +102,7 @@ def bench_overhead(work_dir: Path, *, latency: float = 0.1, rounds: int = 3, cla
                   index_dir=str(demo_index(work_dir)), search_backend="local_search")
     texts = _claims(DEMO_CLAIMS, claims + 1, seed)
     rows = asyncio.run(_timed_claims(ctx, texts, work_dir / "overhead.sqlite"))[1:]  # 1st: warm-up
-    cp_calls = rounds * (1 + 1 + 3) + 1
+    cp_calls = rounds * (1 + 1 + SCORE_CHAIN_CALLS) + 1
     per_claim = []
     for row in rows:
         timeline = row.pop("timeline")

@@ -50,9 +50,9 @@ def postgres_uri(value: str | None) -> str:
 async def open_checkpointer(value: str | None, out: Path) -> AsyncIterator[Any]:
     """The run's saver, set up and closed with the block."""
     if checkpointer_kind(value) == "sqlite":
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+        from factdebate.runner import open_sqlite_saver
 
-        async with AsyncSqliteSaver.from_conn_string(str(out / "checkpoints.sqlite")) as saver:
+        async with open_sqlite_saver(out / "checkpoints.sqlite") as saver:
             yield saver
         return
     uri = postgres_uri(value)

@@ -174,14 +174,18 @@ def interrupted_run(exc: Exception, thread_id: str) -> BackendUnavailableError:
 
 async def _verify(framework: str, claim: str, ctx: Context, thread_id: str | None,
                   resume: bool, checkpoint_db: Path | None) -> dict[str, Any]:
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-    from factdebate.runner import default_checkpoint_db, default_memory_db, run_claim
+    from factdebate.runner import (
+        default_checkpoint_db,
+        default_memory_db,
+        open_sqlite_saver,
+        run_claim,
+    )
 
     db = checkpoint_db or default_checkpoint_db()
     db.parent.mkdir(parents=True, exist_ok=True)
-    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver, \
+    async with open_sqlite_saver(db) as saver, \
             AsyncSqliteStore.from_conn_string(str(default_memory_db())) as store:
         await store.setup()
         return await run_claim(framework, {"claim": claim}, ctx, checkpointer=saver,

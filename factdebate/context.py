@@ -96,7 +96,9 @@ class Context:
         "Consistency mode similarity: a local sentence-transformers cross-encoder path; empty = "
         "cosine of the bundled embeddings (no cross-encoder ships offline).",
     )
-    rag_backend: str = _describe("milvus", "Retriever of 'rag' debaters: 'milvus', 'keyword' or 'hybrid' (both fused by RRF).")
+    rag_backend: str = _describe(
+        "milvus", "Retriever of 'rag' debaters: 'milvus', 'keyword' or 'hybrid' (both fused by RRF)."
+    )
     search_backend: str = _describe(
         "auto",
         "Retriever of 'search' debaters: 'tavily', 'local_search' (offline keyword stand-in) or "

@@ -13,7 +13,6 @@ import importlib
 from langgraph.graph import StateGraph
 
 from factdebate.context import Context
-
 from factdebate.registry import Registry
 
 FRAMEWORKS: Registry = Registry("framework")

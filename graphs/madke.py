@@ -37,6 +37,7 @@ from langgraph.graph import END, START, StateGraph
 
 from factdebate.madke import MadkeContext, MadkeState, SpeakerOutput, SpeakerState
 from factdebate.state import DebateInput, DebateOutput
+from factdebate.turns import turn_node
 from nodes.debate_round import open_round
 from nodes.judge_consensus import judge_consensus, route_after_judge_consensus
 from nodes.knowledge_pool import gather_knowledge, route_knowledge_sources
@@ -69,7 +70,7 @@ def build_madke() -> StateGraph:
     g.add_node("prepare", prepare)
     g.add_node("gather_knowledge", gather_knowledge)
     g.add_node("open_round", open_round)
-    g.add_node("debater_turn", build_debater_turn().compile(name="debater_turn"))
+    g.add_node("debater_turn", turn_node(build_debater_turn(), "debater_turn"))  # factdebate/turns.py
     g.add_node("judge_consensus", judge_consensus)
     g.add_node("summarize", summarize)
     g.add_edge(START, "prepare")

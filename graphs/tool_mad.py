@@ -30,6 +30,7 @@ from langgraph.graph import END, START, StateGraph
 
 from factdebate.context import Context
 from factdebate.state import DebateInput, DebateOutput, DebaterOutput, DebaterState, DebateState
+from factdebate.turns import turn_node
 from nodes.check_consensus import check_consensus, route_after_check_consensus
 from nodes.debate_round import open_round, route_debaters
 from nodes.formulate_query import formulate_query
@@ -62,7 +63,7 @@ def build_tool_mad() -> StateGraph:
     )
     g.add_node("prepare", prepare)
     g.add_node("open_round", open_round)
-    g.add_node("debate_turn", build_debate_turn().compile(name="debate_turn"))
+    g.add_node("debate_turn", turn_node(build_debate_turn(), "debate_turn"))  # factdebate/turns.py
     g.add_node("check_consensus", check_consensus)
     g.add_node("judge", judge)
     g.add_edge(START, "prepare")

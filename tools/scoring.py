@@ -13,14 +13,14 @@ Why not the legacy API (``LangchainLLMWrapper``; tried, it scores the same): it 
 ``temperature``/``n`` onto the wrapped chat model in place (a race on the model that ``load_model``
 shares between debaters), it passes callbacks but neither metadata nor schema (the scripted double
 sees no role and no schema), it parses free text instead of using structured output, and it is
-deprecated. Its one advantage: AnswerRelevancy sends its 3 question prompts concurrently (critical
-path 2 instead of 3).
+deprecated. Its one advantage, AnswerRelevancy sending its 3 question prompts concurrently, is kept
+by ``tools/ragas_metrics.ConcurrentAnswerRelevancy``.
 
 Cost of one stability score: Faithfulness = 2 sequential calls (statements, then NLI verdicts),
-AnswerRelevancy = ``strictness`` = 3 sequential calls; the metrics run concurrently -> 5 calls,
-critical path 3 (without contexts: 3 calls, faithfulness skipped). An unparsable reply is re-asked
-once with the parse error (like ragas' own fix-output retry), so a failing metric costs one call
-more.
+AnswerRelevancy = ``strictness`` = 3 concurrent calls; the metrics run concurrently -> 5 calls,
+critical path 2 (without contexts: 3 calls, critical path 1, faithfulness skipped). An unparsable
+reply is re-asked once with the parse error (like ragas' own fix-output retry), so a failing metric
+costs one call more.
 
 Failures: a metric whose reply is still unparsable, whose provider call fails, or which returns NaN
 (no statements) is ``None`` with an entry ``{"metric", "error", "message"}`` in ``errors``; the
@@ -203,11 +203,12 @@ def _import_ragas() -> Any:
     os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")  # must precede the first ragas import
     from ragas.embeddings.base import BaseRagasEmbedding
     from ragas.llms.base import InstructorBaseRagasLLM
-    from ragas.metrics import collections
 
     InstructorBaseRagasLLM.register(LangChainRagasLLM)
     BaseRagasEmbedding.register(LangChainRagasEmbeddings)
-    return collections
+    from tools import ragas_metrics
+
+    return ragas_metrics
 
 
 def _get_metrics(llm: BaseChatModel, embeddings: Embeddings) -> dict[str, Any]:
@@ -218,10 +219,10 @@ def _get_metrics(llm: BaseChatModel, embeddings: Embeddings) -> dict[str, Any]:
         if hit is None or hit[0] is not llm or hit[1] is not embeddings:
             ragas = _import_ragas()
             judge = LangChainRagasLLM(llm)
-            relevancy = ragas.AnswerRelevancy(
+            relevancy = ragas.ConcurrentAnswerRelevancy(
                 llm=judge, embeddings=LangChainRagasEmbeddings(embeddings)
             )
-            built = {FAITHFULNESS: ragas.Faithfulness(llm=judge), ANSWER_RELEVANCY: relevancy}
+            built = {FAITHFULNESS: ragas.faithfulness(judge), ANSWER_RELEVANCY: relevancy}
             hit = _metrics[key] = (llm, embeddings, built)  # strong refs: ids stay unique
             while len(_metrics) > _METRICS_MAX:
                 _metrics.popitem(last=False)

@@ -20,6 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from factdebate.baseline_context import MultiAgentDebateContext
 from factdebate.baseline_state import BaselineState
 from factdebate.state import DebateInput, DebateOutput, DebaterOutput, DebaterState
+from factdebate.turns import turn_node
 from nodes.debate_round import open_round, route_debaters
 from nodes.prepare_baseline import prepare_baseline
 from nodes.respond import respond
@@ -42,7 +43,7 @@ def build_multi_agent_debate() -> StateGraph:
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("open_round", open_round)
-    g.add_node("debate_turn", build_debate_turn().compile(name="debate_turn"))
+    g.add_node("debate_turn", turn_node(build_debate_turn(), "debate_turn"))  # factdebate/turns.py
     g.add_node("vote", vote)
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "open_round")

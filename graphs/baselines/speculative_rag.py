@@ -20,6 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from factdebate.baseline_context import SpeculativeRagContext
 from factdebate.baseline_state import BaselineState, BranchOutput, BranchState
 from factdebate.state import DebateInput, DebateOutput
+from factdebate.turns import turn_node
 from nodes.draft import draft, route_drafts
 from nodes.gather_evidence import gather_evidence
 from nodes.prepare_baseline import prepare_baseline
@@ -43,7 +44,7 @@ def build_speculative_rag() -> StateGraph:
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("gather_evidence", gather_evidence)
-    g.add_node("draft_branch", build_draft_branch().compile(name="draft_branch"))
+    g.add_node("draft_branch", turn_node(build_draft_branch(), "draft_branch"))  # factdebate/turns.py
     g.add_node("select_draft", select_draft)
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "gather_evidence")

@@ -76,6 +76,37 @@ async def test_two_metrics_run_concurrently() -> None:
     )
 
 
+async def test_relevancy_questions_are_generated_concurrently_and_score_as_ragas_does() -> None:
+    from ragas.metrics.collections import AnswerRelevancy
+
+    from tools.scoring import LangChainRagasEmbeddings, LangChainRagasLLM
+
+    model, metrics = judge(relevant=True)
+    model.latency_s = 0.05
+    result = await score(model, contexts=[])
+    spans = [(r.start, r.end) for r in model.timeline]
+    assert len(spans) == 3 and metrics == ["answer_relevancy"] * 3
+    assert max(start for start, _ in spans) < min(end for _, end in spans)  # all in flight at once
+    # ragas' own (sequential) AnswerRelevancy on the same replies gives the same score
+    reference = AnswerRelevancy(llm=LangChainRagasLLM(judge(relevant=True)[0]),
+                                embeddings=LangChainRagasEmbeddings(get_embeddings("minilm")))
+    expected = (await reference.ascore(user_input=CLAIM, response=ANSWER)).value
+    assert result["answer_relevancy"] == pytest.approx(expected, abs=1e-6)
+
+
+async def test_one_failing_relevancy_question_fails_the_metric_and_cancels_the_rest() -> None:
+    def responder(call: ScriptCall) -> dict:
+        if call.index == 0:
+            raise ScriptFault("provider went away")
+        return respond_ragas(call)
+
+    model = scripted(responder, latency_s=0.05)
+    result = await score(model, contexts=[])
+    assert result["answer_relevancy"] is None
+    assert [e["error"] for e in result["errors"]] == ["ScriptFault"]
+    assert len(model.timeline) == 3  # the other two were in flight, no re-asks were sent
+
+
 async def test_half_faithful_answer_scores_one_half() -> None:
     model, _ = judge(faithful=0.5)
     result = await score(model)
@@ -105,7 +136,8 @@ async def test_unparsable_judge_output_is_a_recorded_fault_not_a_crash() -> None
     assert {e["metric"] for e in result["errors"]} == {"faithfulness", "answer_relevancy"}
     assert all(e["error"] == "ScoringError" for e in result["errors"])
     assert "unparsable" in result["errors"][0]["message"]
-    assert tracker.llm_calls == 4  # first prompt of each metric + one re-ask each
+    # faithfulness: first prompt + one re-ask; relevancy: its 3 concurrent prompts + a re-ask each
+    assert tracker.llm_calls == 2 + 3 * 2
 
 
 async def test_one_failing_metric_leaves_the_other() -> None:
