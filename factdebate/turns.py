@@ -24,7 +24,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph._internal._constants import CONFIG_KEY_DURABILITY  # pinned langgraph, see above
 from langgraph.graph import StateGraph
 
-
 INNER_CHECKPOINTS = True
 """True: the turn is a plain subgraph node checkpointing every inner step (resume skips finished
 nodes inside an interrupted turn); False: one node without inner checkpoints (see above)."""

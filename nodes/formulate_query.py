@@ -39,19 +39,22 @@ async def formulate_query(state: DebaterState, runtime: Runtime[Context]) -> dic
         messages = prompts.render("query_followup", **values)
     else:
         messages = prompts.render("query_initial", **values)
-    calls = CallLog()
+    calls, reply_meta = CallLog(), {}
     parsed, raw = await ask_structured(
         await model_for(ctx.query_model_spec, ctx),
         messages,
         QueryOut,
         config=call_config(calls, role="query", agent=state["agent"], round_=state["round"]),
         retries=ctx.llm_retries,
+        metadata=reply_meta,
     )
     query = (parsed.query if isinstance(parsed, QueryOut) else "").strip()
-    if not query:
+    # a reply the embedded model had to cut out of a repetition loop is junk even when it parses
+    if not query or reply_meta.get("repetition_cut"):
         query = state["claim"]
         calls.flags.append(
-            f"query: agent {state['agent']} round {state['round']} gave no usable query; "
+            f"query: agent {state['agent']} round {state['round']} gave no usable query"
+            f"{' (repetition loop)' if reply_meta.get('repetition_cut') else ''}; "
             "the claim was used instead"
         )
     return {"query": query[:MAX_QUERY_CHARS], **calls.update()}

@@ -132,8 +132,12 @@ async def ask_structured(
     *,
     config: RunnableConfig,
     retries: int,
+    metadata: dict[str, Any] | None = None,
 ) -> tuple[BaseModel | None, str]:
-    """Structured reply ``(parsed or None, raw text)``; provider faults retried."""
+    """Structured reply ``(parsed or None, raw text)``; provider faults retried.
+
+    ``metadata``, when given, receives the reply's ``response_metadata`` (e.g. the embedded
+    model's ``repetition_cut``)."""
     runnable = model.with_structured_output(schema, include_raw=True)
     out = await with_retries(
         lambda: runnable.ainvoke(messages, config=config),
@@ -142,6 +146,8 @@ async def ask_structured(
     )
     if isinstance(out, dict):
         raw = out.get("raw")
+        if metadata is not None:
+            metadata.update(getattr(raw, "response_metadata", None) or {})
         text = str(getattr(raw, "content", "") or "")
         if not text and getattr(raw, "tool_calls", None):
             text = str(raw.tool_calls[0].get("args", ""))

