@@ -36,7 +36,7 @@ PostgreSQL saver in 4 of 6 crash trials (``evaluation/crash_trials.py``); "sync"
 Turn subgraphs (Tool-MAD's ``debate_turn`` and the like) are compiled with ``checkpointer=False``:
 the parent checkpoints once per superstep and saves each finished turn's writes, so a run resumes
 at the turn boundary (a turn cut short by a crash is redone) instead of paying a checkpoint for
-every node inside every turn (49 -> 19 checkpoints per Tool-MAD claim, ``factdebate bench``)."""
+every node inside every turn (measured: 49 -> 13 checkpoint writes per 3-round Tool-MAD claim)."""
 
 _COMPILED_MAX = 32
 _compiled: OrderedDict[tuple[str, int, int], tuple[Any, Any, CompiledStateGraph]] = OrderedDict()

@@ -144,7 +144,22 @@ async def test_consistency_scoring(scenario, static_ctx):
     assert "consistency score" in judge_prompts[0] and "consistency=" in judge_prompts[0]
 
 
-async def test_resume_mid_round_restores_state_and_skips_completed_nodes(scenario, static_ctx):
+async def test_inner_turn_nodes_stream_under_the_turn_namespace(scenario, static_ctx):
+    spec = scenario(lambda call: answer_role(call, debater_label=0))
+    graph = build_tool_mad().compile(checkpointer=InMemorySaver())
+    seen: set[tuple[str, str]] = set()
+    async for namespace, update in graph.astream(
+            {"claim": CLAIM}, {"configurable": {"thread_id": "s"}}, context=static_ctx(spec),
+            subgraphs=True, stream_mode="updates"):
+        outer = namespace[0].split(":")[0] if namespace else ""
+        seen |= {(outer, node) for node in update}
+    assert {("debate_turn", n) for n in ("formulate_query", "retrieve", "respond", "score")} <= seen
+    assert ("", "debate_turn") in seen and ("", "check_consensus") in seen
+
+
+async def test_resume_mid_round_restores_state_and_redoes_only_that_round(scenario, static_ctx):
+    # turns run without inner checkpoints (factdebate/turns.py): the resume point is the turn,
+    # and the sibling turn cancelled by the failing one's error is redone too
     failed = {"done": False}
 
     def responder(call: ScriptCall) -> Any:
@@ -170,8 +185,8 @@ async def test_resume_mid_round_restores_state_and_skips_completed_nodes(scenari
     after = roles(spec)[len(before):]
     assert out["stopped_by"] == "judge" and out["round"] == 2
     assert not any(r == 1 for _, _, r in after)  # round 1 never re-runs
-    assert ("query", "search", 2) not in after  # completed inside the failed branch
-    assert after.count(("debater", "search", 2)) == 1
+    for agent in ("rag", "search"):  # each interrupted turn starts over exactly once
+        assert after.count(("query", agent, 2)) == 1 and after.count(("debater", agent, 2)) == 1
     assert len(out["turns"]) == 4
 
 

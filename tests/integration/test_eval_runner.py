@@ -70,8 +70,9 @@ def test_failures_become_error_rows_and_rate_limits_are_retried(scenario, tmp_pa
     assert broken["attempts"] == 1  # not a rate limit: no retry
     flaky = rows["mini-flaky"]
     assert flaky["status"] == "ok" and flaky["attempts"] == 2
-    # the retry resumed the thread: the rag debater's finished turn was not asked again
-    assert debater_calls[("Mount Everest is the highest mountain.", "rag")] == 1
+    # the retry resumed the thread at the interrupted round: the failed turn ran once more, and
+    # the rag turn again only if the 429 cancelled it before it finished (factdebate/turns.py)
+    assert debater_calls[("Mount Everest is the highest mountain.", "rag")] in (1, 2)
     assert debater_calls[("Mount Everest is the highest mountain.", "search")] == 2
     summary = write_reports(out, [out])["runs"][0]
     assert summary["metrics"]["errors"] == 1 and summary["n_ok"] == 3
