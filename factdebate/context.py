@@ -97,7 +97,7 @@ class Context:
         "cosine of the bundled embeddings (no cross-encoder ships offline).",
     )
     rag_backend: str = _describe(
-        "milvus", "Retriever of 'rag' debaters: 'milvus', 'keyword' or 'hybrid' (both fused by RRF)."
+        "milvus", "Retriever of 'rag' debaters: 'milvus', 'keyword' or 'hybrid' (both, scores fused)."
     )
     search_backend: str = _describe(
         "auto",

@@ -284,6 +284,7 @@ def build_indexes(
             "format": 1, "corpus": str(corpus), "corpus_sha256": scan.sha256,
             "documents": scan.documents, "passages": scan.passages, "chunk_chars": CHUNK_CHARS,
             "embedding_model": embedding_model, "dimension": dimension, "metric": milvus_rag.METRIC,
+            "vector_index": milvus_rag.index_description(),
             "collection": collection, "milvus_uri": milvus_uri if external else None,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "build_seconds": round(time.perf_counter() - started, 3),
