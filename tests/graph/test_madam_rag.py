@@ -164,7 +164,10 @@ async def test_resume_after_an_agent_fault_reruns_only_that_agent(scenario):
     graph = build_madam_rag().compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "resume"}}
     snapshot = await graph.aget_state(config)
-    assert snapshot.values["round"] == 2 and len(snapshot.values["turns"]) == 3
+    turns = snapshot.values["turns"]
+    assert snapshot.values["round"] == 2 and sum(t["round"] == 1 for t in turns) == 3
+    # round 2: doc2 failed; a sibling that finished before the fault may already be recorded
+    assert {t["agent"] for t in turns if t["round"] == 2} <= {"doc1", "doc3"}
     before = calls(spec)
     out = await graph.ainvoke(None, config, context=ctx)
     after = calls(spec)[len(before):]

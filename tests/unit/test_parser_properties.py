@@ -113,8 +113,8 @@ SCHEMAS: list[type[BaseModel]] = [verdict_schema("fever"), verdict_schema("medqa
 @given(texts, st.sampled_from(SCHEMAS))
 def test_structured_output_parser_never_raises_with_include_raw(text: str, schema: type) -> None:
     """The JSON-schema parser behind the embedded and scripted models (MERMAID's action too)."""
-    parse = json_structured_output(scripted(lambda c: ""), schema, include_raw=True).last
-    out = parse.invoke(AIMessage(content=text))
+    parse = json_structured_output(scripted(lambda c: ""), schema, include_raw=True).parse
+    out = parse(AIMessage(content=text))
     assert out["parsed"] is None or isinstance(out["parsed"], schema)
     assert (out["parsed"] is None) == (out["parsing_error"] is not None)
 
@@ -150,8 +150,8 @@ def test_adversarial_inputs_do_not_blow_up_any_parser() -> None:
         parse_answers(text), parse_consensus(text), parse_selection(text)
         parse_aggregate(text), parse_agent_reply(text)
         for schema in SCHEMAS:
-            parse = json_structured_output(scripted(lambda c: ""), schema, include_raw=True).last
-            assert parse.invoke(AIMessage(content=text))["parsed"] is None
+            parse = json_structured_output(scripted(lambda c: ""), schema, include_raw=True).parse
+            assert parse(AIMessage(content=text))["parsed"] is None
 
 
 def test_the_properties_can_fail() -> None:
