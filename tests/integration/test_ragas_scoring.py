@@ -136,8 +136,9 @@ async def test_unparsable_judge_output_is_a_recorded_fault_not_a_crash() -> None
     assert {e["metric"] for e in result["errors"]} == {"faithfulness", "answer_relevancy"}
     assert all(e["error"] == "ScoringError" for e in result["errors"])
     assert "unparsable" in result["errors"][0]["message"]
-    # faithfulness: first prompt + one re-ask; relevancy: its 3 concurrent prompts + a re-ask each
-    assert tracker.llm_calls == 2 + 3 * 2
+    # faithfulness: first prompt + one re-ask; relevancy: its 3 concurrent prompts, then re-asks
+    # until the first of them fails for good and the others are cancelled (1 to 3 re-asks sent)
+    assert 2 + 3 + 1 <= tracker.llm_calls <= 2 + 3 * 2
 
 
 async def test_one_failing_metric_leaves_the_other() -> None:
