@@ -71,17 +71,30 @@ class MiniLMEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query; repeated texts (a claim scored every round) come from a cache."""
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Embed short texts (queries, RAGAS' generated questions) through the LRU cache.
+
+        Texts seen before come from the cache; the others are embedded as one batch. Vectors are
+        the ones ``embed_documents`` returns for the same text (the cache stores them unchanged).
+        """
+        found: dict[str, tuple[float, ...]] = {}
         with self._cache_lock:
-            hit = self._query_cache.get(text)
-            if hit is not None:
-                self._query_cache.move_to_end(text)
-                return list(hit)
-        vector = self.embed_documents([text])[0]
-        with self._cache_lock:
-            self._query_cache[text] = tuple(vector)
-            if len(self._query_cache) > QUERY_CACHE_SIZE:
-                self._query_cache.popitem(last=False)
-        return vector
+            for text in texts:
+                hit = self._query_cache.get(text)
+                if hit is not None:
+                    self._query_cache.move_to_end(text)
+                    found[text] = hit
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            vectors = self.embed_documents(missing)
+            with self._cache_lock:
+                for text, vector in zip(missing, vectors, strict=True):
+                    found[text] = self._query_cache[text] = tuple(vector)
+                while len(self._query_cache) > QUERY_CACHE_SIZE:
+                    self._query_cache.popitem(last=False)
+        return [list(found[t]) for t in texts]
 
 
 @contextmanager

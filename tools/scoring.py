@@ -189,7 +189,11 @@ class LangChainRagasEmbeddings:
 
     async def aembed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
         """Embed texts as one batch in a worker thread; repeated texts are embedded once (a judge
-        at temperature 0 often generates the same question more than once)."""
+        at temperature 0 often generates the same question more than once, and again in later
+        rounds: models with ``embed_queries``, the bundled MiniLM, keep an LRU cache of them)."""
+        cached = getattr(self.embeddings, "embed_queries", None)
+        if cached is not None:
+            return await asyncio.to_thread(cached, texts)
         unique = list(dict.fromkeys(texts))
         embedded = await asyncio.to_thread(self.embeddings.embed_documents, unique)
         vectors = dict(zip(unique, embedded, strict=True))

@@ -44,3 +44,18 @@ def test_a_vector_mismatch_keeps_torch(monkeypatch):
     monkeypatch.setattr(embeddings_onnx, "MAX_ABS_DIFF", -1.0)  # no export can pass this check
     model = MiniLMEmbeddings()
     assert model.backend == "torch"
+
+
+def test_embed_queries_embeds_each_new_text_once_and_returns_embed_documents_vectors(monkeypatch):
+    model = MiniLMEmbeddings()
+    texts = ["Is it true that the Seine flows through Paris?", "Who wrote Hamlet?"]
+    expected = np.asarray(model.embed_documents(texts))
+    sent: list[list[str]] = []
+    real = model.embed_documents
+    monkeypatch.setattr(model, "embed_documents", lambda batch: sent.append(batch) or real(batch))
+    first = model.embed_queries([texts[0], texts[1], texts[0]])
+    again = model.embed_queries([texts[1], texts[0]])
+    assert sent == [texts]  # one batch of the two distinct texts; the second call is all hits
+    assert np.abs(np.asarray(first) - expected[[0, 1, 0]]).max() < 1e-6
+    assert np.abs(np.asarray(again) - expected[[1, 0]]).max() < 1e-6
+    assert model.embed_query(texts[1]) == again[0] and sent == [texts]
