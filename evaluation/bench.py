@@ -20,7 +20,6 @@ smoke tests on tiny inputs.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import resource
@@ -33,7 +32,7 @@ from typing import Any
 from factdebate.context import Context
 from factdebate.models import load_model
 from factdebate.registry import Registry
-from factdebate.runner import git_sha, run_claim
+from factdebate.runner import event_loop_kind, git_sha, run_async, run_claim
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_CORPUS = REPO / "tools" / "demo_corpus" / "passages.jsonl"
@@ -101,7 +100,7 @@ def bench_overhead(work_dir: Path, *, latency: float = 0.1, rounds: int = 3, cla
     ctx = Context(debater_model=f"scripted:disagree?latency={latency}", max_rounds=rounds,
                   index_dir=str(demo_index(work_dir)), search_backend="local_search")
     texts = _claims(DEMO_CLAIMS, claims + 1, seed)
-    rows = asyncio.run(_timed_claims(ctx, texts, work_dir / "overhead.sqlite"))[1:]  # 1st: warm-up
+    rows = run_async(_timed_claims(ctx, texts, work_dir / "overhead.sqlite"))[1:]  # 1st: warm-up
     cp_calls = rounds * (1 + 1 + SCORE_CHAIN_CALLS) + 1
     per_claim = []
     for row in rows:
@@ -149,7 +148,7 @@ def bench_scaling(work_dir: Path, *, data_dir: Path | None = None, claims: int =
                        data_dir=str(data_dir),
                        sets=[f"index_dir={index}", "search_backend=local_search"])
         start = time.perf_counter()
-        asyncio.run(run_eval(spec, console=None))
+        run_async(run_eval(spec, console=None))
         wall = time.perf_counter() - start
         rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x]
         runs.append({"concurrency": c, "wall_s": round(wall, 3), "items": len(rows),
@@ -172,7 +171,7 @@ def bench_embedded(work_dir: Path, *, data_dir: Path | None = None, claims: int 
     source = (data_dir / "fever" / "paper_dev.jsonl") if data_dir else DEMO_CLAIMS
     ctx = Context(debater_model="local:smollm2", max_rounds=rounds, scoring_mode=scoring,
                   index_dir=str(demo_index(work_dir)), search_backend="local_search")
-    rows = asyncio.run(_timed_claims(ctx, _claims(source, claims, seed), work_dir / "emb.sqlite"))
+    rows = run_async(_timed_claims(ctx, _claims(source, claims, seed), work_dir / "emb.sqlite"))
     for row in rows:
         row.pop("timeline")
     per_claim = statistics.fmean(r["wall_s"] for r in rows)
@@ -217,6 +216,7 @@ def run_bench(name: str, out_dir: Path, command: str, **kwargs: Any) -> dict[str
     start = time.perf_counter()
     result = fn(work, **kwargs)
     result = {"benchmark": name, "command": command, "git_sha": git_sha(),
+              "event_loop": event_loop_kind(),
               "seconds": round(time.perf_counter() - start, 1), **result}
     (out_dir / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
     return result

@@ -26,7 +26,6 @@ then ``keyword`` and ``hybrid`` (embedding cached).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import shutil
@@ -36,6 +35,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+from factdebate.runner import run_async
 from tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
 from tools.indexing import build_indexes, index_exists, read_manifest
 
@@ -125,13 +125,13 @@ def run_retrieval_bench(data_dir: Path, work_dir: Path, *, limit: int = 300, see
     tails = [rows[limit:] for rows in everything.values()]
     fresh = [c["claim"] for pair in zip(*tails, strict=False) for c in pair]
     settings = RetrieverSettings(index_dir=str(index_dir), milvus_uri=str(index_dir / "milvus.db"))
-    quality = {name: asyncio.run(_evaluate(settings, claims)) for name, claims in sets.items()}
+    quality = {name: run_async(_evaluate(settings, claims)) for name, claims in sets.items()}
     clear_retriever_cache()
     seen = [c["claim"] for claims in sets.values() for c in claims]  # only if too few fresh
     queries = [*fresh, *seen][:latency_queries]
     padded = pad_index(corpus, work_dir / "padded-index", pad_to, seed)
     padded_settings = RetrieverSettings(index_dir=str(padded), milvus_uri=str(padded / "milvus.db"))
-    latency_100k = asyncio.run(_latencies(padded_settings, queries))
+    latency_100k = run_async(_latencies(padded_settings, queries))
     clear_retriever_cache()
     return {"corpus_passages": manifest.get("passages"), "sets": {k: len(v) for k, v in sets.items()},
             "quality": quality, "latency_at_pad": {"passages": pad_to, **latency_100k},

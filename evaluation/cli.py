@@ -6,7 +6,6 @@ inside the commands so ``factdebate --help`` stays fast.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -68,6 +67,7 @@ def eval_command(
     from evaluation.config import load_config, with_flags
     from evaluation.reports import write_reports
     from evaluation.runner import RunSpec, run_eval
+    from factdebate.runner import run_async
 
     try:
         extra = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
@@ -92,7 +92,7 @@ def eval_command(
             spec = with_flags(spec, resume=resume, retry_errors=retry_errors, langsmith=langsmith,
                               server_api_key=server_api_key, checkpointer=checkpointer)
             try:
-                asyncio.run(run_eval(spec, err))
+                run_async(run_eval(spec, err))
             except KeyboardInterrupt:
                 err.print(f"interrupted; finished items are in {spec.out}/results.jsonl. "
                           f"Continue with: factdebate eval ... --out {folder} --resume")

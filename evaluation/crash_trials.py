@@ -77,6 +77,15 @@ def comparable(out: Path) -> dict[str, Any]:
     return {"summary": run, "rows": rows}
 
 
+def differences(got: dict[str, Any], reference: dict[str, Any]) -> list[str]:
+    """What a resumed run's ``comparable`` output has that the reference's has not (first 5)."""
+    found = [f"summary.{k}: {got['summary'].get(k)!r} != {v!r}"
+             for k, v in reference["summary"].items() if got["summary"].get(k) != v]
+    found += [f"row {i}: {got['rows'].get(i)!r} != {v!r}"
+              for i, v in reference["rows"].items() if got["rows"].get(i) != v]
+    return found[:5]
+
+
 def _kill_at(proc: subprocess.Popen, out: Path, rows: int, delay: float, deadline: float) -> int:
     """SIGKILL the process group once ``rows`` rows exist plus ``delay``; rows seen at the kill."""
     while time.monotonic() < deadline and proc.poll() is None:
@@ -108,11 +117,12 @@ def trial(n: int, items: Path, out: Path, args: argparse.Namespace, rng: random.
     rows = raw_rows(out)
     ids = Counter(r["item_id"] for r in rows)
     expected = set(reference["rows"])
+    diff = differences(comparable(out), reference) if done.returncode == 0 else []
     return {
         "trial": n, "kill_after_rows": target, "kill_delay_s": round(delay, 3),
         "rows_at_kill": rows_at_kill, "resume_exit_code": done.returncode, "resumes": resumes,
         "results_lost": len(expected - set(ids)), "results_duplicated": sum(ids.values()) - len(ids),
-        "summary_identical": done.returncode == 0 and comparable(out) == reference,
+        "summary_identical": done.returncode == 0 and not diff, "differences": diff,
         "error": "" if done.returncode == 0 else done.stderr.strip()[-500:],
     }
 

@@ -82,9 +82,12 @@ class ServerExecutor:
                                          metadata={"fd_thread": thread_id})
         state = await self.client.threads.get_state(tid)
         values = state.get("values") or {}
-        if state.get("next") or not values or "stopped_by" not in values:
+        # "tasks" too: a step whose tasks all saved writes before a crash is not yet applied
+        # (factdebate.runner.unfinished)
+        unfinished = bool(state.get("next") or state.get("tasks"))
+        if unfinished or not values or "stopped_by" not in values:
             values = await self.client.runs.wait(
-                tid, self.framework, input=None if state.get("next") else dict(item),
+                tid, self.framework, input=None if unfinished else dict(item),
                 context=dataclasses.asdict(ctx), metadata=metadata, raise_error=False,
             )
         if not isinstance(values, dict) or "__error__" in values:

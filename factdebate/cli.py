@@ -6,7 +6,6 @@ User errors print one line ``error: <problem>. <remedy>`` and exit non-zero, wit
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -146,7 +145,9 @@ def verify(
             ensure_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
         thread_id = thread_id or uuid.uuid4().hex
         try:
-            result = asyncio.run(_verify(framework, claim, ctx, thread_id, resume, checkpoint_db))
+            from factdebate.runner import run_async
+
+            result = run_async(_verify(framework, claim, ctx, thread_id, resume, checkpoint_db))
         except FactDebateError:
             raise
         except Exception as exc:  # a provider or tool fault that outlived its retries
