@@ -151,6 +151,10 @@ def bench_scaling(work_dir: Path, *, data_dir: Path | None = None, claims: int =
         run_async(run_eval(spec, console=None))
         wall = time.perf_counter() - start
         rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x]
+        failed = [r for r in rows if r.get("error")]
+        if failed:  # a failed item is fast, so its figures would flatter the run
+            raise RuntimeError(f"scaling benchmark: {len(failed)} of {len(rows)} items failed at "
+                               f"concurrency {c}, e.g. {failed[0]['error']}; see {out}")
         runs.append({"concurrency": c, "wall_s": round(wall, 3), "items": len(rows),
                      "errors": sum(1 for r in rows if r.get("error")),
                      "throughput_items_per_s": round(len(rows) / wall, 3)})

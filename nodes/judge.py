@@ -14,10 +14,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from factdebate.context import Context
-from factdebate.labels import get_label_set, verdict_schema
 from factdebate.state import DebateState, Turn
 from nodes.check_consensus import round_turns
-from nodes.llm import CallLog, ask_verdict, call_config, model_for
+from nodes.llm import ask_final_verdict
 from nodes.prompting import common_values, prompt_set
 from nodes.render import average_scores, render_history, render_scores
 
@@ -41,18 +40,8 @@ async def judge(state: DebateState, runtime: Runtime[Context]) -> dict[str, Any]
         "scores": render_scores(averages),
         "score_guide": prompts.templates["score_guides"][ctx.scoring_mode if use_scores else "none"],
     }
-    calls = CallLog()
-    reasoning, parsed = await ask_verdict(
-        await model_for(ctx.judge_model_spec, ctx),
-        prompts.render("judge", **values),
-        verdict_schema(state["task"]),
-        get_label_set(state["task"]),
-        config=call_config(calls, role="judge", round_=state["round"]),
-        retries=ctx.llm_retries,
-    )
-    label = parsed.label
-    if parsed.how == "guessed":
-        calls.flags.append(f"parse: judge label guessed as {label}")
+    reasoning, label, calls = await ask_final_verdict(
+        prompts.render("judge", **values), state, ctx, role="judge")
     if label is None:
         best = _fallback(round_turns(state), averages)
         label = best["label"] if best else None

@@ -202,3 +202,25 @@ async def ask_debater_verdict(
             + (f" as {parsed.label}" if parsed.label else "")
         )
     return reasoning, parsed
+
+
+async def ask_final_verdict(
+    messages: list[BaseMessage], state: Any, ctx: Context, *, role: str
+) -> tuple[str, str | None, CallLog]:
+    """The deciding role's verdict (Tool-MAD's judge, MADKE's summariser) with the judge model.
+
+    Returns ``(reasoning, label or None, calls)``; a guessed label is flagged in ``calls``, an
+    unreadable reply (None) is left to the caller's fallback. ``state`` needs ``round`` and ``task``.
+    """
+    calls = CallLog()
+    reasoning, parsed = await ask_verdict(
+        await model_for(ctx.judge_model_spec, ctx),
+        messages,
+        verdict_schema(state["task"]),
+        get_label_set(state["task"]),
+        config=call_config(calls, role=role, round_=state["round"]),
+        retries=ctx.llm_retries,
+    )
+    if parsed.how == "guessed":
+        calls.flags.append(f"parse: {role} label guessed as {parsed.label}")
+    return reasoning, parsed.label, calls

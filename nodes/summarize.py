@@ -12,11 +12,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from factdebate.labels import get_label_set, verdict_schema
 from factdebate.madke import MadkeContext, MadkeState
 from factdebate.state import Turn
 from nodes.check_consensus import round_turns
-from nodes.llm import CallLog, ask_verdict, call_config, model_for
+from nodes.llm import ask_final_verdict
 from nodes.prompting import common_values, prompt_set
 from nodes.speak import render_stances
 
@@ -40,18 +39,8 @@ async def summarize(state: MadkeState, runtime: Runtime[MadkeContext]) -> dict[s
         "role": prompts.templates["roles"]["summarizer"],
         "all_answers_from_agents": render_stances(last),
     }
-    calls = CallLog()
-    reasoning, parsed = await ask_verdict(
-        await model_for(ctx.judge_model_spec, ctx),
-        prompts.render("summarize", **values),
-        verdict_schema(state["task"]),
-        get_label_set(state["task"]),
-        config=call_config(calls, role="summarizer", round_=state["round"]),
-        retries=ctx.llm_retries,
-    )
-    label = parsed.label
-    if parsed.how == "guessed":
-        calls.flags.append(f"parse: summarizer label guessed as {label}")
+    reasoning, label, calls = await ask_final_verdict(
+        prompts.render("summarize", **values), state, ctx, role="summarizer")
     if label is None:
         label = majority(last)
         calls.flags.append(f"parse: summarizer reply unreadable; fell back to the last round's "

@@ -69,3 +69,18 @@ def test_scaling_bench_tiny(tmp_path: Path):
     assert [r["concurrency"] for r in result["runs"]] == [1, 2]
     assert all(r["items"] == 4 and r["errors"] == 0 for r in result["runs"])
     assert result["runs"][0]["efficiency"] == 1.0
+
+
+def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeypatch):
+    data_dir = Path(__import__("os").environ.get("FACTDEBATE_DATA_DIR", ""))
+    if not (data_dir / "fever").is_dir():
+        pytest.skip("FACTDEBATE_DATA_DIR with fever/ is not set")
+
+    async def broken(*args, **kwargs):
+        raise RuntimeError("model exploded")
+
+    monkeypatch.setattr("evaluation.executors.run_claim", broken)
+    with pytest.raises(RuntimeError, match=r"4 of 4 items failed at concurrency 1.*model exploded"):
+        run_bench("scaling", tmp_path, "test", data_dir=data_dir, claims=4, latency=0.01,
+                  concurrencies=(1, 2))
+    assert not (tmp_path / "scaling.json").exists()
