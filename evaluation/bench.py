@@ -21,8 +21,10 @@ smoke tests on tiny inputs.
 from __future__ import annotations
 
 import json
+import os
 import random
 import resource
+import shutil
 import statistics
 import time
 from collections.abc import Callable
@@ -126,43 +128,89 @@ def bench_overhead(work_dir: Path, *, latency: float = 0.1, rounds: int = 3, cla
     }
 
 
-@BENCHES.decorator("scaling")
-def bench_scaling(work_dir: Path, *, data_dir: Path | None = None, claims: int = 64,
-                  latency: float = 0.1, concurrencies: tuple[int, ...] = (1, 8, 32),
-                  seed: int = 13, **_: Any) -> dict[str, Any]:
-    """Throughput of ``factdebate eval`` at several concurrencies with the scripted double."""
+def default_workers() -> int:
+    """Worker processes of the scaling benchmark: one per core (``os.cpu_count()``)."""
+    return max(1, os.cpu_count() or 1)
+
+
+async def _scaling_runs(index: Path, data_dir: Path, work_dir: Path, *, claims: int,
+                        latency: float, concurrencies: tuple[int, ...], seed: int,
+                        workers: int) -> dict[str, Any]:
     from evaluation.runner import RunSpec, run_eval
+    from evaluation.workers import WorkerPool
 
-    if data_dir is None:
-        raise ValueError("the scaling benchmark needs --data-dir (or FACTDEBATE_DATA_DIR)")
-    index = demo_index(work_dir)
-    runs = []
-    for c in concurrencies:
-        out = work_dir / f"scaling-c{c}"
+    def spec(name: str, c: int, limit: int, n_workers: int) -> RunSpec:
+        out = work_dir / name
         if out.exists():
-            import shutil
-
             shutil.rmtree(out)
-        spec = RunSpec(framework="tool_mad", dataset="fever", out=out, limit=claims, seed=seed,
+        return RunSpec(framework="tool_mad", dataset="fever", out=out, limit=limit, seed=seed,
                        concurrency=c, model=f"scripted:disagree?latency={latency}",
-                       data_dir=str(data_dir),
+                       data_dir=str(data_dir), workers=n_workers,
                        sets=[f"index_dir={index}", "search_backend=local_search"])
+
+    async def timed(run: RunSpec, pool: WorkerPool | None) -> dict[str, Any]:
         start = time.perf_counter()
-        run_async(run_eval(spec, console=None))
+        await run_eval(run, console=None, pool=pool)
         wall = time.perf_counter() - start
-        rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x]
+        rows = [json.loads(x) for x in (run.out / "results.jsonl").read_text().splitlines() if x]
         failed = [r for r in rows if r.get("error")]
         if failed:  # a failed item is fast, so its figures would flatter the run
             raise RuntimeError(f"scaling benchmark: {len(failed)} of {len(rows)} items failed at "
-                               f"concurrency {c}, e.g. {failed[0]['error']}; see {out}")
-        runs.append({"concurrency": c, "wall_s": round(wall, 3), "items": len(rows),
-                     "errors": sum(1 for r in rows if r.get("error")),
-                     "throughput_items_per_s": round(len(rows) / wall, 3)})
+                               f"concurrency {run.concurrency}, e.g. {failed[0]['error']}; "
+                               f"see {run.out}")
+        return {"concurrency": run.concurrency, "workers": run.workers, "wall_s": round(wall, 3),
+                "items": len(rows), "errors": 0,
+                "throughput_items_per_s": round(len(rows) / wall, 3)}
+
+    pool = WorkerPool(workers) if workers > 1 else None
+    out: dict[str, Any] = {"workers": workers}
+    try:
+        if pool is not None:
+            await pool.start()
+            out["worker_start_s"] = pool.start_s
+        # untimed warm-up: every worker loads its models, indexes and code paths once (paid once
+        # per `factdebate eval` run, not per item; reported, not part of the ratios)
+        warm = await timed(spec("scaling-warmup", workers, 2 * workers, workers), pool)
+        out["warmup_wall_s"] = warm["wall_s"]
+        out["runs"] = [await timed(spec(f"scaling-c{c}", c, claims, workers), pool)
+                       for c in concurrencies]
+        if pool is not None:
+            out["worker_peak_rss_mb"] = pool.peak_rss_mb()
+    finally:
+        if pool is not None:
+            await pool.shutdown()
+    if workers > 1:  # the same top concurrency in one process, for comparison
+        out["in_process_reference"] = await timed(
+            spec("scaling-inprocess", concurrencies[-1], claims, 1), None)
+    return out
+
+
+@BENCHES.decorator("scaling")
+def bench_scaling(work_dir: Path, *, data_dir: Path | None = None, claims: int = 64,
+                  latency: float = 0.1, concurrencies: tuple[int, ...] = (1, 8, 32),
+                  seed: int = 13, workers: int | None = None, **_: Any) -> dict[str, Any]:
+    """Throughput of ``factdebate eval`` at several concurrencies with the scripted double.
+
+    Every run goes through the same warm ``WorkerPool`` of ``workers`` processes (default: one
+    per core; ``evaluation/workers.py``), so the ratios compare concurrency, not start-up. The
+    pool's start and warm-up are reported beside them, and one in-process run at the top
+    concurrency is reported as the reference the workers are measured against.
+    """
+    if data_dir is None:
+        raise ValueError("the scaling benchmark needs --data-dir (or FACTDEBATE_DATA_DIR)")
+    workers = workers or default_workers()
+    result = run_async(_scaling_runs(demo_index(work_dir), data_dir, work_dir, claims=claims,
+                                     latency=latency, concurrencies=concurrencies, seed=seed,
+                                     workers=workers))
+    runs = result["runs"]
     t1 = runs[0]["wall_s"]
     for run in runs:
         run["efficiency"] = round((t1 / run["wall_s"]) / run["concurrency"], 4)
+    if "in_process_reference" in result:
+        ref = result["in_process_reference"]
+        ref["efficiency"] = round((t1 / ref["wall_s"]) / ref["concurrency"], 4)
     last = runs[-1]
-    return {"latency_s": latency, "claims": claims, "runs": runs,
+    return {"latency_s": latency, "claims": claims, **result,
             "budget": f"efficiency >= 0.80 at c = {last['concurrency']}",
             "budget_met": last["efficiency"] >= 0.80, "peak_rss_mb": peak_rss_mb()}
 

@@ -48,6 +48,9 @@ def eval_command(
     limit: Annotated[int | None, typer.Option(help="Items (stratified, seeded sample).")] = None,
     seed: Annotated[int | None, typer.Option(help="Sampling and bootstrap seed.")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Items run at once.")] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="Processes running items (default 1; up to one per core when our CPU, not the "
+             "model, limits throughput).")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
     retry_errors: Annotated[bool, typer.Option(help="With --resume: rerun error rows.")] = False,
@@ -74,7 +77,8 @@ def eval_command(
         if config:
             folder, specs = load_config(config, {
                 "out": str(out_dir) if out_dir else None, "limit": limit, "seed": seed,
-                "concurrency": concurrency, "model": model, "data_dir": data_dir, "sets": set_,
+                "concurrency": concurrency, "workers": workers, "model": model,
+                "data_dir": data_dir, "sets": set_,
                 "metrics": extra, "metric_model": metric_model, "server": server})
         else:
             if not framework or not dataset:
@@ -85,7 +89,8 @@ def eval_command(
             folder = out_dir or Path("runs") / f"{framework}__{Path(dataset).stem}__{stamp}"
             specs = [(folder.name, RunSpec(
                 framework=framework, dataset=dataset, out=folder, limit=limit, seed=seed or 0,
-                concurrency=concurrency or 4, model=model, sets=list(set_), data_dir=data_dir,
+                concurrency=concurrency or 4, workers=workers or 1, model=model, sets=list(set_),
+                data_dir=data_dir,
                 metrics=extra or [], metric_model=metric_model, server=server,
                 checkpointer=checkpointer))]
         for _, spec in specs:

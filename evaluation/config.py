@@ -7,6 +7,7 @@ Format (every key optional except ``frameworks``/``datasets`` or ``runs``)::
     limit: 200                      # items per dataset (stratified sample)
     seed: 0
     concurrency: 8
+    workers: 2                      # processes running items (evaluation/workers.py)
     model: openai:gpt-4o-mini       # every role's model (Context.debater_model)
     set: {search_backend: tavily}   # Context fields for every run
     metrics: [llm_judge]            # extra model-based measurements
@@ -30,7 +31,7 @@ import yaml
 from evaluation.runner import RunSpec
 from factdebate.errors import InputError
 
-_TOP = {"out", "data_dir", "limit", "seed", "concurrency", "model", "set", "metrics",
+_TOP = {"out", "data_dir", "limit", "seed", "concurrency", "workers", "model", "set", "metrics",
         "metric_model", "frameworks", "datasets", "runs", "server"}
 _RUN = {"framework", "dataset", "name", "limit", "seed", "model", "set", "metrics", "concurrency"}
 
@@ -78,6 +79,7 @@ def load_config(path: Path, overrides: dict[str, Any]) -> tuple[Path, list[tuple
             framework=job["framework"], dataset=job["dataset"], out=out / name,
             limit=job.get("limit", top.get("limit")), seed=job.get("seed", top.get("seed", 0)),
             concurrency=job.get("concurrency", top.get("concurrency", 4)),
+            workers=top.get("workers") or 1,
             model=job.get("model", top.get("model")), data_dir=top.get("data_dir"),
             sets=set_pairs(data.get("set")) + set_pairs(job.get("set")) + list(overrides.get("sets") or []),
             metrics=list(job.get("metrics", top.get("metrics")) or []),

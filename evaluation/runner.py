@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -45,6 +45,9 @@ from evaluation.results import (
 )
 from factdebate.context import Context
 from factdebate.errors import ConfigError, FactDebateError, InputError
+
+if TYPE_CHECKING:
+    from evaluation.workers import WorkerPool
 
 
 @dataclass(kw_only=True)
@@ -74,6 +77,8 @@ class RunSpec:
     or a ``postgresql://`` URI - see ``evaluation/checkpointers.py``."""
     rate_limit_retries: int = 5
     backoff_s: float = 2.0
+    workers: int = 1
+    """Processes running items (``evaluation/workers.py``); 1 = in this process's event loop."""
 
 
 def is_rate_limit(exc: BaseException) -> bool:
@@ -210,13 +215,23 @@ class ItemRunner:
 
 
 async def run_eval(spec: RunSpec, console: Console | None = None,
-                   on_row: Callable[[dict[str, Any]], None] | None = None) -> Path:
-    """Run (or resume) ``spec``; returns the run folder. Reports are written by the caller."""
+                   on_row: Callable[[dict[str, Any]], None] | None = None,
+                   pool: WorkerPool | None = None) -> Path:
+    """Run (or resume) ``spec``; returns the run folder. Reports are written by the caller.
+
+    With ``spec.workers > 1`` items run in worker processes: ``pool`` if given (kept running for
+    the caller, e.g. a benchmark's several runs), else a pool started and stopped for this run.
+    """
     unknown = [m for m in spec.metrics if m not in EXTRA_METRICS]
     if unknown:
         raise ConfigError(f"unknown --metrics {unknown}", f"use {', '.join(EXTRA_METRICS)}")
     if spec.concurrency < 1:
         raise InputError(f"--concurrency {spec.concurrency} must be positive", "use 1 or more")
+    if spec.workers < 1:
+        raise InputError(f"--workers {spec.workers} must be positive", "use 1 or more")
+    if spec.workers > 1 and spec.server:
+        raise InputError("--workers runs items in local processes; with --server the server runs "
+                         "them", "drop --workers (the server's own workers scale it)")
     ctx = build_run_context(spec)
     checkpointer_kind(spec.checkpointer)  # a bad value fails before anything is written
     if not spec.server:
@@ -237,6 +252,10 @@ async def run_eval(spec: RunSpec, console: Console | None = None,
                                       spec.server_api_key)
             await executor.check()
             await _run_items(spec, ctx, record, executor, experiment, pending, done, console, on_row)
+        elif spec.workers > 1 or pool is not None:
+            _ensure_index(spec.framework, ctx)
+            await _run_in_workers(spec, ctx, record, experiment, pending, done, console, on_row,
+                                  pool)
         else:
             _ensure_index(spec.framework, ctx)
             async with open_checkpointer(spec.checkpointer, spec.out) as saver:
@@ -247,6 +266,81 @@ async def run_eval(spec: RunSpec, console: Console | None = None,
         if experiment:
             experiment.close()
     return spec.out
+
+
+async def _run_in_workers(spec: RunSpec, ctx: Context, record: dict[str, Any],
+                          experiment: LangSmithExperiment | None, pending: list[Item],
+                          done: dict[str, dict[str, Any]], console: Console | None,
+                          on_row: Callable[[dict[str, Any]], None] | None,
+                          pool: WorkerPool | None) -> None:
+    """``_run_items`` with the items run by worker processes (``evaluation/workers.py``)."""
+    from evaluation.workers import WorkerPool, warm_retrievers
+
+    # a Milvus Lite folder opens in one process: this one, which serves it to the workers
+    await asyncio.to_thread(warm_retrievers, spec.framework, ctx)
+    payload: dict[str, Any] = {"spec": spec, "ctx": ctx, "record": record,
+                               "milvus_uri": await asyncio.to_thread(served_milvus_uri, ctx)}
+    if experiment is not None:
+        payload |= {"langsmith_project": experiment.project,
+                    "example_ids": {k: str(v) for k, v in experiment.example_ids.items()}}
+    owned = pool is None
+    pool = pool or WorkerPool(spec.workers)
+    try:
+        await pool.start()
+        await pool.open_run(payload)
+        try:
+            await _run_items(spec, ctx, record, PooledExecutor(pool), experiment, pending, done,
+                             console, on_row)
+        finally:
+            await pool.close_run()
+    finally:
+        if owned:
+            await pool.shutdown()
+
+
+class PooledExecutor:
+    """Marks ``_run_items`` to hand whole items to a ``WorkerPool``."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self.pool = pool
+
+
+def served_milvus_uri(ctx: Context) -> str:
+    """The loopback gRPC URI on which this process's Milvus Lite serves the run's index.
+
+    "" when the run uses no Milvus Lite folder (keyword-only retrieval, or a Milvus server URI the
+    workers reach themselves).
+    """
+    from tools.base import RETRIEVERS
+    from tools.milvus_rag import is_local_uri
+
+    backends = {RETRIEVERS.resolve(b) for b in (getattr(ctx, "rag_backend", None),
+                                                getattr(ctx, "search_backend", None))
+                if b and b in RETRIEVERS}
+    uri = ctx.resolved_milvus_uri
+    if not backends & {"milvus", "hybrid"} or not is_local_uri(uri) \
+            or not Path(uri).expanduser().exists():
+        return ""
+    from milvus_lite.server_manager import server_manager_instance
+
+    return server_manager_instance.start_and_get_uri(str(Path(uri).expanduser().absolute())) or ""
+
+
+async def _pooled_row(pool: WorkerPool, item: Item, runner: ItemRunner) -> dict[str, Any]:
+    """``item``'s row from a worker; a crashed worker's item becomes an error row here."""
+    from evaluation.workers import WorkerCrashed
+
+    start = time.monotonic()
+    try:
+        row = await pool.run_item(item)
+    except WorkerCrashed as exc:
+        base = base_row(item, framework=runner.spec.framework, run_id=runner.record["run_id"],
+                        thread_id=f"{runner.record['run_id']}:{item.id}")
+        return error_row(base, exc, wall_time_s=time.monotonic() - start, attempts=1,
+                         trace_id="")
+    if runner.experiment and row.get("status") == "ok":
+        runner.experiment.record(row["trace_id"], correct(row))
+    return row
 
 
 def _ensure_index(framework: str, ctx: Context) -> None:
@@ -270,7 +364,10 @@ async def _run_items(spec: RunSpec, ctx: Context, record: dict[str, Any], execut
 
         async def one(item: Item) -> None:
             async with semaphore:
-                row = await runner.run(item)
+                if isinstance(executor, PooledExecutor):
+                    row = await _pooled_row(executor.pool, item, runner)
+                else:
+                    row = await runner.run(item)
             await writer.append(row)
             progress.add(row)
             if on_row:

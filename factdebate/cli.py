@@ -223,6 +223,8 @@ def bench(
         help="Benchmark data folder (default $FACTDEBATE_DATA_DIR).")] = None,
     latency: Annotated[float, typer.Option(help="Scripted-model latency per call, s.")] = 0.1,
     claims: Annotated[int | None, typer.Option(help="Claims per benchmark (its default).")] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="Scaling: eval worker processes (default: one per core).")] = None,
     limit: Annotated[int, typer.Option(help="Retrieval: claims per gold set.")] = 300,
     pad_to: Annotated[int, typer.Option(help="Retrieval: passages for the latency run.")] = 100_000,
     markdown: Annotated[Path, typer.Option(help="Markdown file to regenerate.")] = Path(
@@ -241,6 +243,8 @@ def bench(
                                   "pad_to": pad_to}
         if claims is not None:
             kwargs["claims"] = claims
+        if workers is not None:
+            kwargs["workers"] = workers
         command = "factdebate bench " + " ".join(sys.argv[2:])
         for name in names:
             result = run_bench(name, out, command, **kwargs)
