@@ -65,10 +65,14 @@ def test_scaling_bench_tiny(tmp_path: Path):
     if not (data_dir / "fever").is_dir():
         pytest.skip("FACTDEBATE_DATA_DIR with fever/ is not set")
     result = run_bench("scaling", tmp_path, "test", data_dir=data_dir, claims=4, latency=0.01,
-                       concurrencies=(1, 2))
+                       concurrencies=(1, 2), workers=2)
     assert [r["concurrency"] for r in result["runs"]] == [1, 2]
-    assert all(r["items"] == 4 and r["errors"] == 0 for r in result["runs"])
+    assert all(r["items"] == 4 and r["errors"] == 0 and r["workers"] == 2 for r in result["runs"])
     assert result["runs"][0]["efficiency"] == 1.0
+    assert result["worker_start_s"] > 0 and result["warmup_wall_s"] > 0
+    assert len(result["worker_peak_rss_mb"]) == 2
+    ref = result["in_process_reference"]
+    assert ref["workers"] == 1 and ref["concurrency"] == 2 and ref["items"] == 4
 
 
 def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeypatch):
@@ -80,7 +84,8 @@ def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeyp
         raise RuntimeError("model exploded")
 
     monkeypatch.setattr("evaluation.executors.run_claim", broken)
-    with pytest.raises(RuntimeError, match=r"4 of 4 items failed at concurrency 1.*model exploded"):
+    # in process (a monkeypatch does not reach worker processes); the warm-up run fails first
+    with pytest.raises(RuntimeError, match=r"2 of 2 items failed at concurrency 1.*model exploded"):
         run_bench("scaling", tmp_path, "test", data_dir=data_dir, claims=4, latency=0.01,
-                  concurrencies=(1, 2))
+                  concurrencies=(1, 2), workers=1)
     assert not (tmp_path / "scaling.json").exists()
