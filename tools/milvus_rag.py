@@ -67,6 +67,18 @@ released; ``MilvusClient.close()`` does not release it, so :func:`disconnect` do
 _lite_lock = threading.Lock()
 
 
+LOOPBACK_GRPC_OPTIONS = {"grpc.keepalive_time_ms": 300_000}
+"""pymilvus pings every 10 s; Milvus Lite's gRPC server (how ``eval --workers`` shares a Lite folder,
+``evaluation/workers.py``) keeps gRPC's default minimum ping interval of 5 min and answers faster
+pings with GOAWAY "too_many_pings" (logged by every worker, then the channel reconnects). On
+loopback a dead peer shows up as a refused connection anyway, so ping no more often than allowed."""
+
+
+def _is_loopback(uri: str) -> bool:
+    host = uri.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]")
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
 def connect(uri: str, *, create: bool = False) -> MilvusClient:
     """Open a ``MilvusClient`` on ``uri`` and translate the failures users can fix.
 
@@ -86,8 +98,10 @@ def connect(uri: str, *, create: bool = False) -> MilvusClient:
     from pymilvus import MilvusClient
 
     if not is_local_uri(uri):
+        options = LOOPBACK_GRPC_OPTIONS if _is_loopback(uri) else {}
         try:
-            return MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""))
+            return MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""),
+                                grpc_options=options)
         except Exception as exc:
             raise BackendUnavailableError(
                 f"cannot connect to Milvus at {uri} ({type(exc).__name__}: {exc})",
