@@ -279,7 +279,7 @@ async def _run_in_workers(spec: RunSpec, ctx: Context, record: dict[str, Any],
     # a Milvus Lite folder opens in one process: this one, which serves it to the workers
     await asyncio.to_thread(warm_retrievers, spec.framework, ctx)
     payload: dict[str, Any] = {"spec": spec, "ctx": ctx, "record": record,
-                               "milvus_uri": await asyncio.to_thread(served_milvus_uri, ctx)}
+                               "milvus_uri": await asyncio.to_thread(served_milvus_uri, spec.framework, ctx)}
     if experiment is not None:
         payload |= {"langsmith_project": experiment.project,
                     "example_ids": {k: str(v) for k, v in experiment.example_ids.items()}}
@@ -305,24 +305,25 @@ class PooledExecutor:
         self.pool = pool
 
 
-def served_milvus_uri(ctx: Context) -> str:
+def served_milvus_uri(framework: str, ctx: Context) -> str:
     """The loopback gRPC URI on which this process's Milvus Lite serves the run's index.
 
-    "" when the run uses no Milvus Lite folder (keyword-only retrieval, or a Milvus server URI the
-    workers reach themselves).
+    Served whenever the framework reads the index and the index has a Lite folder (debaters,
+    MERMAID's MCP tools and any later reader then reach it from the workers); "" without one, or
+    when the Context names a Milvus server the workers can reach themselves.
     """
-    from tools.base import RETRIEVERS
+    from factdebate.frameworks import FRAMEWORKS
     from tools.milvus_rag import is_local_uri
 
-    backends = {RETRIEVERS.resolve(b) for b in (getattr(ctx, "rag_backend", None),
-                                                getattr(ctx, "search_backend", None))
-                if b and b in RETRIEVERS}
     uri = ctx.resolved_milvus_uri
-    if not backends & {"milvus", "hybrid"} or not is_local_uri(uri) \
+    if not FRAMEWORKS.entry(framework).meta.get("needs_index", True) or not is_local_uri(uri) \
             or not Path(uri).expanduser().exists():
         return ""
     from milvus_lite.server_manager import server_manager_instance
 
+    from tools import milvus_lite_fastpath
+
+    milvus_lite_fastpath.install()
     return server_manager_instance.start_and_get_uri(str(Path(uri).expanduser().absolute())) or ""
 
 

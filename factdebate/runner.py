@@ -38,8 +38,9 @@ DURABILITY: Literal["sync"] = "sync"
 written in the background) lost ledger counts of resumed items after ``kill -9`` with the
 PostgreSQL saver in 4 of 6 crash trials (``evaluation/crash_trials.py``); "sync": 0 of 6.
 
-Turn subgraphs (Tool-MAD's ``debate_turn`` and the like) are compiled with ``checkpointer=False``:
-the parent checkpoints once per superstep and saves each finished turn's writes, so a run resumes
+Turn subgraphs (Tool-MAD's ``debate_turn`` and the like) run inside one parent node without
+checkpoints of their own (``factdebate/turns.py``: node by node for linear turns, compiled with
+``checkpointer=False`` otherwise): the parent checkpoints once per superstep and saves each finished turn's writes, so a run resumes
 at the turn boundary (a turn cut short by a crash is redone) instead of paying a checkpoint for
 every node inside every turn (measured: 49 -> 13 checkpoint writes per 3-round Tool-MAD claim)."""
 
