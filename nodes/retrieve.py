@@ -21,7 +21,7 @@ from factdebate.errors import ConfigError, FactDebateError
 from factdebate.state import DebaterState, Evidence
 from nodes.llm import is_retryable, with_retries
 from nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
-from tools.base import RetrieverSettings, get_retriever
+from tools.base import RetrieverSettings, cached_retriever, get_retriever
 
 STAND_IN_FLAG = (
     "search: no TAVILY_API_KEY, so the 'search' debater used the offline keyword index "
@@ -73,7 +73,9 @@ async def search_tool(
     ``who`` asked and a ``tool_faults`` entry. Passages titled as in ``exclude_titles`` are dropped.
     """
     excluded = {t.casefold() for t in exclude_titles or []}
-    retriever = await asyncio.to_thread(get_retriever, backend, retriever_settings(ctx))
+    settings = retriever_settings(ctx)
+    retriever = cached_retriever(backend, settings) or await asyncio.to_thread(
+        get_retriever, backend, settings)
 
     async def once() -> list[Evidence]:
         return await asyncio.wait_for(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+from types import ModuleType
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -22,7 +23,19 @@ from langgraph.runtime import Runtime
 from factdebate.context import Context
 from factdebate.state import DebaterState, RoundScore
 from nodes.llm import CallLog, call_config, model_for
-from tools.embeddings import get_embeddings
+from tools.embeddings import cached_embeddings, get_embeddings
+
+_scoring: ModuleType | None = None
+
+
+async def _scoring_module() -> ModuleType:
+    """``tools.scoring``: ragas is heavy, so imported on first use off the event loop, then kept
+    (``import_module`` returns only a fully initialised module; a thread hop per score was ~1% of a
+    Tool-MAD claim's CPU)."""
+    global _scoring
+    if _scoring is None:
+        _scoring = await asyncio.to_thread(importlib.import_module, "tools.scoring")
+    return _scoring
 
 
 async def score(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -30,8 +43,7 @@ async def score(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any
     ctx = runtime.context
     if ctx.scoring_mode == "none":
         return {}
-    # ragas is heavy: imported on first use, off the event loop
-    scoring = await asyncio.to_thread(importlib.import_module, "tools.scoring")
+    scoring = await _scoring_module()
 
     contexts = [f"{e['title']}: {e['text']}" for e in state.get("evidence") or []]
     answer = state.get("answer") or ""
@@ -44,7 +56,8 @@ async def score(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any
                 answer=answer,
                 contexts=contexts,
                 llm=await model_for(ctx.scoring_model_spec, ctx),
-                embeddings=await asyncio.to_thread(get_embeddings, ctx.embedding_model),
+                embeddings=cached_embeddings(ctx.embedding_model)
+                or await asyncio.to_thread(get_embeddings, ctx.embedding_model),
                 config=call_config(calls, role="ragas", agent=state["agent"],
                                    round_=state["round"]),
             )

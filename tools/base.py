@@ -61,6 +61,16 @@ def get_retriever(name: str, settings: RetrieverSettings) -> Retriever:
         return _cache[key]
 
 
+def cached_retriever(name: str, settings: RetrieverSettings) -> Retriever | None:
+    """The instance ``get_retriever`` already opened, or None - never opens anything (cheap).
+
+    Nodes ask this first on the event loop and go to a worker thread only on a miss, since
+    opening may block (index files, models): a thread round trip for every search cost ~1% of a
+    Tool-MAD claim's CPU in a py-spy profile of ``eval --workers``.
+    """
+    return _cache.get((RETRIEVERS.resolve(name), settings))
+
+
 def clear_retriever_cache() -> None:
     """Forget opened backends (tests that rebuild an index in the same process)."""
     with _cache_lock:

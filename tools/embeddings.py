@@ -124,6 +124,11 @@ def get_embeddings(spec: str = "minilm") -> Embeddings:
         return _cache[spec]
 
 
+def cached_embeddings(spec: str = "minilm") -> Embeddings | None:
+    """The model ``get_embeddings(spec)`` already loaded, or None (never loads; cheap)."""
+    return _cache.get(spec)
+
+
 def embedding_dimension(embeddings: Embeddings) -> int:
     """Vector size of ``embeddings`` (asks the model once when it does not say)."""
     dim = getattr(embeddings, "dimension", None)

@@ -135,3 +135,22 @@ def test_unknown_dataset_did_you_mean_and_data_dir_errors(tmp_path, monkeypatch)
     with pytest.raises(InputError, match="duplicate id"):
         write_jsonl(tmp_path / "dup.jsonl", claims(1, 0, 0) * 2)
         load_items(str(tmp_path / "dup.jsonl"))
+
+
+def test_parsed_files_are_reused_until_the_file_changes(data_dir, monkeypatch):
+    import os
+
+    import evaluation.datasets as datasets
+
+    first = load_items("fever", data_dir)
+    first.clear()  # callers get their own list
+    calls = []
+    original = datasets._parse_items
+    monkeypatch.setattr(datasets, "_parse_items", lambda *a: calls.append(a) or original(*a))
+    again = load_items("fever", data_dir)
+    assert len(again) == 100 and not calls  # served from the cache
+    path = data_dir / "fever" / "paper_dev.jsonl"
+    write_jsonl(path, claims(3, 2, 1))
+    os.utime(path, ns=(1, 10**18))  # a different mtime even within the clock's resolution
+    changed = load_items("fever", data_dir)
+    assert len(changed) == 6 and len(calls) == 1
