@@ -4,12 +4,19 @@ Every call is tagged with ``fd_role``/``fd_agent``/``fd_round`` metadata (LangSm
 scripted double keys on it) and counted by a ``UsageTracker`` whose counts the node returns as a
 ledger update. Provider faults are retried with exponential back-off; a structured reply that does
 not validate is parsed as free text onto the label set and, if that fails too, re-asked once.
+
+``model.with_structured_output(schema, include_raw=True)`` is built once per (model, schema) and
+reused (:func:`structured_runnable`): it is a pure function of the two, and building it on every
+call cost ~6 us with the scripted model and much more with providers whose structured output
+converts the schema to a tool definition each time (~43 calls per Tool-MAD claim).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +29,7 @@ from factdebate.context import Context
 from factdebate.errors import FactDebateError
 from factdebate.labels import LabelSet, ParsedLabel, get_label_set, parse_label, verdict_schema
 from factdebate.ledger import UsageTracker
-from factdebate.models import load_model
+from factdebate.models import cached_model, load_model
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +55,12 @@ async def model_for(spec: str, ctx: Context) -> BaseChatModel:
     """The model for a role spec with the Context's base URL and temperature.
 
     Loading may read weights or build clients (blocking), so it runs off the event loop; later
-    calls hit the per-process cache.
+    calls hit the per-process cache and are answered on the loop (a worker-thread round trip per
+    model-calling node was ~2 % of a Tool-MAD claim's event-loop CPU in a py-spy profile).
     """
+    model = cached_model(spec, base_url=ctx.model_base_url, temperature=ctx.temperature)
+    if model is not None:
+        return model
     return await asyncio.to_thread(
         load_model, spec, base_url=ctx.model_base_url, temperature=ctx.temperature
     )
@@ -125,6 +136,36 @@ async def with_retries(
     raise AssertionError("unreachable")
 
 
+_STRUCTURED_MAX = 64
+_structured: OrderedDict[tuple[int, Any], tuple[BaseChatModel, Any]] = OrderedDict()
+_structured_lock = threading.Lock()
+
+
+def structured_runnable(model: BaseChatModel, schema: Any) -> Any:
+    """``model.with_structured_output(schema, include_raw=True)``, built once per (model, schema).
+
+    An LRU keyed by the model's identity (a strong reference is kept, so an id is never reused
+    while its entry lives) and the schema class; an unhashable schema (a JSON-schema dict) is
+    built per call as before.
+    """
+    key = (id(model), schema)
+    try:
+        hash(key)
+    except TypeError:
+        return model.with_structured_output(schema, include_raw=True)
+    with _structured_lock:
+        hit = _structured.get(key)
+        if hit is not None and hit[0] is model:
+            _structured.move_to_end(key)
+            return hit[1]
+    runnable = model.with_structured_output(schema, include_raw=True)
+    with _structured_lock:
+        _structured[key] = (model, runnable)
+        while len(_structured) > _STRUCTURED_MAX:
+            _structured.popitem(last=False)
+    return runnable
+
+
 async def ask_structured(
     model: BaseChatModel,
     messages: list[BaseMessage],
@@ -138,7 +179,7 @@ async def ask_structured(
 
     ``metadata``, when given, receives the reply's ``response_metadata`` (e.g. the embedded
     model's ``repetition_cut``)."""
-    runnable = model.with_structured_output(schema, include_raw=True)
+    runnable = structured_runnable(model, schema)
     out = await with_retries(
         lambda: runnable.ainvoke(messages, config=config),
         retries=retries,

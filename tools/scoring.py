@@ -22,6 +22,14 @@ critical path 2 (without contexts: 3 calls, critical path 1, faithfulness skippe
 reply is re-asked once with the parse error (like ragas' own fix-output retry), so a failing metric
 costs one call more.
 
+CPU per call (the stability score makes 30 of a Tool-MAD claim's ~43 model calls): each metric's
+config - the caller's merged with the enclosing run's and the ragas metadata - is merged once per
+metric run (``metric_config``, in ``_run_metric``) instead of once per prompt, and metrics already
+built for a (model, embeddings) pair are looked up on the event loop (``_cached_metrics``) instead
+of in a worker thread per score. Measured with valgrind instruction counts on a micro-benchmark of
+stability scores inside a LangGraph node, together with the model-path trims in
+``factdebate.models`` and ``factdebate.lc_fastpaths`` (see the report in those modules).
+
 Failures: a metric whose reply is still unparsable, whose provider call fails, or which returns NaN
 (no statements) is ``None`` with an entry ``{"metric", "error", "message"}`` in ``errors``; the
 other metric is unaffected and nothing is raised, so the debate goes on with a recorded fault. No
@@ -85,9 +93,10 @@ class StabilityScores(TypedDict):
 
 
 # Per-call data for the shared (cached) adapter: set inside each metric's task, so concurrent scores
-# and the two concurrent metrics never see each other's config.
-_CALL: contextvars.ContextVar[tuple[RunnableConfig | None, str]] = contextvars.ContextVar(
-    "fd_ragas_call", default=(None, "")
+# and the two concurrent metrics never see each other's config. It holds the config already merged
+# with the metric's metadata (see ``metric_config``), computed once per metric run.
+_CALL: contextvars.ContextVar[RunnableConfig | None] = contextvars.ContextVar(
+    "fd_ragas_call", default=None
 )
 _JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
@@ -96,6 +105,16 @@ def _parse_raw(text: str, model: type[T]) -> T:
     """Validate the JSON object found in ``text`` (tolerates prose or code fences around it)."""
     match = _JSON_OBJECT.search(text)
     return model.model_validate_json(match.group(0) if match else text)
+
+
+def metric_config(config: RunnableConfig | None, metric: str) -> RunnableConfig:
+    """The config of one metric's prompts: ``config`` (and the enclosing run's, as
+    ``merge_configs`` inherits it) with metadata ``fd_role=ragas``/``fd_metric`` and a run name."""
+    extra: RunnableConfig = {
+        "metadata": {"fd_role": "ragas", "fd_metric": metric},
+        "run_name": f"ragas_{metric or 'prompt'}",
+    }
+    return merge_configs(config, extra)
 
 
 class LangChainRagasLLM:
@@ -123,12 +142,8 @@ class LangChainRagasLLM:
 
     @staticmethod
     def _config() -> RunnableConfig:
-        config, metric = _CALL.get()
-        extra: RunnableConfig = {
-            "metadata": {"fd_role": "ragas", "fd_metric": metric},
-            "run_name": f"ragas_{metric or 'prompt'}",
-        }
-        return merge_configs(config, extra)
+        merged = _CALL.get()
+        return merged if merged is not None else metric_config(None, "")
 
     @staticmethod
     def _unpack(out: Any, response_model: type[T]) -> T:
@@ -238,10 +253,29 @@ def _get_metrics(llm: BaseChatModel, embeddings: Embeddings) -> dict[str, Any]:
         return hit[2]
 
 
+def _cached_metrics(llm: BaseChatModel, embeddings: Embeddings) -> dict[str, Any] | None:
+    """The metrics ``_get_metrics`` already built for this pair, or None; never builds.
+
+    Read without waiting for ``_metrics_lock`` (held for seconds while a worker imports ragas), so
+    a hit needs no worker-thread round trip; the LRU order is refreshed only if the lock is free.
+    """
+    key = (id(llm), id(embeddings))
+    hit = _metrics.get(key)
+    if hit is None or hit[0] is not llm or hit[1] is not embeddings:
+        return None
+    if _metrics_lock.acquire(blocking=False):
+        try:
+            if key in _metrics:
+                _metrics.move_to_end(key)
+        finally:
+            _metrics_lock.release()
+    return hit[2]
+
+
 async def _run_metric(
     name: str, metric: Any, config: RunnableConfig | None, **inputs: Any
 ) -> tuple[float | None, ScoringFault | None]:
-    token = _CALL.set((config, name))
+    token = _CALL.set(metric_config(config, name))
     try:
         value = float((await metric.ascore(**inputs)).value)
     except Exception as exc:  # noqa: BLE001 - recorded as a fault, the debate goes on
@@ -277,8 +311,9 @@ async def stability_scores(
         ``{"faithfulness", "answer_relevancy", "errors"}``; a failed metric is ``None`` with a
         fault in ``errors``; faithfulness is ``None`` without a fault when there are no contexts.
     """
-    # in a worker thread: the first use imports ragas (seconds)
-    metrics = await asyncio.to_thread(_get_metrics, llm, embeddings)
+    # in a worker thread: the first use imports ragas (seconds); later ones are a lookup
+    metrics = _cached_metrics(llm, embeddings) or await asyncio.to_thread(_get_metrics, llm,
+                                                                            embeddings)
     relevancy = _run_metric(
         ANSWER_RELEVANCY, metrics[ANSWER_RELEVANCY], config, user_input=question, response=answer
     )

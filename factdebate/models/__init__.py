@@ -11,7 +11,10 @@
   (``factdebate.models.scripted``), for graph tests and orchestration benchmarks only.
 
 Models are cached per (spec, base_url, temperature) so a run never re-creates clients or reloads
-weights per call.
+weights per call; ``cached_model`` reads that cache without loading (or waiting for a load), so
+callers on the event loop need no worker thread once a model is loaded. Importing this package
+installs ``factdebate.lc_fastpaths`` (a version-gated cache for the signature inspection
+langchain-core repeats on every chat-model call).
 """
 
 from __future__ import annotations
@@ -22,8 +25,11 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from factdebate import lc_fastpaths
 from factdebate.errors import ConfigError
 from factdebate.registry import Registry
+
+lc_fastpaths.install()
 
 ProviderLoader = Any  # Callable[[str, dict[str, Any]], BaseChatModel]
 PROVIDERS: Registry[ProviderLoader] = Registry("model provider")
@@ -55,6 +61,17 @@ def load_model(spec: str, *, base_url: str = "", temperature: float = 0.0) -> Ba
         if key not in _cache:
             _cache[key] = _create(spec, base_url=base_url, temperature=temperature)
         return _cache[key]
+
+
+def cached_model(
+    spec: str, *, base_url: str = "", temperature: float = 0.0
+) -> BaseChatModel | None:
+    """The model ``load_model`` already returned for these arguments, or None; never loads.
+
+    Lock-free (one atomic dict read), so the event loop can ask without waiting for a load that
+    holds the lock in a worker thread: ``nodes.llm.model_for`` skips its thread hop on a hit.
+    """
+    return _cache.get((spec, base_url, temperature))
 
 
 def clear_model_cache() -> None:

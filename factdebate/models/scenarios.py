@@ -20,8 +20,29 @@ _SUBJECT = re.compile(r"^(?:Claim|Question):\s*(.+)$", re.MULTILINE)
 
 def claim_of(call: ScriptCall) -> str:
     """The claim/question line of a debate prompt ("" if there is none)."""
-    match = _SUBJECT.search(call.prompt)
+    match = _subject(call.prompt)
     return match.group(1).strip() if match else ""
+
+
+def _subject(prompt: str) -> re.Match[str] | None:
+    """``_SUBJECT.search(prompt)``, without trying the pattern at every character.
+
+    A match can only start at a line start followed by ``Claim:`` or ``Question:``; those are found
+    with ``str.find`` and the pattern is tried there, leftmost first, as ``search`` would (its
+    ``^`` in MULTILINE mode has no fast skip: 9 us of the double's per-call cost on a 3 kB prompt).
+    """
+    starts = [prompt.find(word) for word in ("Claim:", "Question:")]
+    while True:
+        live = [p for p in starts if p >= 0]
+        if not live:
+            return None
+        pos = min(live)
+        if pos == 0 or prompt[pos - 1] == "\n":
+            match = _SUBJECT.match(prompt, pos)
+            if match is not None:
+                return match
+        starts = [prompt.find(word, pos + 1) if p == pos else p
+                  for word, p in zip(("Claim:", "Question:"), starts, strict=True)]
 
 
 def schema_labels(call: ScriptCall) -> list[str]:

@@ -12,7 +12,6 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from factdebate.runner import open_sqlite_saver
 from factdebate.sqlite_saver import OneTripSqliteSaver, one_trip_supported
 
-
 CHECKPOINT = {**empty_checkpoint(), "id": "1ef00000-0000-6000-8000-000000000001"}
 
 
