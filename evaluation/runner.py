@@ -283,6 +283,10 @@ async def _run_in_workers(spec: RunSpec, ctx: Context, record: dict[str, Any],
     if experiment is not None:
         payload |= {"langsmith_project": experiment.project,
                     "example_ids": {k: str(v) for k, v in experiment.example_ids.items()}}
+    # the checkpoint schema (and SQLite's WAL mode) is set up here once: workers setting up a new
+    # database at the same moment fail with "database is locked"
+    async with open_checkpointer(spec.checkpointer, spec.out):
+        pass
     owned = pool is None
     pool = pool or WorkerPool(spec.workers)
     try:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import multiprocessing
 import os
 import resource
@@ -186,6 +187,9 @@ async def _open_run(payload: dict[str, Any]) -> _Run:
     if payload.get("langsmith_project"):
         tracing = _WorkerTracing(payload["langsmith_project"], payload["example_ids"])
     runner = ItemRunner(spec, ctx, record, LocalExecutor(spec.framework, saver), tracing)
+    # models, indexes and modules stay for the worker's life: keep them out of the cyclic GC's
+    # full collections (~0.4 s each over ~700k objects, about one per 20 Tool-MAD claims)
+    gc.freeze()
     return _Run(runner=runner, saver_cm=saver_cm)
 
 
