@@ -122,7 +122,7 @@ def connect(uri: str, *, create: bool = False) -> MilvusClient:
     with _lite_lock:
         try:
             with _quiet_lite_log():
-                client = MilvusClient(uri=str(path))
+                client = MilvusClient(uri=str(path), grpc_options=LOOPBACK_GRPC_OPTIONS)
         except Exception as exc:  # pymilvus wraps every Lite failure in one generic message
             raise _lite_open_error(path, exc) from exc
         _lite_users[str(path)] = _lite_users.get(str(path), 0) + 1

@@ -245,9 +245,9 @@ def test_scripted_token_counts_and_timeline() -> None:
     reply = model.invoke(messages, {"callbacks": [tracker], "metadata": {"fd_role": "x"}})
     joined = "a  b\tc\nClaim: d e\u00a0f\n\ng"
     assert prompts == [joined]
-    assert reply.usage_metadata == {"input_tokens": len(joined.split()), "output_tokens": 2,
-                                    "total_tokens": len(joined.split()) + 2}
-    assert _words(joined) == 8  # unicode whitespace (no-break space) separates words too
+    assert _words(joined) == 8  # 4 spaces + 3 line breaks + 1 (tabs, no-break spaces not counted)
+    assert _words("") == 0 and _words("one") == 1 and _words("two words") == 2
+    assert reply.usage_metadata == {"input_tokens": 8, "output_tokens": 2, "total_tokens": 10}
     assert tracker.delta() == {"llm_calls": 1, "prompt_tokens": 8, "completion_tokens": 2}
     (record,) = model.timeline
     assert (record.index, record.role) == (0, "x") and record.end >= record.start
