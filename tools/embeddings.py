@@ -73,6 +73,17 @@ class MiniLMEmbeddings(Embeddings):
         """Embed one query; repeated texts (a claim scored every round) come from a cache."""
         return self.embed_queries([text])[0]
 
+    def cached_queries(self, texts: list[str]) -> list[list[float]] | None:
+        """The vectors of ``texts`` if every one is in the query cache, else None (never embeds,
+        so callers may ask on the event loop and go to a thread only on a miss)."""
+        with self._cache_lock:
+            hits = [self._query_cache.get(t) for t in texts]
+            if any(h is None for h in hits):
+                return None
+            for text in texts:
+                self._query_cache.move_to_end(text)
+        return [list(h) for h in hits if h is not None]
+
     def embed_queries(self, texts: list[str]) -> list[list[float]]:
         """Embed short texts (queries, RAGAS' generated questions) through the LRU cache.
 

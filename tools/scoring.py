@@ -198,8 +198,15 @@ class LangChainRagasEmbeddings:
         """Embed one text (blocking)."""
         return self.embeddings.embed_query(text)
 
+    def _cached(self, texts: list[str]) -> list[list[float]] | None:
+        peek = getattr(self.embeddings, "cached_queries", None)
+        return peek(texts) if peek is not None else None
+
     async def aembed_text(self, text: str, **kwargs: Any) -> list[float]:
-        """Embed one text in a worker thread."""
+        """Embed one text in a worker thread (a cached query is answered on the loop)."""
+        hit = self._cached([text])
+        if hit is not None:
+            return hit[0]
         return await asyncio.to_thread(self.embeddings.embed_query, text)
 
     async def aembed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
@@ -208,7 +215,8 @@ class LangChainRagasEmbeddings:
         rounds: models with ``embed_queries``, the bundled MiniLM, keep an LRU cache of them)."""
         cached = getattr(self.embeddings, "embed_queries", None)
         if cached is not None:
-            return await asyncio.to_thread(cached, texts)
+            hit = self._cached(texts)
+            return hit if hit is not None else await asyncio.to_thread(cached, texts)
         unique = list(dict.fromkeys(texts))
         embedded = await asyncio.to_thread(self.embeddings.embed_documents, unique)
         vectors = dict(zip(unique, embedded, strict=True))

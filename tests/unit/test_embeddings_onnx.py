@@ -59,3 +59,14 @@ def test_embed_queries_embeds_each_new_text_once_and_returns_embed_documents_vec
     assert np.abs(np.asarray(first) - expected[[0, 1, 0]]).max() < 1e-6
     assert np.abs(np.asarray(again) - expected[[1, 0]]).max() < 1e-6
     assert model.embed_query(texts[1]) == again[0] and sent == [texts]
+
+
+def test_cached_queries_answers_only_full_hits():
+    from tools.embeddings import get_embeddings
+
+    emb = get_embeddings("minilm")
+    texts = ["cached query one", "cached query two"]
+    assert emb.cached_queries(texts + ["never embedded before 1f3a"]) is None
+    vectors = emb.embed_queries(texts)
+    assert emb.cached_queries(texts) == vectors
+    assert emb.cached_queries(list(reversed(texts))) == list(reversed(vectors))
