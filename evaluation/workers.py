@@ -260,6 +260,7 @@ class WorkerPool:
         if sys.platform != "win32":
             mp.set_forkserver_preload(PRELOAD)
         loop = asyncio.get_running_loop()
+        ready: list[asyncio.Future[Any]] = []  # a worker may be ready before the next one starts
         for _ in range(self.size):
             parent, child = mp.Pipe(duplex=True)
             process = mp.Process(target=worker_main, args=(child,), daemon=True,
@@ -268,11 +269,11 @@ class WorkerPool:
             child.close()
             worker = _Worker(process=process, conn=parent)
             self.workers.append(worker)
-            self._waiters[("ready", id(worker))] = loop.create_future()
+            ready.append(loop.create_future())
+            self._waiters[("ready", id(worker))] = ready[-1]
             loop.add_reader(parent.fileno(), self._readable, worker)
         try:
-            await asyncio.wait_for(asyncio.gather(
-                *(self._waiters[("ready", id(w))] for w in self.workers)), START_TIMEOUT_S)
+            await asyncio.wait_for(asyncio.gather(*ready), START_TIMEOUT_S)
         except BaseException:
             await self.shutdown()
             raise
