@@ -14,6 +14,9 @@ smoke tests on tiny inputs.
   calls. It is checked against the longest chain of non-overlapping calls
   in the double's recorded timeline. The serial bound is every call one after another (the papers'
   reference code): ``T * debaters * (1 + 1 + 5) + 1``.
+* ``scaling`` - ``factdebate eval`` of 64 FEVER claims at concurrency 1, 8, 32 with the same double,
+  through one warm pool of ``--workers`` processes (default one per core; start-up and warm-up
+  reported separately) plus an in-process run at the top concurrency for reference.
 * ``retrieval`` - see ``evaluation/bench_retrieval.py``.
 * ``embedded`` - seconds and LLM calls per claim of Tool-MAD with ``local:smollm2``.
 """
