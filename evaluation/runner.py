@@ -274,12 +274,11 @@ async def _run_in_workers(spec: RunSpec, ctx: Context, record: dict[str, Any],
                           on_row: Callable[[dict[str, Any]], None] | None,
                           pool: WorkerPool | None) -> None:
     """``_run_items`` with the items run by worker processes (``evaluation/workers.py``)."""
-    from evaluation.workers import WorkerPool, warm_retrievers
+    from evaluation.workers import WorkerPool
 
     # a Milvus Lite folder opens in one process: this one, which serves it to the workers
-    await asyncio.to_thread(warm_retrievers, spec.framework, ctx)
-    payload: dict[str, Any] = {"spec": spec, "ctx": ctx, "record": record,
-                               "milvus_uri": await asyncio.to_thread(served_milvus_uri, spec.framework, ctx)}
+    milvus_uri = await asyncio.to_thread(served_milvus_uri, spec.framework, ctx)
+    payload: dict[str, Any] = {"spec": spec, "ctx": ctx, "record": record, "milvus_uri": milvus_uri}
     if experiment is not None:
         payload |= {"langsmith_project": experiment.project,
                     "example_ids": {k: str(v) for k, v in experiment.example_ids.items()}}
@@ -293,20 +292,13 @@ async def _run_in_workers(spec: RunSpec, ctx: Context, record: dict[str, Any],
         await pool.start()
         await pool.open_run(payload)
         try:
-            await _run_items(spec, ctx, record, PooledExecutor(pool), experiment, pending, done,
-                             console, on_row)
+            await _run_items(spec, ctx, record, None, experiment, pending, done, console, on_row,
+                             pool=pool)
         finally:
             await pool.close_run()
     finally:
         if owned:
             await pool.shutdown()
-
-
-class PooledExecutor:
-    """Marks ``_run_items`` to hand whole items to a ``WorkerPool``."""
-
-    def __init__(self, pool: WorkerPool) -> None:
-        self.pool = pool
 
 
 def served_milvus_uri(framework: str, ctx: Context) -> str:
@@ -320,15 +312,17 @@ def served_milvus_uri(framework: str, ctx: Context) -> str:
     from tools.milvus_rag import is_local_uri
 
     uri = ctx.resolved_milvus_uri
-    if not FRAMEWORKS.entry(framework).meta.get("needs_index", True) or not is_local_uri(uri) \
-            or not Path(uri).expanduser().exists():
+    if not FRAMEWORKS.entry(framework).meta.get("needs_index", True) or not is_local_uri(uri):
+        return ""
+    folder = Path(uri).expanduser().absolute()
+    if not folder.exists():
         return ""
     from milvus_lite.server_manager import server_manager_instance
 
     from tools import milvus_lite_fastpath
 
     milvus_lite_fastpath.install()
-    return server_manager_instance.start_and_get_uri(str(Path(uri).expanduser().absolute())) or ""
+    return server_manager_instance.start_and_get_uri(str(folder)) or ""
 
 
 async def _pooled_row(pool: WorkerPool, item: Item, runner: ItemRunner) -> dict[str, Any]:
@@ -359,7 +353,10 @@ def _ensure_index(framework: str, ctx: Context) -> None:
 async def _run_items(spec: RunSpec, ctx: Context, record: dict[str, Any], executor: Any,
                      experiment: LangSmithExperiment | None, pending: list[Item],
                      done: dict[str, dict[str, Any]], console: Console | None,
-                     on_row: Callable[[dict[str, Any]], None] | None) -> None:
+                     on_row: Callable[[dict[str, Any]], None] | None,
+                     pool: WorkerPool | None = None) -> None:
+    """Run ``pending`` under the concurrency limit, appending each row as it finishes; with a
+    ``pool`` the items run in its workers and ``executor`` is unused."""
     runner = ItemRunner(spec, ctx, record, executor, experiment)
     writer = ResultsWriter(spec.out / RESULTS)
     semaphore = asyncio.Semaphore(spec.concurrency)
@@ -369,8 +366,8 @@ async def _run_items(spec: RunSpec, ctx: Context, record: dict[str, Any], execut
 
         async def one(item: Item) -> None:
             async with semaphore:
-                if isinstance(executor, PooledExecutor):
-                    row = await _pooled_row(executor.pool, item, runner)
+                if pool is not None:  # the item runs in a worker process
+                    row = await _pooled_row(pool, item, runner)
                 else:
                     row = await runner.run(item)
             await writer.append(row)
