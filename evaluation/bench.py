@@ -34,14 +34,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from factdebate.context import Context
-from factdebate.models import load_model
-from factdebate.registry import Registry
-from factdebate.runner import event_loop_kind, git_sha, run_async, run_claim
+from factdebate.tools import DEMO_CORPUS_DIR
 
-REPO = Path(__file__).resolve().parent.parent
-DEMO_CORPUS = REPO / "tools" / "demo_corpus" / "passages.jsonl"
-DEMO_CLAIMS = REPO / "tools" / "demo_corpus" / "claims.jsonl"
+from factdebate.core.context import Context
+from factdebate.core.models import load_model
+from factdebate.core.registry import Registry
+from factdebate.run.claims import event_loop_kind, git_sha, run_async, run_claim
+
+DEMO_CORPUS = DEMO_CORPUS_DIR / "passages.jsonl"
+DEMO_CLAIMS = DEMO_CORPUS_DIR / "claims.jsonl"
 SCORE_CHAIN_CALLS = 2
 """Longest chain of dependent LLM calls in one stability score (faithfulness: statements -> NLI)."""
 BENCHES: Registry[Callable[..., dict[str, Any]]] = Registry("benchmark")
@@ -65,7 +66,7 @@ def longest_chain(timeline: list[Any]) -> int:
 
 def demo_index(work_dir: Path) -> Path:
     """The demo corpus indexed under ``work_dir`` (built once)."""
-    from tools.indexing import build_indexes, index_exists
+    from factdebate.tools.indexing import build_indexes, index_exists
 
     index_dir = work_dir / "demo-index"
     if not index_exists(index_dir):
@@ -80,7 +81,7 @@ def _claims(path: Path, n: int, seed: int, field: str = "claim") -> list[str]:
 
 
 async def _timed_claims(ctx: Context, claims: list[str], db: Path) -> list[dict[str, Any]]:
-    from factdebate.runner import open_sqlite_saver
+    from factdebate.run.claims import open_sqlite_saver
 
     rows = []
     async with open_sqlite_saver(db) as saver:
@@ -139,8 +140,8 @@ def default_workers() -> int:
 async def _scaling_runs(index: Path, data_dir: Path, work_dir: Path, *, claims: int,
                         latency: float, concurrencies: tuple[int, ...], seed: int,
                         workers: int) -> dict[str, Any]:
-    from evaluation.runner import RunSpec, run_eval
-    from evaluation.workers import WorkerPool
+    from factdebate.evaluation.runner import RunSpec, run_eval
+    from factdebate.evaluation.workers import WorkerPool
 
     def spec(name: str, c: int, limit: int, n_workers: int) -> RunSpec:
         out = work_dir / name
@@ -244,7 +245,7 @@ def bench_embedded(work_dir: Path, *, data_dir: Path | None = None, claims: int 
 def bench_retrieval(work_dir: Path, *, data_dir: Path | None = None, limit: int = 300,
                     pad_to: int = 100_000, seed: int = 13, **_: Any) -> dict[str, Any]:
     """Recall/MRR per retriever on the data dir's gold evidence, latency at 100k passages."""
-    from evaluation.bench_retrieval import run_retrieval_bench
+    from factdebate.evaluation.bench_retrieval import run_retrieval_bench
 
     if data_dir is None:
         raise ValueError("the retrieval benchmark needs --data-dir (or FACTDEBATE_DATA_DIR)")

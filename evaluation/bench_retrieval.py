@@ -35,9 +35,10 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from factdebate.runner import run_async
-from tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
-from tools.indexing import build_indexes, index_exists, read_manifest
+from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
+from factdebate.tools.indexing import build_indexes, index_exists, read_manifest
+
+from factdebate.run.claims import run_async
 
 RETRIEVERS = ("milvus", "keyword", "hybrid")
 KS = (1, 3, 5)
@@ -102,7 +103,7 @@ def _latency(seconds: list[float]) -> dict[str, float]:
 
 def ensure_index(corpus: Path, index_dir: Path) -> dict[str, Any]:
     """Build the corpus index unless one built from the same file with today's index exists."""
-    from tools.milvus_rag import index_description
+    from factdebate.tools.milvus_rag import index_description
 
     if index_exists(index_dir):
         manifest = read_manifest(index_dir)
@@ -157,11 +158,10 @@ async def _latencies(settings: RetrieverSettings, queries: list[str]) -> dict[st
 def pad_index(corpus: Path, target: Path, total: int, seed: int) -> Path:
     """A padded copy of the corpus index with ``total`` passages (see the module docstring)."""
     import numpy as np
-
-    from tools import milvus_rag
-    from tools.embeddings import get_embeddings
-    from tools.indexing import iter_passages
-    from tools.keyword import KEYWORD_SUBDIR, write_keyword_index
+    from factdebate.tools import milvus_rag
+    from factdebate.tools.embeddings import get_embeddings
+    from factdebate.tools.indexing import iter_passages
+    from factdebate.tools.keyword import KEYWORD_SUBDIR, write_keyword_index
 
     marker = target / "padded.json"
     wanted = {"total": total, "seed": seed, "vector_index": milvus_rag.index_description()}

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from factdebate.errors import BackendUnavailableError, ConfigError
+from factdebate.core.errors import BackendUnavailableError, ConfigError
 
 POSTGRES_ENV = "FACTDEBATE_POSTGRES_URI"
 _SCHEMES = ("postgres://", "postgresql://")
@@ -50,7 +50,7 @@ def postgres_uri(value: str | None) -> str:
 async def open_checkpointer(value: str | None, out: Path) -> AsyncIterator[Any]:
     """The run's saver, set up and closed with the block."""
     if checkpointer_kind(value) == "sqlite":
-        from factdebate.runner import open_sqlite_saver
+        from factdebate.run.claims import open_sqlite_saver
 
         async with open_sqlite_saver(out / "checkpoints.sqlite") as saver:
             yield saver

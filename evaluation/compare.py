@@ -12,9 +12,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from evaluation.metrics import correct
-from evaluation.reports import load_run
-from factdebate.errors import InputError
+from factdebate.evaluation.metrics import correct
+from factdebate.evaluation.reports import load_run
+
+from factdebate.core.errors import InputError
 
 
 def run_dirs(out: Path) -> dict[str, Path]:

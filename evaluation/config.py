@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from factdebate.evaluation.runner import RunSpec
 
-from evaluation.runner import RunSpec
-from factdebate.errors import InputError
+from factdebate.core.errors import InputError
 
 _TOP = {"out", "data_dir", "limit", "seed", "concurrency", "workers", "model", "set", "metrics",
         "metric_model", "frameworks", "datasets", "runs", "server"}

@@ -15,8 +15,8 @@ The model is the scripted double with a small latency, so a kill lands while ite
 middle of their graphs and the checkpointer (SQLite file or PostgreSQL server) has to restore
 them. Usage::
 
-    python -m evaluation.crash_trials --trials 10 --checkpointer sqlite --out runs/crash
-    python -m evaluation.crash_trials --trials 10 --checkpointer postgres --out runs/crash-pg
+    python -m factdebate.evaluation.crash_trials --trials 10 --checkpointer sqlite --out runs/crash
+    python -m factdebate.evaluation.crash_trials --trials 10 --checkpointer postgres --out runs/crash-pg
 
 With ``postgres`` the database is ``$FACTDEBATE_POSTGRES_URI`` or, when unset, a throwaway local
 server (``evaluation/local_postgres.py``).
@@ -134,7 +134,7 @@ def run_trials(args: argparse.Namespace) -> dict[str, Any]:
     with ExitStack() as stack:
         env = {**os.environ, "FACTDEBATE_HOME": str(args.out / "home"), "LANGSMITH_TRACING": "false"}
         if args.checkpointer == "postgres" and not env.get("FACTDEBATE_POSTGRES_URI"):
-            from evaluation.local_postgres import local_postgres
+            from factdebate.evaluation.local_postgres import local_postgres
 
             env["FACTDEBATE_POSTGRES_URI"] = stack.enter_context(local_postgres())
         started = time.monotonic()

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluation.formats import ANSWERS_TASK, Item, read_records, to_item
-from factdebate.errors import ConfigError, InputError
-from factdebate.registry import Registry
+from factdebate.evaluation.formats import ANSWERS_TASK, Item, read_records, to_item
+
+from factdebate.core.errors import ConfigError, InputError
+from factdebate.core.registry import Registry
 
 DATA_DIR_ENV = "FACTDEBATE_DATA_DIR"
 

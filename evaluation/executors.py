@@ -1,6 +1,6 @@
 """Where an item runs: in process (``run_claim`` + SQLite checkpoints) or on a LangGraph server.
 
-Both return the result object of ``factdebate.runner.result_object``, so results rows look the
+Both return the result object of ``factdebate.run.claims.result_object``, so results rows look the
 same either way. One thread per item, named ``<run id>:<item id>`` (a UUID5 of it on the server,
 which requires UUID thread ids); rerunning an item resumes its thread from the last checkpoint.
 """
@@ -12,10 +12,10 @@ import os
 import uuid
 from typing import Any, Protocol
 
-from factdebate.context import Context
-from factdebate.errors import BackendUnavailableError, ConfigError
-from factdebate.runner import result_object, run_claim
-from factdebate.state import DebateInput
+from factdebate.core.context import Context
+from factdebate.core.errors import BackendUnavailableError, ConfigError
+from factdebate.core.state import DebateInput
+from factdebate.run.claims import result_object, run_claim
 
 
 class Executor(Protocol):
@@ -83,7 +83,7 @@ class ServerExecutor:
         state = await self.client.threads.get_state(tid)
         values = state.get("values") or {}
         # "tasks" too: a step whose tasks all saved writes before a crash is not yet applied
-        # (factdebate.runner.unfinished)
+        # (factdebate.run.claims.unfinished)
         unfinished = bool(state.get("next") or state.get("tasks"))
         if unfinished or not values or "stopped_by" not in values:
             values = await self.client.runs.wait(

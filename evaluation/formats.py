@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from factdebate.errors import InputError
-from factdebate.labels import get_label_set
-from factdebate.state import DebateInput, Evidence
+from factdebate.core.errors import InputError
+from factdebate.core.labels import get_label_set
+from factdebate.core.state import DebateInput, Evidence
 
 ANSWERS_TASK = "open_qa"
 """Task (label set without labels) of multi-answer items (RAMDocs): scored against their gold

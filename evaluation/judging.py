@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.prompts import load_prompts
 from pydantic import BaseModel, Field
 
-from factdebate.context import Context
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from prompts import load_prompts
+from factdebate.core.context import Context
 
 PRICES = Path(__file__).with_name("prices.yaml")
 EXTRA_METRICS = ("llm_judge", "ragas")
@@ -81,9 +81,9 @@ async def llm_judge(row: dict[str, Any], ctx: Context, spec: str) -> tuple[float
 
 async def ragas_final(row: dict[str, Any], ctx: Context, spec: str) -> tuple[dict[str, Any], CallLog]:
     """RAGAS faithfulness / relevancy of the final rationale (None values on faults)."""
-    from tools.embeddings import get_embeddings
+    from factdebate.tools.embeddings import get_embeddings
 
-    scoring = await asyncio.to_thread(importlib.import_module, "tools.scoring")
+    scoring = await asyncio.to_thread(importlib.import_module, "factdebate.tools.scoring")
     calls = CallLog()
     result = await scoring.stability_scores(
         question=row["claim"], answer=row["prediction"].get("rationale") or "",

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from factdebate.errors import BackendUnavailableError
+from factdebate.core.errors import BackendUnavailableError
 
 USER = "factdebate"
 

@@ -14,7 +14,8 @@ is defined) or a whole run (``corpus``: macro-F1). Definitions follow the papers
   contained in it; EM = every gold answer matched and no misinformation answer present.
 * ``token_f1`` - SQuAD token F1 against the best gold answer (generative QA).
 * ``llm_judge`` (MADKE Prompt C.1), ``ragas_faithfulness``/``ragas_answer_relevancy`` of the final
-  answer - computed by ``evaluation.judging`` while the run executes (they need a model) and read here.
+  answer - computed by ``factdebate.evaluation.judging`` while the run executes (they need a
+  model) and read here.
 * ``rounds``, ``llm_calls``, ``prompt_tokens``, ``completion_tokens``, ``tool_calls``, ``cost_usd``
   (price table ``evaluation/prices.yaml``), ``wall_time_s``, ``errors``.
 
@@ -31,8 +32,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from evaluation.formats import ANSWERS_TASK
-from factdebate.registry import Registry
+from factdebate.evaluation.formats import ANSWERS_TASK
+
+from factdebate.core.registry import Registry
 
 Row = dict[str, Any]
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from evaluation.metrics import correct, is_ok
+from factdebate.evaluation.metrics import correct, is_ok
 
 Rows = dict[str, list[dict[str, Any]]]
 

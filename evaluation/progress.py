@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.evaluation.metrics import correct
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -13,8 +14,6 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-
-from evaluation.metrics import correct
 
 
 class EvalProgress:

@@ -13,8 +13,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from evaluation.formats import ANSWERS_TASK
-from evaluation.metrics import (
+from factdebate.evaluation.formats import ANSWERS_TASK
+from factdebate.evaluation.metrics import (
     bootstrap_ci,
     compute_metrics,
     correct,
@@ -22,7 +22,7 @@ from evaluation.metrics import (
     label_pairs,
     per_class_f1,
 )
-from evaluation.results import RESULTS, read_results
+from factdebate.evaluation.results import RESULTS, read_results
 
 CONTEXT_KEYS = ("max_rounds", "scoring_mode", "debaters", "memory", "debater_model")
 
@@ -167,7 +167,7 @@ def render_report(runs: list[dict[str, Any]], plots: dict[str, str]) -> str:
 
 def write_reports(out: Path, run_dirs: list[Path]) -> dict[str, Any]:
     """``summary.json``, ``report.md`` and plots in ``out`` over ``run_dirs``; returns the summary."""
-    from evaluation.plots import draw_plots
+    from factdebate.evaluation.plots import draw_plots
 
     runs = [summarize_run(d) for d in run_dirs]
     rows = {s["run_id"]: load_run(d)[1] for s, d in zip(runs, run_dirs, strict=True)}

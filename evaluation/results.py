@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evaluation.formats import Item
+from factdebate.evaluation.formats import Item
 
 RESULTS = "results.jsonl"
 
@@ -106,7 +106,7 @@ def _contexts(turns: list[dict[str, Any]], rounds: int, limit: int = 2000) -> li
 
 def ok_row(base: dict[str, Any], result: dict[str, Any], *, wall_time_s: float, attempts: int,
            trace_id: str, cost_usd: float | None) -> dict[str, Any]:
-    """Row of a finished item from the framework's result object (``factdebate.runner``)."""
+    """Row of a finished item from the framework's result object (``factdebate.run.claims``)."""
     turns = result.get("turns") or []
     rounds = int(result.get("rounds") or 0)
     return {

@@ -25,16 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from evaluation.checkpointers import checkpointer_kind, open_checkpointer
-from evaluation.datasets import dataset_spec, file_sha256, load_items, stratified_sample
-from evaluation.executors import LangSmithExperiment, LocalExecutor, ServerExecutor
-from evaluation.formats import Item
-from evaluation.judging import EXTRA_METRICS, estimate_cost, measure
-from evaluation.metrics import correct
-from evaluation.progress import EvalProgress
-from evaluation.results import (
+from factdebate.evaluation.checkpointers import checkpointer_kind, open_checkpointer
+from factdebate.evaluation.datasets import dataset_spec, file_sha256, load_items, stratified_sample
+from factdebate.evaluation.executors import LangSmithExperiment, LocalExecutor, ServerExecutor
+from factdebate.evaluation.formats import Item
+from factdebate.evaluation.judging import EXTRA_METRICS, estimate_cost, measure
+from factdebate.evaluation.metrics import correct
+from factdebate.evaluation.progress import EvalProgress
+from factdebate.evaluation.results import (
     RESULTS,
     ResultsWriter,
     base_row,
@@ -43,11 +41,13 @@ from evaluation.results import (
     ok_row,
     read_results,
 )
-from factdebate.context import Context
-from factdebate.errors import ConfigError, FactDebateError, InputError
+from rich.console import Console
+
+from factdebate.core.context import Context
+from factdebate.core.errors import ConfigError, FactDebateError, InputError
 
 if TYPE_CHECKING:
-    from evaluation.workers import WorkerPool
+    from factdebate.evaluation.workers import WorkerPool
 
 
 @dataclass(kw_only=True)
@@ -95,24 +95,25 @@ def is_rate_limit(exc: BaseException) -> bool:
 
 def build_run_context(spec: RunSpec) -> Context:
     """The framework's Context from ``--model`` and ``--set`` (the CLI's rules)."""
-    from factdebate.cli import build_context
-    from factdebate.frameworks import context_class
+    from factdebate.cli.main import build_context
+    from factdebate.run.frameworks import context_class
 
     return build_context({"debater_model": spec.model}, spec.sets, context_class(spec.framework))
 
 
 def check_models(ctx: Context) -> None:
     """Load every role's model once (cached for the run); ``ConfigError`` if one cannot be."""
-    from factdebate.models import load_model
+    from factdebate.core.models import load_model
 
     for model in {ctx.debater_model, ctx.query_model_spec, ctx.judge_model_spec}:
         load_model(model, base_url=ctx.model_base_url, temperature=ctx.temperature)
 
 
 def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str) -> dict[str, Any]:
-    from factdebate.frameworks import FRAMEWORKS
-    from factdebate.runner import git_sha
-    from prompts import load_prompts
+    from factdebate.prompts import load_prompts
+
+    from factdebate.run.claims import git_sha
+    from factdebate.run.frameworks import FRAMEWORKS
 
     ds, path = dataset_spec(spec.dataset, Path(spec.data_dir) if spec.data_dir else None)
     return {
@@ -274,7 +275,7 @@ async def _run_in_workers(spec: RunSpec, ctx: Context, record: dict[str, Any],
                           on_row: Callable[[dict[str, Any]], None] | None,
                           pool: WorkerPool | None) -> None:
     """``_run_items`` with the items run by worker processes (``evaluation/workers.py``)."""
-    from evaluation.workers import WorkerPool
+    from factdebate.evaluation.workers import WorkerPool
 
     # a Milvus Lite folder opens in one process: this one, which serves it to the workers
     milvus_uri = await asyncio.to_thread(served_milvus_uri, spec.framework, ctx)
@@ -308,8 +309,9 @@ def served_milvus_uri(framework: str, ctx: Context) -> str:
     MERMAID's MCP tools and any later reader then reach it from the workers); "" without one, or
     when the Context names a Milvus server the workers can reach themselves.
     """
-    from factdebate.frameworks import FRAMEWORKS
-    from tools.milvus_rag import is_local_uri
+    from factdebate.tools.milvus_rag import is_local_uri
+
+    from factdebate.run.frameworks import FRAMEWORKS
 
     uri = ctx.resolved_milvus_uri
     if not FRAMEWORKS.entry(framework).meta.get("needs_index", True) or not is_local_uri(uri):
@@ -319,7 +321,7 @@ def served_milvus_uri(framework: str, ctx: Context) -> str:
         return ""
     from milvus_lite.server_manager import server_manager_instance
 
-    from tools import milvus_lite_fastpath
+    from factdebate.patches import milvus_lite as milvus_lite_fastpath
 
     milvus_lite_fastpath.install()
     return server_manager_instance.start_and_get_uri(str(folder)) or ""
@@ -327,7 +329,7 @@ def served_milvus_uri(framework: str, ctx: Context) -> str:
 
 async def _pooled_row(pool: WorkerPool, item: Item, runner: ItemRunner) -> dict[str, Any]:
     """``item``'s row from a worker; a crashed worker's item becomes an error row here."""
-    from evaluation.workers import WorkerCrashed
+    from factdebate.evaluation.workers import WorkerCrashed
 
     start = time.monotonic()
     try:
@@ -343,8 +345,8 @@ async def _pooled_row(pool: WorkerPool, item: Item, runner: ItemRunner) -> dict[
 
 
 def _ensure_index(framework: str, ctx: Context) -> None:
-    from factdebate.cli import ensure_index
-    from factdebate.frameworks import FRAMEWORKS
+    from factdebate.cli.main import ensure_index
+    from factdebate.run.frameworks import FRAMEWORKS
 
     if FRAMEWORKS.entry(framework).meta.get("needs_index", True):
         ensure_index(ctx, explicit_index=bool(ctx.index_dir))

@@ -18,7 +18,7 @@ How it works:
   a thread's checkpoints do not depend on which process wrote them.
 * A Milvus Lite folder can be open in one process only (``DataDirLockedError``). The coordinator
   opens it - Milvus Lite 3 serves it over gRPC on loopback inside that process (with
-  ``tools/milvus_lite_fastpath``) - and the workers connect to that URI as to a Milvus server. The
+  ``factdebate/patches/milvus_lite.py``) - and the workers connect to that URI as to a Milvus server. The
   tantivy keyword index is opened read-only by every worker.
 * Workers are forked from a ``multiprocessing`` fork server that has imported the heavy modules
   (LangGraph, LangChain, sentence-transformers: ~10 s) but started no thread, so a worker starts in
@@ -46,14 +46,25 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from factdebate import errors as fd_errors
-from factdebate.errors import FactDebateError
+from factdebate.core import errors as fd_errors
+from factdebate.core.errors import FactDebateError
 
 PRELOAD = [
-    "evaluation.workers", "evaluation.runner", "factdebate.frameworks", "factdebate.runner",
-    "graphs.tool_mad", "graphs.madke", "graphs.madam_rag", "graphs.mermaid",
-    "tools.base", "tools.milvus_rag", "tools.keyword", "tools.embeddings", "tools.embeddings_onnx",
-    "factdebate.models.scripted", "sentence_transformers",
+    "factdebate.evaluation.workers",
+    "factdebate.evaluation.runner",
+    "factdebate.run.frameworks",
+    "factdebate.run.claims",
+    "factdebate.graphs.tool_mad",
+    "factdebate.graphs.madke",
+    "factdebate.graphs.madam_rag",
+    "factdebate.graphs.mermaid",
+    "factdebate.tools.base",
+    "factdebate.tools.milvus_rag",
+    "factdebate.tools.keyword",
+    "factdebate.tools.embeddings",
+    "factdebate.tools.embeddings_onnx",
+    "factdebate.core.models.scripted",
+    "sentence_transformers",
 ]
 """Imported once by the fork server (none starts a thread), so forked workers skip ~10 s of imports."""
 START_TIMEOUT_S = 300.0
@@ -118,7 +129,7 @@ def worker_main(conn: Connection) -> None:
     # progress bars of model loads would create a multiprocessing lock per worker, which
     # os._exit below leaves to the resource tracker ("leaked semaphore" warnings)
     tqdm.set_lock(threading.RLock())
-    from factdebate.runner import run_async
+    from factdebate.run.claims import run_async
 
     try:
         run_async(_serve(conn))
@@ -172,9 +183,9 @@ async def _serve(conn: Connection) -> None:
 
 
 async def _open_run(payload: dict[str, Any]) -> _Run:
-    from evaluation.checkpointers import open_checkpointer
-    from evaluation.executors import LocalExecutor
-    from evaluation.runner import ItemRunner, check_models
+    from factdebate.evaluation.checkpointers import open_checkpointer
+    from factdebate.evaluation.executors import LocalExecutor
+    from factdebate.evaluation.runner import ItemRunner, check_models
 
     spec, ctx, record = payload["spec"], payload["ctx"], payload["record"]
     if payload.get("milvus_uri"):
@@ -204,9 +215,10 @@ async def _run_item(conn: Connection, run: _Run, seq: int, item: Any) -> None:
 
 def warm_retrievers(framework: str, ctx: Any) -> None:
     """Open the retrievers the framework's debaters use (once per process, cached)."""
-    from factdebate.frameworks import FRAMEWORKS
-    from nodes.retrieve import retriever_settings
-    from tools.base import get_retriever
+    from factdebate.nodes.retrieve import retriever_settings
+    from factdebate.tools.base import get_retriever
+
+    from factdebate.run.frameworks import FRAMEWORKS
 
     if not FRAMEWORKS.entry(framework).meta.get("needs_index", True):
         return

@@ -30,16 +30,16 @@ Deviations (and why):
 
 from __future__ import annotations
 
+from factdebate.nodes.aggregate import aggregate
+from factdebate.nodes.check_convergence import check_convergence, route_after_check_convergence
+from factdebate.nodes.debate_round import open_round
+from factdebate.nodes.documents import gather_documents
+from factdebate.nodes.madam_agent import answer_from_document, route_agents
+from factdebate.nodes.prepare import prepare
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.madam_rag import MadamRagContext, MadamRagState
-from factdebate.state import DebateInput, DebateOutput
-from nodes.aggregate import aggregate
-from nodes.check_convergence import check_convergence, route_after_check_convergence
-from nodes.debate_round import open_round
-from nodes.documents import gather_documents
-from nodes.madam_agent import answer_from_document, route_agents
-from nodes.prepare import prepare
+from factdebate.core.madam_rag import MadamRagContext, MadamRagState
+from factdebate.core.state import DebateInput, DebateOutput
 
 __all__ = ["MadamRagContext", "build_madam_rag", "graph"]
 

@@ -33,19 +33,19 @@ Deviations (and why):
 
 from __future__ import annotations
 
+from factdebate.graphs.turns import turn_node
+from factdebate.nodes.debate_round import open_round
+from factdebate.nodes.judge_consensus import judge_consensus, route_after_judge_consensus
+from factdebate.nodes.knowledge_pool import gather_knowledge, route_knowledge_sources
+from factdebate.nodes.prepare import prepare
+from factdebate.nodes.select_knowledge import select_knowledge
+from factdebate.nodes.speak import speak
+from factdebate.nodes.summarize import summarize
+from factdebate.nodes.talk_order import route_after_debater_turn, route_speakers
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.madke import MadkeContext, MadkeState, SpeakerOutput, SpeakerState
-from factdebate.state import DebateInput, DebateOutput
-from factdebate.turns import turn_node
-from nodes.debate_round import open_round
-from nodes.judge_consensus import judge_consensus, route_after_judge_consensus
-from nodes.knowledge_pool import gather_knowledge, route_knowledge_sources
-from nodes.prepare import prepare
-from nodes.select_knowledge import select_knowledge
-from nodes.speak import speak
-from nodes.summarize import summarize
-from nodes.talk_order import route_after_debater_turn, route_speakers
+from factdebate.core.madke import MadkeContext, MadkeState, SpeakerOutput, SpeakerState
+from factdebate.core.state import DebateInput, DebateOutput
 
 __all__ = ["MadkeContext", "build_debater_turn", "build_madke", "graph"]
 
@@ -70,7 +70,7 @@ def build_madke() -> StateGraph:
     g.add_node("prepare", prepare)
     g.add_node("gather_knowledge", gather_knowledge)
     g.add_node("open_round", open_round)
-    g.add_node("debater_turn", turn_node(build_debater_turn(), "debater_turn"))  # factdebate/turns.py
+    g.add_node("debater_turn", turn_node(build_debater_turn(), "debater_turn"))  # graphs/turns.py
     g.add_node("judge_consensus", judge_consensus)
     g.add_node("summarize", summarize)
     g.add_edge(START, "prepare")

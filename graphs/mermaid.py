@@ -40,19 +40,19 @@ Deviations (and why):
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.mermaid import MermaidContext, MermaidState
-from factdebate.state import DebateInput, DebateOutput
-from nodes.call_tool import call_tool
-from nodes.decompose import decompose
-from nodes.memory import recall_memory, update_memory
-from nodes.react_executor import (
+from factdebate.nodes.call_tool import call_tool
+from factdebate.nodes.decompose import decompose
+from factdebate.nodes.memory import recall_memory, update_memory
+from factdebate.nodes.react_executor import (
     force_answer,
     react_step,
     route_after_call_tool,
     route_after_react_step,
 )
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.core.mermaid import MermaidContext, MermaidState
+from factdebate.core.state import DebateInput, DebateOutput
 
 __all__ = ["MermaidContext", "build_mermaid", "graph"]
 

@@ -26,19 +26,19 @@ Deviations (and why):
 
 from __future__ import annotations
 
+from factdebate.graphs.turns import turn_node
+from factdebate.nodes.check_consensus import check_consensus, route_after_check_consensus
+from factdebate.nodes.debate_round import open_round, route_debaters
+from factdebate.nodes.formulate_query import formulate_query
+from factdebate.nodes.judge import judge
+from factdebate.nodes.prepare import prepare
+from factdebate.nodes.respond import respond
+from factdebate.nodes.retrieve import retrieve
+from factdebate.nodes.score import score
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.context import Context
-from factdebate.state import DebateInput, DebateOutput, DebaterOutput, DebaterState, DebateState
-from factdebate.turns import turn_node
-from nodes.check_consensus import check_consensus, route_after_check_consensus
-from nodes.debate_round import open_round, route_debaters
-from nodes.formulate_query import formulate_query
-from nodes.judge import judge
-from nodes.prepare import prepare
-from nodes.respond import respond
-from nodes.retrieve import retrieve
-from nodes.score import score
+from factdebate.core.context import Context
+from factdebate.core.state import DebateInput, DebateOutput, DebaterOutput, DebaterState, DebateState
 
 
 def build_debate_turn() -> StateGraph:
@@ -63,7 +63,7 @@ def build_tool_mad() -> StateGraph:
     )
     g.add_node("prepare", prepare)
     g.add_node("open_round", open_round)
-    g.add_node("debate_turn", turn_node(build_debate_turn(), "debate_turn"))  # factdebate/turns.py
+    g.add_node("debate_turn", turn_node(build_debate_turn(), "debate_turn"))  # graphs/turns.py
     g.add_node("check_consensus", check_consensus)
     g.add_node("judge", judge)
     g.add_edge(START, "prepare")

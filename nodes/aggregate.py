@@ -14,13 +14,13 @@ import random
 import re
 from typing import Any
 
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.prompting import common_values, prompt_set
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.labels import get_label_set
-from factdebate.madam_rag import Aggregate, DocResponse, MadamRagContext, MadamRagState
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from nodes.prompting import common_values, prompt_set
+from factdebate.core.labels import get_label_set
+from factdebate.core.madam_rag import Aggregate, DocResponse, MadamRagContext, MadamRagState
 
 _FORMAT = re.compile(r"all\s+correct\s+answers\s*:\s*\[(.*?)\]\.?\s*(?:explanation\s*:\s*(.*))?",
                      re.IGNORECASE | re.DOTALL)

@@ -13,19 +13,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from factdebate.nodes.llm import CallLog, ask_structured, ask_verdict
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.render import render_evidence, render_options
+from factdebate.prompts import label_instructions
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
-from factdebate.baseline_state import BaselineTurn
-from factdebate.context import Context
-from factdebate.labels import get_label_set, verdict_schema
-from factdebate.state import Evidence
-from nodes.llm import CallLog, ask_structured, ask_verdict
-from nodes.prompting import prompt_set
-from nodes.render import render_evidence, render_options
-from prompts import label_instructions
+from factdebate.core.baseline_state import BaselineTurn
+from factdebate.core.context import Context
+from factdebate.core.labels import get_label_set, verdict_schema
+from factdebate.core.state import Evidence
 
 
 class AnswersOut(BaseModel):

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+from factdebate.nodes.answering import answer_turn, ask_answer, baseline_values, flag_parse
+from factdebate.nodes.llm import CallLog, call_config, model_for
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.render import render_opponents
 from langgraph.runtime import Runtime
 
-from factdebate.baseline_state import BaselineState
-from factdebate.context import Context
-from nodes.answering import answer_turn, ask_answer, baseline_values, flag_parse
-from nodes.llm import CallLog, call_config, model_for
-from nodes.prompting import prompt_set
-from nodes.render import render_opponents
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.context import Context
 
 Side = Literal["affirmative", "negative"]
 

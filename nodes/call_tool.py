@@ -18,21 +18,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from langgraph.runtime import Runtime
-
-from factdebate.errors import FactDebateError
-from factdebate.mermaid import MermaidContext, MermaidState, ReactTurn
-from nodes.llm import is_retryable, with_retries
-from nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
-from nodes.retrieve import resolve_backend, retriever_settings
-from tools.tool_providers import (
+from factdebate.nodes.llm import is_retryable, with_retries
+from factdebate.nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
+from factdebate.nodes.retrieve import resolve_backend, retriever_settings
+from factdebate.tools.tool_providers import (
     InProcessToolProvider,
     McpToolProvider,
     ToolProvider,
     ToolSpec,
     cached_provider,
 )
-from tools.toolbox import ToolboxSettings
+from factdebate.tools.toolbox import ToolboxSettings
+from langgraph.runtime import Runtime
+
+from factdebate.core.errors import FactDebateError
+from factdebate.core.mermaid import MermaidContext, MermaidState, ReactTurn
 
 OBSERVATION_ITEMS = 8
 """At most this many evidence items of one tool call enter the history (sections and key facts
@@ -56,7 +56,7 @@ def mcp_connection(ctx: MermaidContext) -> dict[str, Any]:
     else:
         s = toolbox_settings(ctx)
         command, args = sys.executable, [
-            "-m", "tools.mcp_server", "--transport", "stdio",
+            "-m", "factdebate.tools.mcp_server", "--transport", "stdio",
             "--index-dir", s.retriever.index_dir, "--milvus-uri", s.retriever.milvus_uri,
             "--embedding-model", s.retriever.embedding_model,
             "--wiki-backend", s.wiki_backend, "--web-backend", s.web_backend,

@@ -17,8 +17,8 @@ from typing import Any, Literal
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from factdebate.context import Context
-from factdebate.state import DebateState, RoundScore, Turn
+from factdebate.core.context import Context
+from factdebate.core.state import DebateState, RoundScore, Turn
 
 
 def round_turns(state: DebateState, round_: int | None = None) -> list[Turn]:

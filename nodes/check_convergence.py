@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from factdebate.nodes.aggregate import key
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from factdebate.madam_rag import DocResponse, MadamRagContext, MadamRagState
-from nodes.aggregate import key
+from factdebate.core.madam_rag import DocResponse, MadamRagContext, MadamRagState
 
 
 def _answers(responses: list[DocResponse], round_: int) -> dict[str, str]:

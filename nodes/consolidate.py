@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from factdebate.nodes.answering import baseline_values, note_turn
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.prompting import prompt_set
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.baseline_context import AstuteRagContext
-from factdebate.baseline_state import BaselineState
-from factdebate.state import Evidence
-from nodes.answering import baseline_values, note_turn
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from nodes.prompting import prompt_set
+from factdebate.core.baseline_context import AstuteRagContext
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.state import Evidence
 
 MEMORY = "memory"
 

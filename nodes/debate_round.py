@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.nodes.check_consensus import round_turns
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from factdebate.context import Context
-from factdebate.state import DebaterState, DebateState
-from nodes.check_consensus import round_turns
+from factdebate.core.context import Context
+from factdebate.core.state import DebaterState, DebateState
 
 
 def open_round(state: DebateState) -> dict[str, Any]:

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.prepare import clean_claim
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.retrieve import resolve_backend
+from factdebate.prompts.mermaid.schemas import Decomposition
 from langgraph.runtime import Runtime
 
-from factdebate.errors import InputError
-from factdebate.labels import LABEL_SETS
-from factdebate.mermaid import MermaidContext, MermaidState
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from nodes.prepare import clean_claim
-from nodes.prompting import common_values, prompt_set
-from nodes.retrieve import resolve_backend
-from prompts.mermaid.schemas import Decomposition
+from factdebate.core.errors import InputError
+from factdebate.core.labels import LABEL_SETS
+from factdebate.core.mermaid import MermaidContext, MermaidState
 
 
 def _start(state: MermaidState, ctx: MermaidContext) -> dict[str, Any]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.nodes.retrieve import resolve_backend, search_tool
 from langgraph.runtime import Runtime
 
-from factdebate.errors import InputError
-from factdebate.madam_rag import MadamRagContext, MadamRagState
-from factdebate.state import Evidence
-from nodes.retrieve import resolve_backend, search_tool
+from factdebate.core.errors import InputError
+from factdebate.core.madam_rag import MadamRagContext, MadamRagState
+from factdebate.core.state import Evidence
 
 
 def item_documents(raw: Any) -> list[Evidence]:

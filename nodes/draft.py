@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.nodes.answering import answer_turn, ask_answer, baseline_values, flag_parse
+from factdebate.nodes.llm import CallLog, call_config, model_for
+from factdebate.nodes.prompting import prompt_set
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from factdebate.baseline_context import SpeculativeRagContext
-from factdebate.baseline_state import BaselineState, BranchState
-from factdebate.state import Evidence
-from nodes.answering import answer_turn, ask_answer, baseline_values, flag_parse
-from nodes.llm import CallLog, call_config, model_for
-from nodes.prompting import prompt_set
+from factdebate.core.baseline_context import SpeculativeRagContext
+from factdebate.core.baseline_state import BaselineState, BranchState
+from factdebate.core.state import Evidence
 
 
 def draft_subsets(evidence: list[Evidence], drafts: int) -> list[list[Evidence]]:

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from factdebate.mermaid import MermaidContext, MermaidState
-from factdebate.state import Evidence, Turn
-from nodes.prompting import common_values, prompt_set
-from nodes.render import render_evidence
-from tools.evidence_memory import MemoryRecord
-from tools.tool_providers import ToolSpec
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.render import render_evidence
+from factdebate.tools.evidence_memory import MemoryRecord
+from factdebate.tools.tool_providers import ToolSpec
+
+from factdebate.core.mermaid import MermaidContext, MermaidState
+from factdebate.core.state import Evidence, Turn
 
 
 def render_background(decomposition: dict[str, Any], empty: str) -> str:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.render import render_opponents
 from langgraph.runtime import Runtime
 
-from factdebate.context import Context, debater_kind
-from factdebate.labels import QueryOut
-from factdebate.state import DebaterState
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from nodes.prompting import common_values, prompt_set
-from nodes.render import render_opponents
+from factdebate.core.context import Context, debater_kind
+from factdebate.core.labels import QueryOut
+from factdebate.core.state import DebaterState
 
 MAX_QUERY_CHARS = 300
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.nodes.answering import note_turn
+from factdebate.nodes.retrieve import resolve_backend, search_tool
 from langgraph.runtime import Runtime
 
-from factdebate.baseline_state import BaselineState
-from factdebate.context import Context
-from factdebate.errors import InputError
-from factdebate.state import Evidence
-from nodes.answering import note_turn
-from nodes.retrieve import resolve_backend, search_tool
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.context import Context
+from factdebate.core.errors import InputError
+from factdebate.core.state import Evidence
 
 
 def item_documents(documents: list[dict[str, Any]]) -> list[Evidence]:

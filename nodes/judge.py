@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.nodes.check_consensus import round_turns
+from factdebate.nodes.llm import ask_final_verdict
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.render import average_scores, render_history, render_scores
 from langgraph.runtime import Runtime
 
-from factdebate.context import Context
-from factdebate.state import DebateState, Turn
-from nodes.check_consensus import round_turns
-from nodes.llm import ask_final_verdict
-from nodes.prompting import common_values, prompt_set
-from nodes.render import average_scores, render_history, render_scores
+from factdebate.core.context import Context
+from factdebate.core.state import DebateState, Turn
 
 
 def _fallback(turns: list[Turn], averages: dict[str, dict[str, float]]) -> Turn | None:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
+from factdebate.nodes.check_consensus import round_turns
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.speak import render_stances
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.madke import MadkeContext, MadkeState
-from nodes.check_consensus import round_turns
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from nodes.prompting import common_values, prompt_set
-from nodes.speak import render_stances
+from factdebate.core.madke import MadkeContext, MadkeState
 
 _TOKEN = re.compile(r"\[\s*(yes|no)\s*\]", re.IGNORECASE)
 

@@ -25,11 +25,11 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
-from factdebate.context import Context
-from factdebate.errors import FactDebateError
-from factdebate.labels import LabelSet, ParsedLabel, get_label_set, parse_label, verdict_schema
-from factdebate.ledger import UsageTracker
-from factdebate.models import cached_model, load_model
+from factdebate.core.context import Context
+from factdebate.core.errors import FactDebateError
+from factdebate.core.labels import LabelSet, ParsedLabel, get_label_set, parse_label, verdict_schema
+from factdebate.core.ledger import UsageTracker
+from factdebate.core.models import cached_model, load_model
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def retry_after_s(exc: BaseException) -> float | None:
             raw = headers.get("retry-after") or headers.get("Retry-After")
         except AttributeError:
             raw = None
-        from tools.tavily_search import parse_retry_after
+        from factdebate.tools.tavily_search import parse_retry_after
 
         value = parse_retry_after(str(raw)) if raw else None
     try:

@@ -13,16 +13,16 @@ import json
 import re
 from typing import Any, Literal
 
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.render import render_evidence
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, Field
 
-from factdebate.labels import get_label_set
-from factdebate.madam_rag import AgentTask, Aggregate, DocResponse, MadamRagContext, MadamRagState
-from factdebate.state import Turn
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from nodes.prompting import common_values, prompt_set
-from nodes.render import render_evidence
+from factdebate.core.labels import get_label_set
+from factdebate.core.madam_rag import AgentTask, Aggregate, DocResponse, MadamRagContext, MadamRagState
+from factdebate.core.state import Turn
 
 _FORMAT = re.compile(r"answer\s*:\s*(.+?)(?:\.?\s*explanation\s*:\s*(.*))?$",
                      re.IGNORECASE | re.DOTALL)

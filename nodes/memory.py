@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.tools.evidence_memory import EvidenceMemory
 from langgraph.runtime import Runtime
 
-from factdebate.mermaid import MermaidContext, MermaidState
-from tools.evidence_memory import EvidenceMemory
+from factdebate.core.mermaid import MermaidContext, MermaidState
 
 NO_STORE_FLAG = "memory: the graph has no store, so the evidence memory was not used"
 NO_ENTITIES_FLAG = "memory: no entities to key the memory by (decomposer off or unreadable)"

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from factdebate.nodes.answering import baseline_values, result_fields
+from factdebate.nodes.check_consensus import round_turns
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.render import render_opponents
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.baseline_state import BaselineState
-from factdebate.context import Context
-from nodes.answering import baseline_values, result_fields
-from nodes.check_consensus import round_turns
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from nodes.prompting import prompt_set
-from nodes.render import render_opponents
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.context import Context
 
 
 class ModeratorOut(BaseModel):

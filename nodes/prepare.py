@@ -10,13 +10,13 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+from factdebate.nodes.retrieve import resolve_backend
 from langgraph.runtime import Runtime
 
-from factdebate.context import MAX_CLAIM_CHARS, Context
-from factdebate.errors import InputError
-from factdebate.labels import LABEL_SETS
-from factdebate.state import DebateState
-from nodes.retrieve import resolve_backend
+from factdebate.core.context import MAX_CLAIM_CHARS, Context
+from factdebate.core.errors import InputError
+from factdebate.core.labels import LABEL_SETS
+from factdebate.core.state import DebateState
 
 _ALLOWED_CONTROLS = {"\n", "\t"}
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.nodes.prepare import prepare
 from langgraph.runtime import Runtime
 
-from factdebate.baseline_state import BaselineState
-from factdebate.context import Context
-from factdebate.labels import get_label_set
-from nodes.prepare import prepare
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.context import Context
+from factdebate.core.labels import get_label_set
 
 
 def prepare_baseline(state: BaselineState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.context import Context
-from nodes.render import render_options
-from prompts import PromptSet, label_instructions, load_prompts
+from factdebate.nodes.render import render_options
+from factdebate.prompts import PromptSet, label_instructions, load_prompts
+
+from factdebate.core.context import Context
 
 
 def prompt_set(ctx: Context) -> PromptSet:

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from factdebate.nodes.call_tool import enabled_tools
+from factdebate.nodes.executor_prompt import executor_values
+from factdebate.nodes.llm import CallLog, ask_structured, ask_verdict, call_config, model_for
+from factdebate.nodes.prompting import prompt_set
+from factdebate.prompts.mermaid.schemas import ReactStep
 from langgraph.runtime import Runtime
 
-from factdebate.labels import get_label_set, parse_label, verdict_schema
-from factdebate.mermaid import MermaidContext, MermaidState, ReactTurn
-from nodes.call_tool import enabled_tools
-from nodes.executor_prompt import executor_values
-from nodes.llm import CallLog, ask_structured, ask_verdict, call_config, model_for
-from nodes.prompting import prompt_set
-from prompts.mermaid.schemas import ReactStep
+from factdebate.core.labels import get_label_set, parse_label, verdict_schema
+from factdebate.core.mermaid import MermaidContext, MermaidState, ReactTurn
 
 
 def _turn(step: int, thought: str, label: str | None, parse: str) -> ReactTurn:

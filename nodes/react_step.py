@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from factdebate.nodes.answering import baseline_values, note_turn
+from factdebate.nodes.gather_evidence import retrieval_step
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.render import render_evidence
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.baseline_context import ReactContext
-from factdebate.baseline_state import BaselineState
-from factdebate.context import Context
-from factdebate.state import Turn
-from nodes.answering import baseline_values, note_turn
-from nodes.gather_evidence import retrieval_step
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from nodes.prompting import prompt_set
-from nodes.render import render_evidence
+from factdebate.core.baseline_context import ReactContext
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.context import Context
+from factdebate.core.state import Turn
 
 THOUGHT, OBSERVATION = "react", "tool"
 

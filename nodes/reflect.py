@@ -9,14 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langgraph.graph import END
-from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field
-
-from factdebate.baseline_context import SelfReflectionContext
-from factdebate.baseline_state import BaselineState
-from factdebate.state import Turn
-from nodes.answering import (
+from factdebate.nodes.answering import (
     answer_turn,
     ask_answer,
     baseline_values,
@@ -24,8 +17,15 @@ from nodes.answering import (
     note_turn,
     result_fields,
 )
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from nodes.prompting import prompt_set
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.prompting import prompt_set
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from factdebate.core.baseline_context import SelfReflectionContext
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.state import Turn
 
 ANSWERS = ("answer", "refine")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from factdebate.state import Evidence, RoundScore, Turn
+from factdebate.core.state import Evidence, RoundScore, Turn
 
 MAX_PASSAGE_CHARS = 1200
 """Passages are cut to this many characters in prompts (oversized documents cannot crowd out the

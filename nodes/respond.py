@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.nodes.llm import CallLog, ask_debater_verdict
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.render import render_evidence, render_opponents
 from langgraph.runtime import Runtime
 
-from factdebate.context import Context, debater_kind
-from factdebate.state import DebaterState, Turn
-from nodes.llm import CallLog, ask_debater_verdict
-from nodes.prompting import common_values, prompt_set
-from nodes.render import render_evidence, render_opponents
+from factdebate.core.context import Context, debater_kind
+from factdebate.core.state import DebaterState, Turn
 
 
 async def respond(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -14,14 +14,14 @@ import asyncio
 import os
 from typing import Any
 
+from factdebate.nodes.llm import is_retryable, with_retries
+from factdebate.nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
+from factdebate.tools.base import RetrieverSettings, cached_retriever, get_retriever
 from langgraph.runtime import Runtime
 
-from factdebate.context import Context, debater_kind
-from factdebate.errors import ConfigError, FactDebateError
-from factdebate.state import DebaterState, Evidence
-from nodes.llm import is_retryable, with_retries
-from nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
-from tools.base import RetrieverSettings, cached_retriever, get_retriever
+from factdebate.core.context import Context, debater_kind
+from factdebate.core.errors import ConfigError, FactDebateError
+from factdebate.core.state import DebaterState, Evidence
 
 STAND_IN_FLAG = (
     "search: no TAVILY_API_KEY, so the 'search' debater used the offline keyword index "

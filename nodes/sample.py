@@ -9,14 +9,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from factdebate.nodes.answering import answer_turn, ask_answer, baseline_values, flag_parse
+from factdebate.nodes.llm import CallLog, call_config, model_for
+from factdebate.nodes.prompting import prompt_set
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from factdebate.baseline_context import SelfConsistencyContext
-from factdebate.baseline_state import BaselineState, BranchState
-from nodes.answering import answer_turn, ask_answer, baseline_values, flag_parse
-from nodes.llm import CallLog, call_config, model_for
-from nodes.prompting import prompt_set
+from factdebate.core.baseline_context import SelfConsistencyContext
+from factdebate.core.baseline_state import BaselineState, BranchState
 
 SAMPLE_TEMPLATE = "cot"
 

@@ -18,23 +18,23 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from factdebate.nodes.llm import CallLog, call_config, model_for
+from factdebate.tools.embeddings import cached_embeddings, get_embeddings
 from langgraph.runtime import Runtime
 
-from factdebate.context import Context
-from factdebate.state import DebaterState, RoundScore
-from nodes.llm import CallLog, call_config, model_for
-from tools.embeddings import cached_embeddings, get_embeddings
+from factdebate.core.context import Context
+from factdebate.core.state import DebaterState, RoundScore
 
 _scoring: ModuleType | None = None
 
 
 async def _scoring_module() -> ModuleType:
-    """``tools.scoring``: ragas is heavy, so imported on first use off the event loop, then kept
+    """``factdebate.tools.scoring``: ragas is heavy, so imported on first use off the event loop, then kept
     (``import_module`` returns only a fully initialised module; a thread hop per score was ~1% of a
     Tool-MAD claim's CPU)."""
     global _scoring
     if _scoring is None:
-        _scoring = await asyncio.to_thread(importlib.import_module, "tools.scoring")
+        _scoring = await asyncio.to_thread(importlib.import_module, "factdebate.tools.scoring")
     return _scoring
 
 

@@ -14,15 +14,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.render import render_evidence
+from factdebate.nodes.speak import render_stance
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.madke import MadkeContext, SpeakerState
-from factdebate.state import Evidence
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from nodes.prompting import common_values, prompt_set
-from nodes.render import render_evidence
-from nodes.speak import render_stance
+from factdebate.core.madke import MadkeContext, SpeakerState
+from factdebate.core.state import Evidence
 
 MAX_SELECTED = 3
 """Prompt 3.1: "return up to 3 of the most helpful knowledge"."""

@@ -10,11 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from langgraph.runtime import Runtime
-
-from factdebate.baseline_state import BaselineState
-from factdebate.context import Context
-from nodes.answering import (
+from factdebate.nodes.answering import (
     answer_turn,
     ask_answer,
     baseline_values,
@@ -22,8 +18,12 @@ from nodes.answering import (
     flag_parse,
     result_fields,
 )
-from nodes.llm import CallLog, call_config, model_for
-from nodes.prompting import prompt_set
+from factdebate.nodes.llm import CallLog, call_config, model_for
+from factdebate.nodes.prompting import prompt_set
+from langgraph.runtime import Runtime
+
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.context import Context
 
 ExtraValues = Callable[[BaselineState, Context], dict[str, Any]]
 Node = Callable[[BaselineState, Runtime[Context]], Awaitable[dict[str, Any]]]

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from factdebate.nodes.llm import CallLog, ask_debater_verdict
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.render import render_evidence
 from langgraph.runtime import Runtime
 
-from factdebate.madke import MadkeContext, SpeakerState
-from factdebate.state import Turn
-from nodes.llm import CallLog, ask_debater_verdict
-from nodes.prompting import common_values, prompt_set
-from nodes.render import render_evidence
+from factdebate.core.madke import MadkeContext, SpeakerState
+from factdebate.core.state import Turn
 
 
 def render_stance(turn: Turn) -> str:

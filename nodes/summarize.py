@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from factdebate.nodes.check_consensus import round_turns
+from factdebate.nodes.llm import ask_final_verdict
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.speak import render_stances
 from langgraph.runtime import Runtime
 
-from factdebate.madke import MadkeContext, MadkeState
-from factdebate.state import Turn
-from nodes.check_consensus import round_turns
-from nodes.llm import ask_final_verdict
-from nodes.prompting import common_values, prompt_set
-from nodes.speak import render_stances
+from factdebate.core.madke import MadkeContext, MadkeState
+from factdebate.core.state import Turn
 
 
 def majority(turns: list[Turn]) -> str | None:

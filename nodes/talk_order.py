@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+from factdebate.nodes.knowledge_pool import shared_pool
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from factdebate.madke import MadkeContext, MadkeState, SpeakerState
-from factdebate.state import Turn
-from nodes.knowledge_pool import shared_pool
+from factdebate.core.madke import MadkeContext, MadkeState, SpeakerState
+from factdebate.core.state import Turn
 
 
 def _latest(turns: list[Turn], agent: str, round_: int) -> Turn | None:

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.nodes.answering import baseline_values, result_fields
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.prompting import prompt_set
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.baseline_context import SpeculativeRagContext
-from factdebate.baseline_state import BaselineState, BranchState
-from nodes.answering import baseline_values, result_fields
-from nodes.llm import CallLog, ask_structured, call_config, model_for
-from nodes.prompting import prompt_set
+from factdebate.core.baseline_context import SpeculativeRagContext
+from factdebate.core.baseline_state import BaselineState, BranchState
 
 
 class DraftScore(BaseModel):

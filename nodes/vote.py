@@ -11,12 +11,12 @@ import re
 from collections import Counter
 from typing import Any, Literal
 
+from factdebate.nodes.answering import first_round, result_fields
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from factdebate.baseline_state import BaselineState, BaselineTurn
-from factdebate.context import Context
-from nodes.answering import first_round, result_fields
+from factdebate.core.baseline_state import BaselineState, BaselineTurn
+from factdebate.core.context import Context
 
 
 def _agent_order(turn: BaselineTurn) -> tuple[str, int]:

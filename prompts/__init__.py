@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from factdebate.errors import ConfigError
+from factdebate.core.errors import ConfigError
 
 PROMPTS_DIR = Path(__file__).parent
 

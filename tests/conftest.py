@@ -18,9 +18,10 @@ os.environ.pop("TAVILY_API_KEY", None)
 os.environ.pop("LANGSMITH_TRACING", None)
 os.environ.pop("LANGCHAIN_TRACING_V2", None)
 
-from factdebate.models.scripted import SCENARIOS, Responder  # noqa: E402
-from factdebate.state import Evidence  # noqa: E402
-from tools.base import RETRIEVERS, RetrieverSettings  # noqa: E402
+from factdebate.tools.base import RETRIEVERS, RetrieverSettings  # noqa: E402
+
+from factdebate.core.models.scripted import SCENARIOS, Responder  # noqa: E402
+from factdebate.core.state import Evidence  # noqa: E402
 
 PASSAGES = [
     ("p1", "Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris, France, "
@@ -73,7 +74,7 @@ def scenario() -> Iterator[Callable[[Responder], str]]:
 @pytest.fixture
 def static_ctx() -> Callable[..., Any]:
     """A Context for graph tests: static retriever, the given model spec and overrides."""
-    from factdebate.context import Context
+    from factdebate.core.context import Context
 
     def make(model: str, **overrides: Any) -> Context:
         return Context(debater_model=model, rag_backend="static", search_backend="static",

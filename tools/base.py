@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from factdebate.registry import Registry
-from factdebate.state import Evidence
+from factdebate.core.registry import Registry
+from factdebate.core.state import Evidence
 
 
 @runtime_checkable
@@ -87,8 +87,8 @@ async def run_blocking(fn: Callable[..., list[Evidence]], *args: object) -> list
 
 
 # Backends are registered lazily: importing this module imports no SDK.
-RETRIEVERS.register("milvus", "tools.milvus_rag:open_milvus_retriever", aliases=("rag",))
-RETRIEVERS.register("keyword", "tools.keyword:open_keyword_retriever")
-RETRIEVERS.register("local_search", "tools.keyword:open_local_search")
-RETRIEVERS.register("tavily", "tools.tavily_search:open_tavily_retriever", aliases=("web",))
-RETRIEVERS.register("hybrid", "tools.hybrid:open_hybrid_retriever")
+RETRIEVERS.register("milvus", "factdebate.tools.milvus_rag:open_milvus_retriever", aliases=("rag",))
+RETRIEVERS.register("keyword", "factdebate.tools.keyword:open_keyword_retriever")
+RETRIEVERS.register("local_search", "factdebate.tools.keyword:open_local_search")
+RETRIEVERS.register("tavily", "factdebate.tools.tavily_search:open_tavily_retriever", aliases=("web",))
+RETRIEVERS.register("hybrid", "factdebate.tools.hybrid:open_hybrid_retriever")

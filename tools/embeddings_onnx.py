@@ -2,7 +2,7 @@
 
 Why: per query, sentence-transformers on torch costs 12-16 ms of CPU on this 2-core machine and
 ONNX Runtime 6-7 ms for the same vectors (``max |diff|`` 1.6e-7; measured with 40 queries each,
-``python -m tools.embeddings_onnx``). Queries sit on the debate's critical path (the RAG debater
+``python -m factdebate.tools.embeddings_onnx``). Queries sit on the debate's critical path (the RAG debater
 embeds its query every round) and their CPU limits how many claims run at once.
 
 The ONNX graph is exported from the bundled weights with ``torch.onnx.export`` on first use and
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from factdebate.context import factdebate_home
+from factdebate.core.context import factdebate_home
 
 log = logging.getLogger(__name__)
 OPSET = 17
@@ -129,12 +129,11 @@ def load(st_model: Any, model_path: str) -> OnnxMiniLM | None:
     return encoder
 
 
-def _measure() -> None:  # python -m tools.embeddings_onnx
+def _measure() -> None:  # python -m factdebate.tools.embeddings_onnx
     import time
 
     import torch
-
-    from tools.embeddings import MiniLMEmbeddings
+    from factdebate.tools.embeddings import MiniLMEmbeddings
 
     model = MiniLMEmbeddings()
     if model._onnx is None:

@@ -29,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import statistics
 
-from factdebate.state import Evidence
-from tools.base import RetrieverSettings, get_retriever
+from factdebate.tools.base import RetrieverSettings, get_retriever
+
+from factdebate.core.state import Evidence
 
 RRF_K = 60
 """The constant of the RRF paper (Cormack et al., 2009) for :func:`rrf_fuse`."""

@@ -32,11 +32,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from factdebate.errors import BackendUnavailableError, InputError
-from tools import milvus_rag
-from tools.base import RetrieverSettings
-from tools.embeddings import embedding_dimension, get_embeddings
-from tools.keyword import KEYWORD_SUBDIR, write_keyword_index
+from factdebate.tools import milvus_rag
+from factdebate.tools.base import RetrieverSettings
+from factdebate.tools.embeddings import embedding_dimension, get_embeddings
+from factdebate.tools.keyword import KEYWORD_SUBDIR, write_keyword_index
+
+from factdebate.core.errors import BackendUnavailableError, InputError
 
 DEFAULT_COLLECTION = RetrieverSettings.collection
 MANIFEST = "manifest.json"

@@ -24,9 +24,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from factdebate.errors import BackendUnavailableError
-from factdebate.state import Evidence
-from tools.base import RetrieverSettings, run_blocking
+from factdebate.tools.base import RetrieverSettings, run_blocking
+
+from factdebate.core.errors import BackendUnavailableError
+from factdebate.core.state import Evidence
 
 if TYPE_CHECKING:
     import tantivy

@@ -2,8 +2,8 @@
 
 Run it as its own process::
 
-    python -m tools.mcp_server --transport stdio
-    python -m tools.mcp_server --transport streamable-http --port 8765   # http://127.0.0.1:8765/mcp
+    python -m factdebate.tools.mcp_server --transport stdio
+    python -m factdebate.tools.mcp_server --transport streamable-http --port 8765   # http://127.0.0.1:8765/mcp
 
 Index settings come from the flags or, while a flag is not given, from the same environment
 variables the Context reads (``FACTDEBATE_INDEX_DIR``, ``FACTDEBATE_MILVUS_URI``,
@@ -23,12 +23,12 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from factdebate.tools.base import RetrieverSettings
+from factdebate.tools.toolbox import TOOL_DESCRIPTIONS, Toolbox, ToolboxSettings
 from mcp.server.fastmcp import FastMCP
 
-from factdebate.context import default_index_dir
-from factdebate.state import Evidence
-from tools.base import RetrieverSettings
-from tools.toolbox import TOOL_DESCRIPTIONS, Toolbox, ToolboxSettings
+from factdebate.core.context import default_index_dir
+from factdebate.core.state import Evidence
 
 SERVER_NAME = "factdebate-tools"
 
@@ -68,7 +68,8 @@ def resolve_web_backend(name: str) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line flags of the server."""
     env = os.environ.get
-    p = argparse.ArgumentParser(prog="python -m tools.mcp_server", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m factdebate.tools.mcp_server",
+                                description=__doc__.split("\n")[0])
     p.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765)

@@ -19,7 +19,7 @@ with log N, so one setting serves the 264-passage demo and a 100k corpus (~1 ms 
 Milvus Lite's FLAT is not an option for "exact on small corpora": its NumPy brute force
 re-normalises every stored vector per query (~4 ms per 1,000 passages). An index built before
 this (AUTOINDEX) still opens and is searched with the index's own defaults.
-Milvus Lite's per-query overhead is cut by :mod:`tools.milvus_lite_fastpath` (see there).
+Milvus Lite's per-query overhead is cut by :mod:`factdebate.patches.milvus_lite` (see there).
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from factdebate.errors import BackendUnavailableError, ConfigError
-from factdebate.state import Evidence
-from tools.base import RetrieverSettings, run_blocking
-from tools.embeddings import embedding_dimension, get_embeddings
+from factdebate.tools.base import RetrieverSettings, run_blocking
+from factdebate.tools.embeddings import embedding_dimension, get_embeddings
+
+from factdebate.core.errors import BackendUnavailableError, ConfigError
+from factdebate.core.state import Evidence
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -116,7 +117,7 @@ def connect(uri: str, *, create: bool = False) -> MilvusClient:
     if not create and not path.exists():
         raise BackendUnavailableError(f"no vector index at {path}", _INDEX_REMEDY)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from tools import milvus_lite_fastpath
+    from factdebate.patches import milvus_lite as milvus_lite_fastpath
 
     milvus_lite_fastpath.install()
     with _lite_lock:

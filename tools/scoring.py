@@ -28,7 +28,7 @@ metric run (``metric_config``, in ``_run_metric``) instead of once per prompt, a
 built for a (model, embeddings) pair are looked up on the event loop (``_cached_metrics``) instead
 of in a worker thread per score. Measured with valgrind instruction counts on a micro-benchmark of
 stability scores inside a LangGraph node, together with the model-path trims in
-``factdebate.models`` and ``factdebate.lc_fastpaths`` (see the report in those modules).
+``factdebate.core.models`` and ``factdebate.patches.lc_fastpaths`` (see the report in those modules).
 
 Failures: a metric whose reply is still unparsable, whose provider call fails, or which returns NaN
 (no statements) is ``None`` with an entry ``{"metric", "error", "message"}`` in ``errors``; the
@@ -237,7 +237,7 @@ def _import_ragas() -> Any:
 
     InstructorBaseRagasLLM.register(LangChainRagasLLM)
     BaseRagasEmbedding.register(LangChainRagasEmbeddings)
-    from tools import ragas_metrics
+    from factdebate.tools import ragas_metrics
 
     return ragas_metrics
 
@@ -371,8 +371,7 @@ def _cross_encoder_scores(path: str, answer: str, contexts: list[str]) -> list[f
 def _cosine_scores(embedding_spec: str, answer: str, contexts: list[str]) -> list[float]:
     """Blocking: cosine(answer, passage) with the embedding model, clipped to [0, 1]."""
     import numpy as np
-
-    from tools.embeddings import get_embeddings
+    from factdebate.tools.embeddings import get_embeddings
 
     vectors = np.asarray(get_embeddings(embedding_spec).embed_documents([answer, *contexts]))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(min=1e-12)
@@ -387,7 +386,7 @@ async def consistency_score(
     Args:
         answer: The debater's response in one round.
         contexts: The passages it retrieved in that round.
-        embedding_spec: Embedding model for the cosine fallback (``tools.embeddings`` spec).
+        embedding_spec: Embedding model for the cosine fallback (``factdebate.tools.embeddings`` spec).
         cross_encoder: Path (or cached hub name) of a sentence-transformers cross-encoder; empty ->
             the cosine fallback (the offline default; see the module docstring).
 

@@ -18,9 +18,10 @@ import time
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
-from factdebate.errors import BackendUnavailableError, ConfigError
-from factdebate.state import Evidence
-from tools.base import RetrieverSettings, run_blocking
+from factdebate.tools.base import RetrieverSettings, run_blocking
+
+from factdebate.core.errors import BackendUnavailableError, ConfigError
+from factdebate.core.state import Evidence
 
 if TYPE_CHECKING:
     import requests

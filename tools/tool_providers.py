@@ -21,9 +21,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from factdebate.errors import BackendUnavailableError
-from factdebate.state import Evidence
-from tools.toolbox import TOOL_DESCRIPTIONS, Toolbox, ToolboxSettings
+from factdebate.tools.toolbox import TOOL_DESCRIPTIONS, Toolbox, ToolboxSettings
+
+from factdebate.core.errors import BackendUnavailableError
+from factdebate.core.state import Evidence
 
 SERVER_KEY = "factdebate"
 
@@ -124,7 +125,7 @@ class McpToolProvider:
                 [str(self.connection.get("command", "")), *self.connection.get("args", [])[:4]])
             raise BackendUnavailableError(
                 f"MCP tool server {where} cannot be reached ({type(exc).__name__}: {exc})"[:400],
-                "start it (python -m tools.mcp_server --transport streamable-http --port P) and "
+                "start it (python -m factdebate.tools.mcp_server --transport streamable-http --port P) and "
                 "check mcp_url / mcp_command, or use tool_provider=in_process",
             ) from exc
 

@@ -26,9 +26,10 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from factdebate.state import Evidence
-from tools.base import RetrieverSettings, get_retriever
-from tools.web_apis import ArxivClient, MediaWikiClient, OpenAlexClient, PubMedClient
+from factdebate.tools.base import RetrieverSettings, get_retriever
+from factdebate.tools.web_apis import ArxivClient, MediaWikiClient, OpenAlexClient, PubMedClient
+
+from factdebate.core.state import Evidence
 
 SUMMARY_SENTENCES = 3
 ARTICLE_SCAN = 50

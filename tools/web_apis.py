@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from factdebate.state import Evidence
+from factdebate.core.state import Evidence
 
 USER_AGENT = "factdebate/0.1 (claim verification research; MERMAID tools)"
 TIMEOUT_S = 20.0

@@ -14,15 +14,15 @@ Deviations: consolidated groups are JSON {source, documents, text}; answers as J
 
 from __future__ import annotations
 
+from factdebate.nodes.consolidate import consolidate, generate_passages, route_after_consolidation
+from factdebate.nodes.gather_evidence import gather_evidence
+from factdebate.nodes.prepare_baseline import prepare_baseline
+from factdebate.nodes.single_answer import single_answer
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.baseline_context import AstuteRagContext
-from factdebate.baseline_state import BaselineState
-from factdebate.state import DebateInput, DebateOutput
-from nodes.consolidate import consolidate, generate_passages, route_after_consolidation
-from nodes.gather_evidence import gather_evidence
-from nodes.prepare_baseline import prepare_baseline
-from nodes.single_answer import single_answer
+from factdebate.core.baseline_context import AstuteRagContext
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_astute_rag() -> StateGraph:

@@ -13,10 +13,10 @@ still parsed from free text.
 
 from __future__ import annotations
 
+from factdebate.graphs.baselines.single_call import build_single_call
 from langgraph.graph import StateGraph
 
-from factdebate.baseline_context import ConcatRagContext
-from graphs.baselines.single_call import build_single_call
+from factdebate.core.baseline_context import ConcatRagContext
 
 
 def build_concat_rag() -> StateGraph:

@@ -15,16 +15,16 @@ extracts candidate answers, then decides); label tasks only (``DebateBaselineCon
 
 from __future__ import annotations
 
+from factdebate.nodes.argue import argue
+from factdebate.nodes.debate_round import open_round
+from factdebate.nodes.judge import judge
+from factdebate.nodes.moderate import moderate, route_after_moderate
+from factdebate.nodes.prepare_baseline import prepare_baseline
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.baseline_context import DebateBaselineContext
-from factdebate.baseline_state import BaselineState
-from factdebate.state import DebateInput, DebateOutput
-from nodes.argue import argue
-from nodes.debate_round import open_round
-from nodes.judge import judge
-from nodes.moderate import moderate, route_after_moderate
-from nodes.prepare_baseline import prepare_baseline
+from factdebate.core.baseline_context import DebateBaselineContext
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_mad() -> StateGraph:

@@ -15,16 +15,16 @@ after intermediate rounds, recording the running majority; label tasks only.
 
 from __future__ import annotations
 
+from factdebate.graphs.turns import turn_node
+from factdebate.nodes.debate_round import open_round, route_debaters
+from factdebate.nodes.prepare_baseline import prepare_baseline
+from factdebate.nodes.respond import respond
+from factdebate.nodes.vote import route_after_vote, vote
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.baseline_context import MultiAgentDebateContext
-from factdebate.baseline_state import BaselineState
-from factdebate.state import DebateInput, DebateOutput, DebaterOutput, DebaterState
-from factdebate.turns import turn_node
-from nodes.debate_round import open_round, route_debaters
-from nodes.prepare_baseline import prepare_baseline
-from nodes.respond import respond
-from nodes.vote import route_after_vote, vote
+from factdebate.core.baseline_context import MultiAgentDebateContext
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.state import DebateInput, DebateOutput, DebaterOutput, DebaterState
 
 
 def build_debate_turn() -> StateGraph:
@@ -43,7 +43,7 @@ def build_multi_agent_debate() -> StateGraph:
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("open_round", open_round)
-    g.add_node("debate_turn", turn_node(build_debate_turn(), "debate_turn"))  # factdebate/turns.py
+    g.add_node("debate_turn", turn_node(build_debate_turn(), "debate_turn"))  # graphs/turns.py
     g.add_node("vote", vote)
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "open_round")

@@ -9,10 +9,10 @@ Deviations: answers as JSON {answers, explanation} instead of the bare answer te
 
 from __future__ import annotations
 
+from factdebate.graphs.baselines.single_call import build_single_call
 from langgraph.graph import StateGraph
 
-from factdebate.baseline_context import NoRagContext
-from graphs.baselines.single_call import build_single_call
+from factdebate.core.baseline_context import NoRagContext
 
 
 def build_no_rag() -> StateGraph:

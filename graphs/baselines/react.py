@@ -15,20 +15,20 @@ not be read onto the label set reliably); no few-shot trajectories.
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.baseline_context import ReactContext
-from factdebate.baseline_state import BaselineState
-from factdebate.state import DebateInput, DebateOutput
-from nodes.prepare_baseline import prepare_baseline
-from nodes.react_step import (
+from factdebate.nodes.prepare_baseline import prepare_baseline
+from factdebate.nodes.react_step import (
     react_step,
     react_tool,
     react_trajectory,
     route_after_react_step,
     route_after_react_tool,
 )
-from nodes.single_answer import single_answer
+from factdebate.nodes.single_answer import single_answer
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.core.baseline_context import ReactContext
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_react() -> StateGraph:

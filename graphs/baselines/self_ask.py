@@ -15,20 +15,20 @@ loop.
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.baseline_context import SelfAskContext
-from factdebate.baseline_state import BaselineState
-from factdebate.state import DebateInput, DebateOutput
-from nodes.follow_up import (
+from factdebate.nodes.follow_up import (
     answer_follow_up,
     follow_up,
     route_after_answer_follow_up,
     route_after_follow_up,
     self_ask_chain,
 )
-from nodes.prepare_baseline import prepare_baseline
-from nodes.single_answer import single_answer
+from factdebate.nodes.prepare_baseline import prepare_baseline
+from factdebate.nodes.single_answer import single_answer
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.core.baseline_context import SelfAskContext
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_self_ask() -> StateGraph:

@@ -12,14 +12,14 @@ k=5 keeps the cost comparable to the other baselines.
 
 from __future__ import annotations
 
+from factdebate.nodes.prepare_baseline import prepare_baseline
+from factdebate.nodes.sample import route_samples, sample
+from factdebate.nodes.vote import vote
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.baseline_context import SelfConsistencyContext
-from factdebate.baseline_state import BaselineState, BranchState
-from factdebate.state import DebateInput, DebateOutput
-from nodes.prepare_baseline import prepare_baseline
-from nodes.sample import route_samples, sample
-from nodes.vote import vote
+from factdebate.core.baseline_context import SelfConsistencyContext
+from factdebate.core.baseline_state import BaselineState, BranchState
+from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_self_consistency() -> StateGraph:

@@ -11,15 +11,15 @@ no item documents the evidence is one retrieval for the claim (the Tool-MAD sett
 
 from __future__ import annotations
 
+from factdebate.nodes.gather_evidence import gather_evidence
+from factdebate.nodes.prepare_baseline import prepare_baseline
+from factdebate.nodes.reflect import refine, review, route_after_refine
+from factdebate.nodes.single_answer import single_answer
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.baseline_context import SelfReflectionContext
-from factdebate.baseline_state import BaselineState
-from factdebate.state import DebateInput, DebateOutput
-from nodes.gather_evidence import gather_evidence
-from nodes.prepare_baseline import prepare_baseline
-from nodes.reflect import refine, review, route_after_refine
-from nodes.single_answer import single_answer
+from factdebate.core.baseline_context import SelfReflectionContext
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_self_reflection() -> StateGraph:

@@ -15,16 +15,16 @@ original selection in both answer modes.
 
 from __future__ import annotations
 
+from factdebate.graphs.turns import turn_node
+from factdebate.nodes.draft import draft, route_drafts
+from factdebate.nodes.gather_evidence import gather_evidence
+from factdebate.nodes.prepare_baseline import prepare_baseline
+from factdebate.nodes.verify_drafts import select_draft, verify_draft
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.baseline_context import SpeculativeRagContext
-from factdebate.baseline_state import BaselineState, BranchOutput, BranchState
-from factdebate.state import DebateInput, DebateOutput
-from factdebate.turns import turn_node
-from nodes.draft import draft, route_drafts
-from nodes.gather_evidence import gather_evidence
-from nodes.prepare_baseline import prepare_baseline
-from nodes.verify_drafts import select_draft, verify_draft
+from factdebate.core.baseline_context import SpeculativeRagContext
+from factdebate.core.baseline_state import BaselineState, BranchOutput, BranchState
+from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_draft_branch() -> StateGraph:
@@ -44,7 +44,7 @@ def build_speculative_rag() -> StateGraph:
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("gather_evidence", gather_evidence)
-    g.add_node("draft_branch", turn_node(build_draft_branch(), "draft_branch"))  # factdebate/turns.py
+    g.add_node("draft_branch", turn_node(build_draft_branch(), "draft_branch"))  # graphs/turns.py
     g.add_node("select_draft", select_draft)
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "gather_evidence")

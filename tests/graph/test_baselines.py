@@ -11,13 +11,13 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from typer.testing import CliRunner
 
-from factdebate.baseline_context import BaselineContext, MultiAgentDebateContext
-from factdebate.errors import ConfigError, InputError
-from factdebate.frameworks import FRAMEWORKS, build_framework, context_class
-from factdebate.models import load_model
-from factdebate.models.scenarios import verdict
-from factdebate.models.scripted import ScriptCall
-from factdebate.state import DebateOutput
+from factdebate.core.baseline_context import BaselineContext, MultiAgentDebateContext
+from factdebate.core.errors import ConfigError, InputError
+from factdebate.core.models import load_model
+from factdebate.core.models.scenarios import verdict
+from factdebate.core.models.scripted import ScriptCall
+from factdebate.core.state import DebateOutput
+from factdebate.run.frameworks import FRAMEWORKS, build_framework, context_class
 
 CLAIM = "The Eiffel Tower is in Paris."
 QUESTION = "In which year was Michael Jordan born?"
@@ -304,7 +304,7 @@ async def test_self_ask_stops_at_max_follow_ups(scenario):
 
 # -- registry --------------------------------------------------------------------------------
 def test_every_baseline_compiles_is_listed_and_exported():
-    from factdebate.cli import app
+    from factdebate.cli.main import app
 
     assert len(BASELINES) == 13
     listed = CliRunner().invoke(app, ["ls", "frameworks"]).output.split()

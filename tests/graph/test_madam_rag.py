@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from factdebate.graphs.madam_rag import build_madam_rag
+from factdebate.nodes.aggregate import parse_aggregate
+from factdebate.nodes.madam_agent import parse_agent_reply
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.madam_rag import MadamRagContext
-from factdebate.models import load_model
-from factdebate.models.scenarios import madam_role
-from factdebate.models.scripted import ScriptCall, ScriptFault
-from graphs.madam_rag import build_madam_rag
-from nodes.aggregate import parse_aggregate
-from nodes.madam_agent import parse_agent_reply
+from factdebate.core.madam_rag import MadamRagContext
+from factdebate.core.models import load_model
+from factdebate.core.models.scenarios import madam_role
+from factdebate.core.models.scripted import ScriptCall, ScriptFault
 
 QUESTION = "In which year was Michael Jordan born?"
 DOCS = [

@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from factdebate.graphs.madke import build_madke
+from factdebate.nodes.select_knowledge import parse_selection, pick
+from factdebate.tools.base import RETRIEVERS
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.errors import ConfigError
-from factdebate.madke import MadkeContext
-from factdebate.models import load_model
-from factdebate.models.scenarios import madke_role, verdict
-from factdebate.models.scripted import ScriptCall
-from graphs.madke import build_madke
-from nodes.select_knowledge import parse_selection, pick
-from tools.base import RETRIEVERS
+from factdebate.core.errors import ConfigError
+from factdebate.core.madke import MadkeContext
+from factdebate.core.models import load_model
+from factdebate.core.models.scenarios import madke_role, verdict
+from factdebate.core.models.scripted import ScriptCall
 
 CLAIM = "The Eiffel Tower is in Paris."
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.graphs.mermaid import build_mermaid
+from factdebate.nodes.memory import NO_ENTITIES_FLAG, NO_STORE_FLAG
+from factdebate.tools.evidence_memory import EvidenceMemory
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from factdebate.mermaid import MermaidContext
-from factdebate.models import load_model
-from factdebate.models.scenarios import verdict
-from factdebate.models.scripted import ScriptCall
-from graphs.mermaid import build_mermaid
-from nodes.memory import NO_ENTITIES_FLAG, NO_STORE_FLAG
-from tools.evidence_memory import EvidenceMemory
+from factdebate.core.mermaid import MermaidContext
+from factdebate.core.models import load_model
+from factdebate.core.models.scenarios import verdict
+from factdebate.core.models.scripted import ScriptCall
 
 CLAIM = "The Eiffel Tower is in Paris."
 TRIPLETS = {

@@ -16,15 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from factdebate.nodes import llm
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.cli import interrupted_run
-from factdebate.errors import FactDebateError
-from factdebate.frameworks import FRAMEWORKS, build_framework, context_class
-from factdebate.labels import get_label_set
-from factdebate.models.scenarios import verdict
-from factdebate.models.scripted import ScriptCall
-from nodes import llm
+from factdebate.cli.main import interrupted_run
+from factdebate.core.errors import FactDebateError
+from factdebate.core.labels import get_label_set
+from factdebate.core.models.scenarios import verdict
+from factdebate.core.models.scripted import ScriptCall
+from factdebate.run.frameworks import FRAMEWORKS, build_framework, context_class
 
 CLAIM = "The Eiffel Tower is in Paris."
 DOCS = [
@@ -179,7 +179,7 @@ async def test_transient_provider_fault_is_retried_and_the_run_recovers(scenario
 
 def good_reply(call: ScriptCall, fallback: Reply) -> Any:
     """A valid reply for any role of any framework (the graph tests' own scripts)."""
-    from factdebate.models.scenarios import answer_role, madam_role, madke_role
+    from factdebate.core.models.scenarios import answer_role, madam_role, madke_role
 
     if call.role in ("query", "ragas"):
         return answer_role(call, debater_label=0)
@@ -203,10 +203,10 @@ class Unauthorized(Exception):
     (RateLimited, [0.0]),  # Retry-After: 0 -> the back-off alone (0 here)
     (lambda: RateLimited("7"), [7.0]),
     (lambda: RateLimited("86400"), [llm.MAX_RETRY_AFTER_S]),
-    (lambda: __import__("tools.tavily_search", fromlist=["x"]).SearchBackendError(
+    (lambda: __import__("factdebate.tools.tavily_search", fromlist=["x"]).SearchBackendError(
         "HTTP 429", status=429, retry_after=3.0), [3.0]),
     (Unauthorized, []),  # a client error other than 408/429 is not retried
-    (lambda: __import__("factdebate.errors", fromlist=["x"]).ConfigError("no key"), []),
+    (lambda: __import__("factdebate.core.errors", fromlist=["x"]).ConfigError("no key"), []),
 ], ids=["429-no-wait", "429-retry-after-7", "429-capped", "search-backend-429", "401", "config"])
 async def test_with_retries_honours_retry_after_with_a_cap(monkeypatch, make, waits):
     slept: list[float] = []

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from factdebate.graphs.tool_mad import build_tool_mad
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.models import load_model
-from factdebate.models.scenarios import answer_role, claim_of, verdict
-from factdebate.models.scripted import ScriptCall, ScriptFault
-from graphs.tool_mad import build_tool_mad
+from factdebate.core.models import load_model
+from factdebate.core.models.scenarios import answer_role, claim_of, verdict
+from factdebate.core.models.scripted import ScriptCall, ScriptFault
 
 CLAIM = "The Eiffel Tower is in Paris."
 
@@ -44,7 +44,7 @@ async def test_early_stop_in_round_one(scenario, static_ctx):
 
 
 async def test_low_score_blocks_stop_until_round_two(scenario, static_ctx):
-    from factdebate.models.scripted_ragas import respond_ragas
+    from factdebate.core.models.scripted_ragas import respond_ragas
 
     def responder(call: ScriptCall) -> Any:
         if call.role == "ragas":
@@ -158,7 +158,7 @@ async def test_inner_turn_nodes_stream_under_the_turn_namespace(scenario, static
 
 
 async def test_resume_mid_round_restores_state_and_redoes_only_that_round(scenario, static_ctx):
-    # turns run without inner checkpoints (factdebate/turns.py): the resume point is the turn,
+    # turns run without inner checkpoints (graphs/turns.py): the resume point is the turn,
     # and the sibling turn cancelled by the failing one's error is redone too
     failed = {"done": False}
 
@@ -214,7 +214,7 @@ async def test_resume_after_judge_fault_runs_only_the_judge(scenario, static_ctx
 
 
 async def test_bad_input_is_rejected_before_any_model_call(scenario, static_ctx):
-    from factdebate.errors import InputError
+    from factdebate.core.errors import InputError
 
     spec = scenario(lambda call: answer_role(call, debater_label=0))
     with pytest.raises(InputError, match="empty"):

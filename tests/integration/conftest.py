@@ -13,8 +13,8 @@ DATA = os.environ.get("FACTDEBATE_DATA_DIR")
 @pytest.fixture(scope="session")
 def wiki_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Milvus Lite + keyword indexes of the first 200 passages of the shared wiki corpus."""
-    from tools.base import clear_retriever_cache
-    from tools.indexing import build_indexes
+    from factdebate.tools.base import clear_retriever_cache
+    from factdebate.tools.indexing import build_indexes
 
     if not DATA:
         pytest.skip("FACTDEBATE_DATA_DIR is not set (CI sets it to ../shared/data)")

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from factdebate.evaluation.bench import longest_chain, run_bench
+from factdebate.evaluation.bench_report import write_markdown
 
-from evaluation.bench import longest_chain, run_bench
-from evaluation.bench_report import write_markdown
-from factdebate.models.scripted import CallRecord
+from factdebate.core.models.scripted import CallRecord
 
 
 def test_longest_chain_counts_only_non_overlapping_calls():
@@ -83,7 +83,7 @@ def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeyp
     async def broken(*args, **kwargs):
         raise RuntimeError("model exploded")
 
-    monkeypatch.setattr("evaluation.executors.run_claim", broken)
+    monkeypatch.setattr("factdebate.evaluation.executors.run_claim", broken)
     # in process (a monkeypatch does not reach worker processes); the warm-up run fails first
     with pytest.raises(RuntimeError, match=r"2 of 2 items failed at concurrency 1.*model exploded"):
         run_bench("scaling", tmp_path, "test", data_dir=data_dir, claims=4, latency=0.01,

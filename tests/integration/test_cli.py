@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from factdebate.cli import app
-from factdebate.models.scenarios import answer_role
-from factdebate.models.scripted import ScriptCall, ScriptFault
+from factdebate.cli.main import app
+from factdebate.core.models.scenarios import answer_role
+from factdebate.core.models.scripted import ScriptCall, ScriptFault
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "tools" / "demo_corpus" / "passages.jsonl"
@@ -112,12 +112,12 @@ def test_unreachable_model_server(index_dir):
 
 
 def test_locked_milvus_index_is_reported(index_dir):
-    from tools.base import clear_retriever_cache
+    from factdebate.tools.base import clear_retriever_cache
 
     clear_retriever_cache()  # earlier tests in this process hold the folder
     holder = subprocess.Popen(
         [sys.executable, "-c", (
-            "import sys, time; from tools.milvus_rag import connect; "
+            "import sys, time; from factdebate.tools.milvus_rag import connect; "
             f"c = connect({str(index_dir / 'milvus.db')!r}); print('ready', flush=True); "
             "time.sleep(60)")],
         stdout=subprocess.PIPE, text=True,

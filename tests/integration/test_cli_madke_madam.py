@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from factdebate.cli import app
-from factdebate.models.scenarios import madam_role, madke_role
+from factdebate.cli.main import app
+from factdebate.core.models.scenarios import madam_role, madke_role
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "tools" / "demo_corpus" / "passages.jsonl"

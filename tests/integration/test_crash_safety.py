@@ -13,9 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from evaluation.crash_trials import parse_args, run_trials
-from evaluation.local_postgres import postgres_bin
+from factdebate.evaluation.crash_trials import parse_args, run_trials
+from factdebate.evaluation.local_postgres import postgres_bin
 
 
 def check(figures: dict, out: Path) -> None:
@@ -46,7 +45,7 @@ def test_postgres_kill_and_resume_loses_and_duplicates_nothing(tmp_path, monkeyp
 def test_postgres_checkpointer_errors_are_one_line_with_the_password_masked(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from factdebate.cli import app
+    from factdebate.cli.main import app
 
     items = tmp_path / "items.jsonl"
     items.write_text(json.dumps({"id": "c1", "claim": "A claim.", "label": "SUPPORTS"}) + "\n")
@@ -68,8 +67,8 @@ async def test_a_thread_killed_before_its_input_was_written_starts_over():
     from langgraph.checkpoint.base import empty_checkpoint
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from factdebate.baseline_context import BaselineContext
-    from factdebate.runner import run_claim
+    from factdebate.core.baseline_context import BaselineContext
+    from factdebate.run.claims import run_claim
 
     saver = InMemorySaver()
     config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from factdebate.cli import app
+from factdebate.cli.main import app
 
 REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"

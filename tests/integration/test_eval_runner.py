@@ -9,12 +9,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from factdebate.evaluation.config import load_config
+from factdebate.evaluation.reports import write_reports
+from factdebate.evaluation.runner import RunSpec, is_rate_limit, run_eval
 
-from evaluation.config import load_config
-from evaluation.reports import write_reports
-from evaluation.runner import RunSpec, is_rate_limit, run_eval
-from factdebate.models.scenarios import answer_role, claim_of
-from factdebate.models.scripted import ScriptCall, ScriptFault
+from factdebate.core.models.scenarios import answer_role, claim_of
+from factdebate.core.models.scripted import ScriptCall, ScriptFault
 
 
 class RateLimitError(RuntimeError):
@@ -24,7 +24,7 @@ class RateLimitError(RuntimeError):
 @pytest.fixture(autouse=True)
 def _no_index(monkeypatch):
     # the static test retriever needs no index on disk
-    monkeypatch.setattr("evaluation.runner._ensure_index", lambda framework, ctx: None)
+    monkeypatch.setattr("factdebate.evaluation.runner._ensure_index", lambda framework, ctx: None)
 
 
 def dataset(tmp_path: Path) -> Path:
@@ -71,7 +71,7 @@ def test_failures_become_error_rows_and_rate_limits_are_retried(scenario, tmp_pa
     flaky = rows["mini-flaky"]
     assert flaky["status"] == "ok" and flaky["attempts"] == 2
     # the retry resumed the thread at the interrupted round: the failed turn ran once more, and
-    # the rag turn again only if the 429 cancelled it before it finished (factdebate/turns.py)
+    # the rag turn again only if the 429 cancelled it before it finished (graphs/turns.py)
     assert debater_calls[("Mount Everest is the highest mountain.", "rag")] in (1, 2)
     assert debater_calls[("Mount Everest is the highest mountain.", "search")] == 2
     summary = write_reports(out, [out])["runs"][0]

@@ -19,9 +19,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from evaluation.runner import RunSpec, run_eval
-from evaluation.workers import WorkerPool
+from factdebate.evaluation.runner import RunSpec, run_eval
+from factdebate.evaluation.workers import WorkerPool
 
 REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
@@ -129,7 +128,7 @@ def _marked_processes(mark: str) -> list[int]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_exit_when_the_coordinator_is_killed_and_the_run_resumes(
         wiki_index: Path, one_process: Path, tmp_path: Path):
-    from tools.base import clear_retriever_cache
+    from factdebate.tools.base import clear_retriever_cache
 
     clear_retriever_cache()  # this process's runs above hold the Milvus Lite folder
     out = tmp_path / "killed"
@@ -173,7 +172,7 @@ def test_workers_exit_when_the_coordinator_is_killed_and_the_run_resumes(
 
 
 def test_workers_refuse_server_runs_and_bad_counts(tmp_path: Path):
-    from factdebate.errors import InputError
+    from factdebate.core.errors import InputError
 
     with pytest.raises(InputError, match="--workers"):
         asyncio.run(run_eval(RunSpec(framework="tool_mad", dataset="fever", out=tmp_path / "a",

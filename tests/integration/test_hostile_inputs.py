@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factdebate.tools.base import clear_retriever_cache
+from factdebate.tools.indexing import index_exists
 from typer.testing import CliRunner
 
-from factdebate.cli import app
-from tools.base import clear_retriever_cache
-from tools.indexing import index_exists
+from factdebate.cli.main import app
 
 runner = CliRunner()
 GOOD_PASSAGE = {"doc_id": "d1", "title": "Eiffel Tower", "text": "The Eiffel Tower is in Paris."}
@@ -103,7 +103,7 @@ def test_index_into_a_locked_milvus_lite_file_fails_cleanly_and_keeps_nothing(tm
     clear_retriever_cache()
     holder = subprocess.Popen(
         [sys.executable, "-c", (
-            "import time; from tools.milvus_rag import connect; "
+            "import time; from factdebate.tools.milvus_rag import connect; "
             f"c = connect({str(locked)!r}, create=True); print('ready', flush=True); time.sleep(60)")],
         stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
     try:

@@ -6,10 +6,9 @@ import json
 from collections.abc import Iterator
 
 import pytest
-
-from tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
-from tools.hybrid import MIN_CANDIDATES, HybridRetriever
-from tools.indexing import build_indexes, read_manifest
+from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
+from factdebate.tools.hybrid import MIN_CANDIDATES, HybridRetriever
+from factdebate.tools.indexing import build_indexes, read_manifest
 
 PASSAGES = {
     "mars": ("Mars", "Mars is the fourth planet from the Sun, called the Red Planet."),

@@ -34,7 +34,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from tools.indexing import build_indexes
+    from factdebate.tools.indexing import build_indexes
 
     work = tmp_path_factory.mktemp("server")
     corpus = work / "corpus.jsonl"
@@ -90,7 +90,7 @@ async def test_server_lists_the_framework_and_completes_a_run(server: str):
     from langgraph_sdk import get_client
 
     client = get_client(url=server, api_key=API_KEY)
-    from factdebate.frameworks import FRAMEWORKS
+    from factdebate.run.frameworks import FRAMEWORKS
 
     assistants = await client.assistants.search(limit=100)
     assert {a["graph_id"] for a in assistants} == set(FRAMEWORKS.names())

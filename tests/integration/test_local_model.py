@@ -24,9 +24,9 @@ from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage  # noqa: E402
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
-from factdebate.errors import ConfigError  # noqa: E402
-from factdebate.labels import QueryOut  # noqa: E402
-from factdebate.models.local import (  # noqa: E402
+from factdebate.core.errors import ConfigError  # noqa: E402
+from factdebate.core.labels import QueryOut  # noqa: E402
+from factdebate.core.models.local import (  # noqa: E402
     TRUNCATION_MARKER,
     EnginePool,
     LocalChatModel,
@@ -34,7 +34,7 @@ from factdebate.models.local import (  # noqa: E402
     load_local_model,
     schema_grammar,
 )
-from factdebate.models.local_decode import repeated_tail, sentence_end  # noqa: E402
+from factdebate.core.models.local_decode import repeated_tail, sentence_end  # noqa: E402
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 PROMPT = [
@@ -286,7 +286,7 @@ def test_grammar_fast_path_picks_what_llama_cpp_constrained_decoding_picks(
 ) -> None:
     from llama_cpp import LlamaGrammar
 
-    from factdebate.models.local import json_schema_of, to_chat_messages
+    from factdebate.core.models.local import json_schema_of, to_chat_messages
 
     ours = model.bind(fd_schema=Verdict).invoke(PROMPT)
     assert ours.response_metadata["repetition_cut"] == 0

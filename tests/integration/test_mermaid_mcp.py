@@ -20,17 +20,17 @@ from urllib.parse import parse_qs, urlparse
 
 import httpx
 import pytest
+from factdebate.graphs.mermaid import build_mermaid
+from factdebate.tools.base import clear_retriever_cache
+from factdebate.tools.indexing import build_indexes
+from factdebate.tools.tool_providers import McpToolProvider
+from factdebate.tools.toolbox import OFFLINE_TOOLS, Toolbox, ToolboxSettings
+from factdebate.tools.web_apis import ArxivClient, MediaWikiClient, OpenAlexClient, PubMedClient
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.mermaid import MermaidContext
-from factdebate.models.scenarios import verdict
-from factdebate.models.scripted import ScriptCall
-from graphs.mermaid import build_mermaid
-from tools.base import clear_retriever_cache
-from tools.indexing import build_indexes
-from tools.tool_providers import McpToolProvider
-from tools.toolbox import OFFLINE_TOOLS, Toolbox, ToolboxSettings
-from tools.web_apis import ArxivClient, MediaWikiClient, OpenAlexClient, PubMedClient
+from factdebate.core.mermaid import MermaidContext
+from factdebate.core.models.scenarios import verdict
+from factdebate.core.models.scripted import ScriptCall
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = [
@@ -139,7 +139,7 @@ def mcp_url(index_dir: Path, fake_apis: str) -> Iterator[str]:
     env = {**os.environ, "FACTDEBATE_OPENALEX_URL": f"{fake_apis}/broken",
            "FACTDEBATE_ARXIV_URL": f"{fake_apis}/arxiv"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tools.mcp_server", "--transport", "streamable-http",
+        [sys.executable, "-m", "factdebate.tools.mcp_server", "--transport", "streamable-http",
          "--port", str(port), "--index-dir", str(index_dir), "--web-backend", "local_search"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=log,
     )
@@ -232,9 +232,9 @@ PROCESS = textwrap.dedent("""
     import asyncio, json, sys
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
-    from factdebate.mermaid import MermaidContext
-    from factdebate.models.scripted import SCENARIOS
-    from factdebate.runner import run_claim
+    from factdebate.core.mermaid import MermaidContext
+    from factdebate.core.models.scripted import SCENARIOS
+    from factdebate.run.claims import run_claim
 
     claim, db, url = sys.argv[1:4]
 
@@ -296,7 +296,7 @@ async def test_api_clients_map_replies_and_raise_on_500(fake_apis: str, monkeypa
     with pytest.raises(httpx.HTTPStatusError, match="500"):
         await PubMedClient(f"{fake_apis}/broken").search("x", k=1)
     monkeypatch.setenv("FACTDEBATE_MEDIAWIKI_URL", f"{fake_apis}/mediawiki")
-    from tools.base import RetrieverSettings
+    from factdebate.tools.base import RetrieverSettings
 
     box = Toolbox(ToolboxSettings(RetrieverSettings("", ""), wiki_backend="mediawiki"))
     summary = await box.get_summary("Eiffel Tower")
@@ -307,7 +307,7 @@ async def test_api_clients_map_replies_and_raise_on_500(fake_apis: str, monkeypa
 
 
 async def test_unreachable_server_is_a_backend_error(scenario):
-    from factdebate.errors import BackendUnavailableError
+    from factdebate.core.errors import BackendUnavailableError
 
     spec = scenario(executor_script([{"thought": "done", "answer": "SUPPORTS"}]))
     ctx = MermaidContext(debater_model=spec, mcp_url=f"http://127.0.0.1:{free_port()}/mcp")

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from factdebate.tools import milvus_rag
+from factdebate.tools.embeddings import get_embeddings
 
-from tools import milvus_lite_fastpath as fastpath
-from tools import milvus_rag
-from tools.embeddings import get_embeddings
+from factdebate.patches import milvus_lite as fastpath
 
 DIM = 384  # the bundled MiniLM's dimension, so MilvusRetriever accepts the collection
 N = 600

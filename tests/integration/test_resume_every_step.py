@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from factdebate.frameworks import context_class
-from factdebate.runner import open_sqlite_saver, run_claim
+from factdebate.run.claims import open_sqlite_saver, run_claim
+from factdebate.run.frameworks import context_class
 
 THREAD = "t-resume"
 CLAIM = {"claim": "The Eiffel Tower is in Paris."}

@@ -9,12 +9,12 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import factdebate.tools.indexing as indexing
 import pytest
+from factdebate.tools.base import RETRIEVERS, Retriever, RetrieverSettings
+from factdebate.tools.indexing import build_indexes, index_exists, read_manifest
 
-import tools.indexing as indexing
-from factdebate.errors import BackendUnavailableError
-from tools.base import RETRIEVERS, Retriever, RetrieverSettings
-from tools.indexing import build_indexes, index_exists, read_manifest
+from factdebate.core.errors import BackendUnavailableError
 
 PASSAGES = {
     "mars": ("Mars", "Mars is the fourth planet from the Sun. It is often called the Red Planet "
@@ -187,8 +187,8 @@ def test_second_process_gets_a_clear_lock_error(
     retrievers: dict[str, Retriever], index_dir: Path
 ) -> None:
     script = textwrap.dedent(f"""
-        from factdebate.errors import BackendUnavailableError
-        from tools.milvus_rag import connect
+        from factdebate.core.errors import BackendUnavailableError
+        from factdebate.tools.milvus_rag import connect
         try:
             connect({str(index_dir / "milvus.db")!r})
         except BackendUnavailableError as exc:

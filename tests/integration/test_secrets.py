@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tools.base import clear_retriever_cache
-from tools.indexing import build_indexes
+from factdebate.tools.base import clear_retriever_cache
+from factdebate.tools.indexing import build_indexes
 
 REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"

@@ -25,17 +25,17 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from factdebate.graphs.mermaid import build_mermaid
+from factdebate.graphs.tool_mad import build_tool_mad
+from factdebate.nodes import llm
+from factdebate.nodes.render import MAX_EVIDENCE_CHARS, MAX_PASSAGE_CHARS
+from factdebate.tools.base import clear_retriever_cache
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.context import Context
-from factdebate.mermaid import MermaidContext
-from factdebate.models.scenarios import answer_role, verdict
-from factdebate.models.scripted import ScriptCall
-from graphs.mermaid import build_mermaid
-from graphs.tool_mad import build_tool_mad
-from nodes import llm
-from nodes.render import MAX_EVIDENCE_CHARS, MAX_PASSAGE_CHARS
-from tools.base import clear_retriever_cache
+from factdebate.core.context import Context
+from factdebate.core.mermaid import MermaidContext
+from factdebate.core.models.scenarios import answer_role, verdict
+from factdebate.core.models.scripted import ScriptCall
 
 REPO = Path(__file__).resolve().parents[2]
 CLAIM = "The Eiffel Tower is in Paris."
@@ -192,7 +192,7 @@ async def test_429_retry_after_is_capped_and_the_fault_recorded(scenario, monkey
 
 
 async def test_rejected_key_is_the_users_to_fix(scenario):
-    from tools.tavily_search import SearchBackendError
+    from factdebate.tools.tavily_search import SearchBackendError
 
     Stand_in.plan["/search"] = [status(401)]
     with pytest.raises(SearchBackendError, match="check TAVILY_API_KEY"):
@@ -293,7 +293,7 @@ def mcp_server(server: str, tmp_path: Path) -> Iterator[tuple[str, subprocess.Po
     port = free_port()
     env = {**os.environ, "FACTDEBATE_MEDIAWIKI_URL": f"{server}/mediawiki"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tools.mcp_server", "--transport", "streamable-http", "--port",
+        [sys.executable, "-m", "factdebate.tools.mcp_server", "--transport", "streamable-http", "--port",
          str(port), "--index-dir", str(tmp_path / "no-index"), "--wiki-backend", "mediawiki",
          "--web-backend", "local_search"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

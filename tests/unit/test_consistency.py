@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from tools.scoring import consistency_score
+from factdebate.tools.scoring import consistency_score
 
 ANSWER = "The Eiffel Tower is located in Paris and was completed in 1889."
 

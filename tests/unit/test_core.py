@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from factdebate.nodes.check_consensus import consensus_reached, route_after_check_consensus
+from factdebate.nodes.prepare import clean_claim
+from factdebate.nodes.render import average_scores, render_evidence
+from factdebate.prompts import load_prompts
 
-from factdebate.context import Context, context_fields
-from factdebate.errors import ConfigError, InputError
-from factdebate.registry import Registry
-from factdebate.state import Turn, add_ledger, merge_scores
-from nodes.check_consensus import consensus_reached, route_after_check_consensus
-from nodes.prepare import clean_claim
-from nodes.render import average_scores, render_evidence
-from prompts import load_prompts
+from factdebate.core.context import Context, context_fields
+from factdebate.core.errors import ConfigError, InputError
+from factdebate.core.registry import Registry
+from factdebate.core.state import Turn, add_ledger, merge_scores
 
 
 def test_registry_aliases_duplicates_and_suggestions():
@@ -146,7 +146,7 @@ def test_documents_cannot_escape_their_delimiters():
 
 
 def test_rrf_fusion_rewards_agreement_between_rankers():
-    from tools.hybrid import rrf_fuse
+    from factdebate.tools.hybrid import rrf_fuse
 
     def ev(i: str) -> dict:
         return {"id": i, "title": i, "text": "", "source": "x", "url": "", "score": 0.0}

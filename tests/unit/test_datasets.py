@@ -7,9 +7,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from factdebate.evaluation.datasets import DATASETS, load_items, resolve_data_dir, stratified_sample
 
-from evaluation.datasets import DATASETS, load_items, resolve_data_dir, stratified_sample
-from factdebate.errors import ConfigError, InputError
+from factdebate.core.errors import ConfigError, InputError
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -140,7 +140,7 @@ def test_unknown_dataset_did_you_mean_and_data_dir_errors(tmp_path, monkeypatch)
 def test_parsed_files_are_reused_until_the_file_changes(data_dir, monkeypatch):
     import os
 
-    import evaluation.datasets as datasets
+    import factdebate.evaluation.datasets as datasets
 
     first = load_items("fever", data_dir)
     first.clear()  # callers get their own list

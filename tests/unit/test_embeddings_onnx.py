@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from tools import embeddings_onnx
-from tools.embeddings import MiniLMEmbeddings, get_embeddings
+from factdebate.tools import embeddings_onnx
+from factdebate.tools.embeddings import MiniLMEmbeddings, get_embeddings
 
 TEXTS = ["Who wrote Hamlet?", "The Seine flows through Paris and into the English Channel."]
 
@@ -62,7 +61,7 @@ def test_embed_queries_embeds_each_new_text_once_and_returns_embed_documents_vec
 
 
 def test_cached_queries_answers_only_full_hits():
-    from tools.embeddings import get_embeddings
+    from factdebate.tools.embeddings import get_embeddings
 
     emb = get_embeddings("minilm")
     texts = ["cached query one", "cached query two"]

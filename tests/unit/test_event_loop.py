@@ -7,7 +7,7 @@ import asyncio
 import pytest
 import uvloop
 
-from factdebate.runner import event_loop_kind, run_async
+from factdebate.run.claims import event_loop_kind, run_async
 
 
 async def _loop_type() -> type:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from factdebate.frameworks import FRAMEWORKS, build_framework, context_class
+from factdebate.run.frameworks import FRAMEWORKS, build_framework, context_class
 
 REPO = Path(__file__).resolve().parents[2]
 EXPORTED = json.loads((REPO / "langgraph.json").read_text())["graphs"]

@@ -6,8 +6,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
-
-from tools.hybrid import zscore_fuse
+from factdebate.tools.hybrid import zscore_fuse
 
 
 def ev(pid: str, score: float, source: str = "x") -> dict:

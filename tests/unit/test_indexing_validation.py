@@ -6,9 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from factdebate.errors import BackendUnavailableError, InputError
-from tools.indexing import (
+from factdebate.tools.indexing import (
     CHUNK_CHARS,
     CorpusError,
     build_indexes,
@@ -18,6 +16,8 @@ from tools.indexing import (
     read_manifest,
     validate_corpus,
 )
+
+from factdebate.core.errors import BackendUnavailableError, InputError
 
 
 def _write(tmp_path: Path, lines: list[str | bytes], name: str = "corpus.jsonl") -> Path:

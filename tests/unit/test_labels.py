@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from factdebate.errors import ConfigError
-from factdebate.labels import LABEL_SETS, get_label_set, parse_label, verdict_schema
+from factdebate.core.errors import ConfigError
+from factdebate.core.labels import LABEL_SETS, get_label_set, parse_label, verdict_schema
 
 FEVER = get_label_set("fever")
 

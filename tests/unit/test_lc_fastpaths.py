@@ -1,4 +1,4 @@
-"""``factdebate.lc_fastpaths``: the cached signature inspection answers exactly as langchain-core's."""
+"""``factdebate.patches.lc_fastpaths``: the cached signature inspection answers as langchain-core's."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from langchain_core.language_models import chat_models, llms
 from langchain_core.messages import HumanMessage
 from langchain_core.utils import _signature
 
-import factdebate.models  # noqa: F401  (installs the fast path)
-from factdebate import lc_fastpaths
-from factdebate.ledger import UsageTracker
-from factdebate.models.scripted import scripted
+import factdebate.core.models  # noqa: F401  (installs the fast path)
+from factdebate.core.ledger import UsageTracker
+from factdebate.core.models.scripted import scripted
+from factdebate.patches import lc_fastpaths
 
 original = _signature._signature_parameters
 

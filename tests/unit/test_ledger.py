@@ -8,7 +8,7 @@ import threading
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.runnables import RunnableLambda
 
-from factdebate.ledger import UsageTracker
+from factdebate.core.ledger import UsageTracker
 
 
 def test_counts_calls_inline_on_the_loop_and_ignores_chain_events():

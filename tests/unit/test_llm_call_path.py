@@ -13,6 +13,7 @@ import random
 from typing import Any, TypedDict
 
 import pytest
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, structured_runnable
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -20,13 +21,12 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
-from factdebate.labels import QueryOut, verdict_schema
-from factdebate.ledger import UsageTracker
-from factdebate.models.scenarios import _SUBJECT, _subject, claim_of
-from factdebate.models.scripted import ScriptCall, _words, scripted
-from factdebate.models.scripted_ragas import respond_ragas
-from factdebate.models.structured import JsonStructuredOutput
-from nodes.llm import CallLog, ask_structured, call_config, structured_runnable
+from factdebate.core.labels import QueryOut, verdict_schema
+from factdebate.core.ledger import UsageTracker
+from factdebate.core.models.scenarios import _SUBJECT, _subject, claim_of
+from factdebate.core.models.scripted import ScriptCall, _words, scripted
+from factdebate.core.models.scripted_ragas import respond_ragas
+from factdebate.core.models.structured import JsonStructuredOutput
 
 
 class Recorder(BaseCallbackHandler):
@@ -149,7 +149,7 @@ def test_ask_structured_reuses_one_runnable_per_model_and_schema() -> None:
 
 
 def test_structured_runnable_cache_is_bounded_and_checks_identity(monkeypatch) -> None:  # noqa: ANN001
-    import nodes.llm as llm
+    import factdebate.nodes.llm as llm
 
     monkeypatch.setattr(llm, "_structured", type(llm._structured)())
     monkeypatch.setattr(llm, "_STRUCTURED_MAX", 3)
@@ -174,7 +174,7 @@ class FakeEmbeddings(Embeddings):
 
 def test_ragas_calls_carry_the_metric_config_and_inherit_the_node_run() -> None:
     pytest.importorskip("ragas")
-    from tools.scoring import stability_scores
+    from factdebate.tools.scoring import stability_scores
 
     model = scripted(answer)
     recorder = Recorder()
@@ -202,9 +202,8 @@ def test_ragas_calls_carry_the_metric_config_and_inherit_the_node_run() -> None:
 
 def test_ragas_adapter_outside_a_metric_still_tags_its_calls() -> None:
     pytest.importorskip("ragas")
+    from factdebate.tools.scoring import LangChainRagasLLM
     from ragas.metrics.collections.answer_relevancy.util import AnswerRelevanceOutput
-
-    from tools.scoring import LangChainRagasLLM
 
     seen: list[dict] = []
     model = scripted(lambda call: seen.append(call.metadata) or
@@ -291,9 +290,10 @@ def test_ledger_skips_chat_model_start_events_and_still_counts() -> None:
 
 
 def test_model_for_answers_a_loaded_model_without_a_thread_hop(monkeypatch) -> None:  # noqa: ANN001
-    from factdebate.context import Context
-    from factdebate.models import cached_model, clear_model_cache, load_model
-    from nodes import llm
+    from factdebate.nodes import llm
+
+    from factdebate.core.context import Context
+    from factdebate.core.models import cached_model, clear_model_cache, load_model
 
     clear_model_cache()
     ctx = Context()
@@ -317,7 +317,7 @@ def test_model_for_answers_a_loaded_model_without_a_thread_hop(monkeypatch) -> N
 
 def test_stability_scores_reuses_built_metrics_without_a_thread_hop(monkeypatch) -> None:  # noqa: ANN001
     pytest.importorskip("ragas")
-    from tools import scoring
+    from factdebate.tools import scoring
 
     model, emb = scripted(answer), FakeEmbeddings()
     assert scoring._cached_metrics(model, emb) is None
@@ -342,11 +342,10 @@ def test_stability_scores_reuses_built_metrics_without_a_thread_hop(monkeypatch)
 
 def test_ragas_prompts_render_exactly_as_ragas_with_memoised_examples() -> None:
     pytest.importorskip("ragas")
+    from factdebate.tools import ragas_metrics
+    from factdebate.tools.scoring import LangChainRagasEmbeddings, LangChainRagasLLM
     from ragas.metrics.collections import AnswerRelevancy, Faithfulness
     from ragas.metrics.collections.answer_relevancy.util import AnswerRelevanceInput
-
-    from tools import ragas_metrics
-    from tools.scoring import LangChainRagasEmbeddings, LangChainRagasLLM
 
     judge = LangChainRagasLLM(scripted(answer))
     ours = ragas_metrics.faithfulness(judge)

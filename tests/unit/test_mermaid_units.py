@@ -5,17 +5,17 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from factdebate.nodes.call_tool import mcp_connection
+from factdebate.nodes.react_executor import route_after_call_tool, route_after_react_step
+from factdebate.prompts import load_prompts
+from factdebate.prompts.mermaid.schemas import Decomposition
+from factdebate.tools.evidence_memory import EvidenceMemory, entity_key, mentions
+from factdebate.tools.toolbox import sentences
 from langgraph.store.memory import InMemoryStore
 
-from factdebate.errors import ConfigError
-from factdebate.frameworks import context_class
-from factdebate.mermaid import MermaidContext
-from nodes.call_tool import mcp_connection
-from nodes.react_executor import route_after_call_tool, route_after_react_step
-from prompts import load_prompts
-from prompts.mermaid.schemas import Decomposition
-from tools.evidence_memory import EvidenceMemory, entity_key, mentions
-from tools.toolbox import sentences
+from factdebate.core.errors import ConfigError
+from factdebate.core.mermaid import MermaidContext
+from factdebate.run.frameworks import context_class
 
 
 def rt(t_max: int = 5) -> SimpleNamespace:
@@ -46,7 +46,7 @@ def test_context_defaults_and_checks():
 def test_mcp_connection_defaults_to_a_stdio_server_with_the_index_settings():
     conn = mcp_connection(MermaidContext(index_dir="/data/idx", search_backend="local_search"))
     assert conn["transport"] == "stdio"
-    assert conn["args"][:4] == ["-m", "tools.mcp_server", "--transport", "stdio"]
+    assert conn["args"][:4] == ["-m", "factdebate.tools.mcp_server", "--transport", "stdio"]
     assert conn["args"][conn["args"].index("--index-dir") + 1] == "/data/idx"
     assert conn["args"][conn["args"].index("--web-backend") + 1] == "local_search"
     url = mcp_connection(MermaidContext(mcp_url="http://127.0.0.1:9/mcp"))

@@ -5,10 +5,9 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from evaluation.compare import paired_bootstrap
-from evaluation.judging import estimate_cost
-from evaluation.metrics import (
+from factdebate.evaluation.compare import paired_bootstrap
+from factdebate.evaluation.judging import estimate_cost
+from factdebate.evaluation.metrics import (
     METRICS,
     bootstrap_ci,
     compute_metrics,
@@ -16,7 +15,8 @@ from evaluation.metrics import (
     per_class_f1,
     token_f1,
 )
-from factdebate.errors import ConfigError
+
+from factdebate.core.errors import ConfigError
 
 
 def row(pred, gold, *, status="ok", final=None, task="fever", answers=(), gold_answers=(),

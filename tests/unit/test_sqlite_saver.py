@@ -1,4 +1,4 @@
-"""``OneTripSqliteSaver`` stores exactly what ``AsyncSqliteSaver`` stores (factdebate/sqlite_saver.py)."""
+"""``OneTripSqliteSaver`` stores exactly what ``AsyncSqliteSaver`` stores."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from factdebate.runner import open_sqlite_saver
-from factdebate.sqlite_saver import OneTripSqliteSaver, one_trip_supported
+from factdebate.patches.sqlite_saver import OneTripSqliteSaver, one_trip_supported
+from factdebate.run.claims import open_sqlite_saver
 
 CHECKPOINT = {**empty_checkpoint(), "id": "1ef00000-0000-6000-8000-000000000001"}
 
@@ -47,7 +47,7 @@ async def test_one_trip_saver_writes_the_same_rows_as_the_base_saver(tmp_path: P
 
 
 def test_unknown_aiosqlite_falls_back(monkeypatch):
-    import factdebate.sqlite_saver as mod
+    import factdebate.patches.sqlite_saver as mod
 
     monkeypatch.setattr(mod, "TESTED_AIOSQLITE", ("0.0.0",))
     assert not mod.one_trip_supported()

@@ -1,4 +1,4 @@
-"""factdebate/turns.py: linear turn subgraphs run node by node, as the compiled subgraph would."""
+"""graphs/turns.py: linear turn subgraphs run node by node, as the compiled subgraph would."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import UUID
 
+import factdebate.graphs.turns as turns
 import pytest
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -19,9 +20,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
 from typing_extensions import TypedDict
 
-import factdebate.turns as turns
-from factdebate.ledger import UsageTracker
-from factdebate.state import add_ledger
+from factdebate.core.ledger import UsageTracker
+from factdebate.core.state import add_ledger
 
 
 @dataclass

@@ -43,8 +43,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from factdebate.models.structured import json_structured_output
-from factdebate.registry import Registry
+from factdebate.core.models.structured import json_structured_output
+from factdebate.core.registry import Registry
 
 
 class ScriptFault(RuntimeError):
@@ -248,4 +248,4 @@ def scripted(responder: Responder, *, latency_s: float = 0.0) -> ScriptedChatMod
     return ScriptedChatModel(responder=responder, latency_s=latency_s)
 
 
-import factdebate.models.scenarios  # noqa: E402,F401  (registers the built-in scenarios)
+import factdebate.core.models.scenarios  # noqa: E402,F401  (registers the built-in scenarios)

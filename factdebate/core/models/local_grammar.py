@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from factdebate.errors import ConfigError
+from factdebate.core.errors import ConfigError
 
 _STRING_RULE = re.compile(r'^string ::= "\\"" char\* "\\"" space$', re.M)
 _CHAR_RULE = re.compile(r"^char ::= \[\^\"\\\\\]", re.M)

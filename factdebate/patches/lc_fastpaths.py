@@ -22,7 +22,7 @@ call would see a stale annotation; langchain's chat/LLM callers read only parame
 
 The patch rebinds the name in ``langchain_core.language_models.chat_models`` and ``.llms`` (the
 per-call users; tool and retriever code keeps the original). :func:`install` (called when
-``factdebate.models`` is imported) does so only for the langchain-core versions in
+``factdebate.core.models`` is imported) does so only for the langchain-core versions in
 ``TESTED_VERSIONS`` and only if the original still has the expected shape; otherwise langchain is
 left untouched (correct, just slower). Measured per call with ``timeit`` on the scripted model's
 ``_agenerate``: 21.8 us -> 1.1 us.

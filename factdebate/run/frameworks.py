@@ -12,13 +12,13 @@ import importlib
 
 from langgraph.graph import StateGraph
 
-from factdebate.context import Context
-from factdebate.registry import Registry
+from factdebate.core.context import Context
+from factdebate.core.registry import Registry
 
 FRAMEWORKS: Registry = Registry("framework")
 FRAMEWORKS.register(
     "tool_mad",
-    "graphs.tool_mad:build_tool_mad",
+    "factdebate.graphs.tool_mad:build_tool_mad",
     aliases=("tool-mad", "toolmad"),
     paper="Tool-MAD (stability score; consistency-score variant via scoring_mode)",
     prompt_set="tool_mad",
@@ -26,28 +26,28 @@ FRAMEWORKS.register(
 )
 FRAMEWORKS.register(
     "mermaid",
-    "graphs.mermaid:build_mermaid",
+    "factdebate.graphs.mermaid:build_mermaid",
     paper="MERMAID (decomposer + ReAct executor over MCP tools + persistent evidence memory)",
     prompt_set="mermaid",
     title="MERMAID",
-    context="factdebate.mermaid:MermaidContext",
+    context="factdebate.core.mermaid:MermaidContext",
 )
 FRAMEWORKS.register(
     "madke",
-    "graphs.madke:build_madke",
+    "factdebate.graphs.madke:build_madke",
     paper="MADKE (shared knowledge pool + adaptive knowledge selection; judge, summariser)",
     prompt_set="madke",
     title="MADKE",
-    context="factdebate.madke:MadkeContext",
+    context="factdebate.core.madke:MadkeContext",
 )
 FRAMEWORKS.register(
     "madam_rag",
-    "graphs.madam_rag:build_madam_rag",
+    "factdebate.graphs.madam_rag:build_madam_rag",
     aliases=("madam-rag", "madamrag"),
     paper="MADAM-RAG (one agent per document, aggregator, early stop when answers hold)",
     prompt_set="madam_rag",
     title="MADAM-RAG",
-    context="factdebate.madam_rag:MadamRagContext",
+    context="factdebate.core.madam_rag:MadamRagContext",
 )
 
 
@@ -80,11 +80,11 @@ _BASELINES = (
 for _name, _title, _paper, _context, _needs_index in _BASELINES:
     FRAMEWORKS.register(
         _name,
-        f"graphs.baselines.{_name}:build_{_name}",
+        f"factdebate.graphs.baselines.{_name}:build_{_name}",
         paper=_paper,
         prompt_set="baselines",
         title=_title,
-        context=f"factdebate.baseline_context:{_context}",
+        context=f"factdebate.core.baseline_context:{_context}",
         needs_index=_needs_index,
         baseline=True,
     )

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from factdebate.errors import BackendUnavailableError
+from factdebate.core.errors import BackendUnavailableError
 
 MAX_CTX = 8192
 """Context cap: SmolLM2's trained context; bigger GGUFs would otherwise allocate huge KV caches."""

@@ -20,13 +20,14 @@ for _var, _val in (("RAGAS_DO_NOT_TRACK", "true"), ("HF_HUB_OFFLINE", "1"),
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 
-from factdebate.context import Context, context_fields  # noqa: E402
-from factdebate.errors import (  # noqa: E402
+from factdebate.core.context import Context, context_fields  # noqa: E402
+from factdebate.core.errors import (  # noqa: E402
     BackendUnavailableError,
     ConfigError,
     FactDebateError,
     InputError,
 )
+from factdebate.tools import DEMO_CORPUS_DIR  # noqa: E402
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Verify claims by multi-agent debate (Tool-MAD and friends).")
@@ -35,7 +36,7 @@ app.add_typer(ls_app, name="ls")
 out = Console()
 err = Console(stderr=True)
 
-DEMO_CORPUS = Path(__file__).resolve().parent.parent / "tools" / "demo_corpus" / "passages.jsonl"
+DEMO_CORPUS = DEMO_CORPUS_DIR / "passages.jsonl"
 
 
 def _fail(exc: FactDebateError) -> None:
@@ -77,7 +78,7 @@ def build_context(
 
 def ensure_index(ctx: Context, explicit_index: bool) -> None:
     """Build the demo-corpus index on first use of the default index folder."""
-    from tools.indexing import index_exists
+    from factdebate.tools.indexing import index_exists
 
     if index_exists(ctx.index_path):
         return
@@ -90,7 +91,7 @@ def ensure_index(ctx: Context, explicit_index: bool) -> None:
 
 
 def _build_index(corpus: Path, ctx: Context) -> dict[str, Any]:
-    from tools.indexing import build_indexes
+    from factdebate.tools.indexing import build_indexes
 
     return build_indexes(corpus, ctx.index_path, milvus_uri=ctx.milvus_uri or None,
                          embedding_model=ctx.embedding_model)
@@ -121,14 +122,14 @@ def verify(
 ) -> None:
     """Verify CLAIM and print the verdict with its evidence."""
     try:
-        from nodes.prepare import clean_claim
+        from factdebate.nodes.prepare import clean_claim
 
         if claim == "-":
             claim = sys.stdin.read()
         if resume and not thread_id:
             raise InputError("--resume needs --thread-id", "name the run to resume")
         claim = clean_claim(claim)
-        from factdebate.frameworks import FRAMEWORKS, context_class
+        from factdebate.run.frameworks import FRAMEWORKS, context_class
 
         framework = FRAMEWORKS.resolve(framework)
         ctx = build_context(
@@ -145,7 +146,7 @@ def verify(
             ensure_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
         thread_id = thread_id or uuid.uuid4().hex
         try:
-            from factdebate.runner import run_async
+            from factdebate.run.claims import run_async
 
             result = run_async(_verify(framework, claim, ctx, thread_id, resume, checkpoint_db))
         except FactDebateError:
@@ -158,7 +159,7 @@ def verify(
     if as_json:
         print(json.dumps(result, ensure_ascii=False, default=str))
     else:
-        from factdebate.report import print_result
+        from factdebate.cli.report import print_result
 
         print_result(out, result)
 
@@ -177,7 +178,7 @@ async def _verify(framework: str, claim: str, ctx: Context, thread_id: str | Non
                   resume: bool, checkpoint_db: Path | None) -> dict[str, Any]:
     from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-    from factdebate.runner import (
+    from factdebate.run.claims import (
         default_checkpoint_db,
         default_memory_db,
         open_sqlite_saver,
@@ -231,8 +232,8 @@ def bench(
         "BENCHMARKS.md"),
 ) -> None:
     """Run benchmarks; write OUT/<name>.json and regenerate their BENCHMARKS.md sections."""
-    from evaluation.bench import BENCHES, run_bench
-    from evaluation.bench_report import write_markdown
+    from factdebate.evaluation.bench import BENCHES, run_bench
+    from factdebate.evaluation.bench_report import write_markdown
 
     try:
         for name in names:
@@ -258,7 +259,7 @@ def bench(
 @ls_app.command("frameworks")
 def ls_frameworks() -> None:
     """Registered frameworks, one per line."""
-    from factdebate.frameworks import FRAMEWORKS
+    from factdebate.run.frameworks import FRAMEWORKS
 
     for name in FRAMEWORKS.names():
         print(name)
@@ -267,7 +268,7 @@ def ls_frameworks() -> None:
 @ls_app.command("backends")
 def ls_backends() -> None:
     """Registered retriever backends, one per line."""
-    from tools.base import RETRIEVERS
+    from factdebate.tools.base import RETRIEVERS
 
     for name in RETRIEVERS.names():
         print(name)
@@ -276,7 +277,7 @@ def ls_backends() -> None:
 @ls_app.command("label-sets")
 def ls_label_sets() -> None:
     """Registered task label sets with their labels."""
-    from factdebate.labels import LABEL_SETS
+    from factdebate.core.labels import LABEL_SETS
 
     for entry in LABEL_SETS:
         print(f"{entry.name}\t{' | '.join(entry.load().labels)}")
@@ -289,6 +290,6 @@ def ls_context() -> None:
         print(f"{name}={info['default']!r}\t{info['description']}")
 
 
-from evaluation.cli import register as _register_evaluation  # noqa: E402
+from factdebate.cli.eval import register as _register_evaluation  # noqa: E402
 
 _register_evaluation(app, ls_app)  # eval, compare, ls datasets, ls metrics

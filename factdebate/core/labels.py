@@ -18,8 +18,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from factdebate.errors import ConfigError
-from factdebate.registry import Registry
+from factdebate.core.errors import ConfigError
+from factdebate.core.registry import Registry
 
 NEI = "NOT ENOUGH INFO"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from factdebate.context import Context, ScoringMode, _describe
-from factdebate.errors import ConfigError
+from factdebate.core.context import Context, ScoringMode, _describe
+from factdebate.core.errors import ConfigError
 
 AnswerMode = Literal["label", "answers"]
 EvidenceSource = Literal["auto", "retrieve", "documents"]

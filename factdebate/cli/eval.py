@@ -1,6 +1,6 @@
 """The evaluation commands: ``eval``, ``compare``, ``ls datasets``, ``ls metrics``.
 
-``factdebate/cli.py`` registers them with ``register(app, ls_app)``; heavy modules are imported
+``factdebate/cli/main.py`` registers them with ``register(app, ls_app)``; heavy modules are imported
 inside the commands so ``factdebate --help`` stays fast.
 """
 
@@ -14,14 +14,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from factdebate.errors import FactDebateError
+from factdebate.core.errors import FactDebateError
 
 out = Console()
 err = Console(stderr=True)
 
 
 def _fail(exc: FactDebateError) -> None:
-    from factdebate.cli import _fail as fail
+    from factdebate.cli.main import _fail as fail
 
     fail(exc)
 
@@ -67,10 +67,10 @@ def eval_command(
     set_: Annotated[list[str], typer.Option("--set", help="Any Context field=value.")] = [],  # noqa: B006
 ) -> None:
     """Evaluate a framework on a dataset (or a --config experiment); writes results and reports."""
-    from evaluation.config import load_config, with_flags
-    from evaluation.reports import write_reports
-    from evaluation.runner import RunSpec, run_eval
-    from factdebate.runner import run_async
+    from factdebate.evaluation.config import load_config, with_flags
+    from factdebate.evaluation.reports import write_reports
+    from factdebate.evaluation.runner import RunSpec, run_eval
+    from factdebate.run.claims import run_async
 
     try:
         extra = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
@@ -82,7 +82,7 @@ def eval_command(
                 "metrics": extra, "metric_model": metric_model, "server": server})
         else:
             if not framework or not dataset:
-                from factdebate.errors import InputError
+                from factdebate.core.errors import InputError
 
                 raise InputError("eval needs --framework and --dataset", "or pass --config run.yaml")
             stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -117,7 +117,7 @@ def compare_command(
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
 ) -> None:
     """Accuracy difference B - A on the shared items, with a paired-bootstrap CI and p-value."""
-    from evaluation.compare import compare_outputs
+    from factdebate.evaluation.compare import compare_outputs
 
     try:
         results = compare_outputs(first, second, seed=seed)
@@ -135,7 +135,7 @@ def compare_command(
 
 def ls_datasets() -> None:
     """Registered datasets with version, task and description."""
-    from evaluation.datasets import DATASETS
+    from factdebate.evaluation.datasets import DATASETS
 
     for entry in DATASETS:
         spec = entry.load()
@@ -144,7 +144,7 @@ def ls_datasets() -> None:
 
 def ls_metrics() -> None:
     """Registered metrics with direction and aggregation."""
-    from evaluation.metrics import METRICS
+    from factdebate.evaluation.metrics import METRICS
 
     for entry in METRICS:
         metric = entry.load()

@@ -17,9 +17,9 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from factdebate.context import Context
-from factdebate.errors import ConfigError
-from factdebate.state import DebateState, Evidence, Turn, add_ledger
+from factdebate.core.context import Context
+from factdebate.core.errors import ConfigError
+from factdebate.core.state import DebateState, Evidence, Turn, add_ledger
 
 KnowledgeSources = Literal["none", "wiki", "search", "both"]
 

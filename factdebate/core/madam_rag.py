@@ -12,9 +12,9 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from factdebate.context import Context
-from factdebate.errors import ConfigError
-from factdebate.state import DebateState, Evidence
+from factdebate.core.context import Context
+from factdebate.core.errors import ConfigError
+from factdebate.core.state import DebateState, Evidence
 
 MAX_DOCUMENTS = 20
 

@@ -34,7 +34,7 @@ import llama_cpp
 import numpy as np
 from llama_cpp import llama_chat_format
 
-from factdebate.models.local_engine import Engine
+from factdebate.core.models.local_engine import Engine
 
 MIN_LOOP_TOKENS = 16
 """A block repeated back to back counts as a loop once the copies span this many tokens ..."""

@@ -16,7 +16,7 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from factdebate.state import DebateState, Evidence, RoundScore, Turn, add_ledger, merge_scores
+from factdebate.core.state import DebateState, Evidence, RoundScore, Turn, add_ledger, merge_scores
 
 
 class BaselineTurn(Turn, total=False):

@@ -6,14 +6,14 @@
   with ``base_url`` (Context.model_base_url) an ``openai:<model>`` spec talks to any
   OpenAI-compatible server (vLLM, Ollama, LM Studio).
 * ``local:smollm2`` - the embedded GGUF model run by llama.cpp, with JSON-schema constrained
-  structured output (``factdebate.models.local``).
+  structured output (``factdebate.core.models.local``).
 * ``scripted:<scenario>[?latency=0.1]`` - the deterministic test double
-  (``factdebate.models.scripted``), for graph tests and orchestration benchmarks only.
+  (``factdebate.core.models.scripted``), for graph tests and orchestration benchmarks only.
 
 Models are cached per (spec, base_url, temperature) so a run never re-creates clients or reloads
 weights per call; ``cached_model`` reads that cache without loading (or waiting for a load), so
 callers on the event loop need no worker thread once a model is loaded. Importing this package
-installs ``factdebate.lc_fastpaths`` (a version-gated cache for the signature inspection
+installs ``factdebate.patches.lc_fastpaths`` (a version-gated cache for the signature inspection
 langchain-core repeats on every chat-model call).
 """
 
@@ -25,16 +25,16 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from factdebate import lc_fastpaths
-from factdebate.errors import ConfigError
-from factdebate.registry import Registry
+from factdebate.core.errors import ConfigError
+from factdebate.core.registry import Registry
+from factdebate.patches import lc_fastpaths
 
 lc_fastpaths.install()
 
 ProviderLoader = Any  # Callable[[str, dict[str, Any]], BaseChatModel]
 PROVIDERS: Registry[ProviderLoader] = Registry("model provider")
-PROVIDERS.register("local", "factdebate.models.local:load_local_model", aliases=("embedded",))
-PROVIDERS.register("scripted", "factdebate.models.scripted:load_scripted_model")
+PROVIDERS.register("local", "factdebate.core.models.local:load_local_model", aliases=("embedded",))
+PROVIDERS.register("scripted", "factdebate.core.models.scripted:load_scripted_model")
 
 # init_chat_model providers we document; any other init_chat_model provider is passed through.
 _API_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -69,7 +69,7 @@ def cached_model(
     """The model ``load_model`` already returned for these arguments, or None; never loads.
 
     Lock-free (one atomic dict read), so the event loop can ask without waiting for a load that
-    holds the lock in a worker thread: ``nodes.llm.model_for`` skips its thread hop on a hit.
+    holds the lock in a worker thread: ``factdebate.nodes.llm.model_for`` skips its thread hop on a hit.
     """
     return _cache.get((spec, base_url, temperature))
 

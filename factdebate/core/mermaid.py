@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NotRequired
 
-from factdebate.context import Context, _describe
-from factdebate.errors import ConfigError
-from factdebate.state import DebateState, Turn
-from tools.evidence_memory import MemoryRecord
-from tools.toolbox import OFFLINE_TOOLS
+from factdebate.core.context import Context, _describe
+from factdebate.core.errors import ConfigError
+from factdebate.core.state import DebateState, Turn
+from factdebate.tools.evidence_memory import MemoryRecord
+from factdebate.tools.toolbox import OFFLINE_TOOLS
 
 TOOL_PROVIDERS = ("mcp", "in_process")
 
@@ -43,7 +43,7 @@ class MermaidContext(Context):
         "empty = spawn mcp_command over stdio.", env="FACTDEBATE_MCP_URL",
     )
     mcp_command: str = _describe(
-        "", "Command that starts an MCP server on stdio; empty = 'python -m tools.mcp_server "
+        "", "Command that starts an MCP server on stdio; empty = 'python -m factdebate.tools.mcp_server "
         "--transport stdio' with this Context's index, wiki and web settings.",
     )
     mcp_tools: list[str] = _describe(

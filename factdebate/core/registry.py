@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from factdebate.errors import ConfigError
+from factdebate.core.errors import ConfigError
 
 T = TypeVar("T")
 

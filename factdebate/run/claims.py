@@ -23,13 +23,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import StateSnapshot
 
-from factdebate.context import Context, factdebate_home
-from factdebate.errors import InputError
-from factdebate.frameworks import FRAMEWORKS, build_framework
-from factdebate.ledger import empty_ledger
-from factdebate.state import DebateInput
-from nodes.render import average_scores
-from prompts import load_prompts
+from factdebate.core.context import Context, factdebate_home
+from factdebate.core.errors import InputError
+from factdebate.core.ledger import empty_ledger
+from factdebate.core.state import DebateInput
+from factdebate.nodes.render import average_scores
+from factdebate.prompts import load_prompts
+from factdebate.run.frameworks import FRAMEWORKS, build_framework
 
 T = TypeVar("T")
 
@@ -39,7 +39,7 @@ written in the background) lost ledger counts of resumed items after ``kill -9``
 PostgreSQL saver in 4 of 6 crash trials (``evaluation/crash_trials.py``); "sync": 0 of 6.
 
 Turn subgraphs (Tool-MAD's ``debate_turn`` and the like) run inside one parent node without
-checkpoints of their own (``factdebate/turns.py``: node by node for linear turns, compiled with
+checkpoints of their own (``graphs/turns.py``: node by node for linear turns, compiled with
 ``checkpointer=False`` otherwise): the parent checkpoints once per superstep and saves each finished
 turn's writes, so a run resumes at the turn boundary (a turn cut short by a crash is redone) instead
 of paying a checkpoint for every node inside every turn (measured: 49 -> 13 checkpoint writes per
@@ -76,11 +76,11 @@ async def open_sqlite_saver(path: Path | str) -> AsyncIterator[BaseCheckpointSav
     still survives a killed process (each commit is in the OS page cache before the next step
     starts - the ``kill -9`` crash trials of ``evaluation/crash_trials.py`` run against it) and
     gives up only the last commits on power loss. Measured: aput + aput_writes p50 1.15 -> 0.37 ms.
-    Writes take one trip to the database thread each (``factdebate/sqlite_saver.py``).
+    Writes take one trip to the database thread each (``factdebate/patches/sqlite_saver.py``).
     """
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    from factdebate.sqlite_saver import OneTripSqliteSaver, one_trip_supported
+    from factdebate.patches.sqlite_saver import OneTripSqliteSaver, one_trip_supported
 
     saver_class = OneTripSqliteSaver if one_trip_supported() else AsyncSqliteSaver
     async with saver_class.from_conn_string(str(path)) as saver:

@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from factdebate.models.scripted import SCENARIOS, Responder, ScriptCall
+from factdebate.core.models.scripted import SCENARIOS, Responder, ScriptCall
 
 _SUBJECT = re.compile(r"^(?:Claim|Question):\s*(.+)$", re.MULTILINE)
 
@@ -70,7 +70,7 @@ def answer_role(call: ScriptCall, *, debater_label: int, judge_label: int = 0) -
     if call.role == "query":
         return {"query": claim_of(call) or "claim"}
     if call.role == "ragas":
-        from factdebate.models.scripted_ragas import respond_ragas
+        from factdebate.core.models.scripted_ragas import respond_ragas
 
         return respond_ragas(call)
     if call.role == "judge":

@@ -54,9 +54,9 @@ it never creates (``AttributeError: ... '_put_checkpoint_fut'``); passing ``dura
 Studio draws the turn as one node (LangGraph does not expand subgraphs without checkpointing).
 
 **Measured** (shared 2-core machine, load 2-3 from other work, so CPU seconds rather than wall):
-20 Tool-MAD FEVER claims through ``evaluation.runner.run_eval`` (``RunSpec(framework="tool_mad",
+20 Tool-MAD FEVER claims through ``factdebate.evaluation.runner.run_eval`` (``RunSpec(framework="tool_mad",
 dataset="fever", limit=20, seed=13, concurrency=8, model="scripted:disagree?latency=0",
-sets=[f"index_dir={evaluation.bench.demo_index(work)}", "search_backend=local_search"])``), run
+sets=[f"index_dir={factdebate.evaluation.bench.demo_index(work)}", "search_backend=local_search"])``), run
 repeatedly in one process, ``time.process_time()`` per run, the first (warm-up) run dropped:
 
 * before/after this change: compiled turns 3.74/3.42/3.59/3.22/3.14/2.96 s (median 3.3 s), linear
@@ -201,7 +201,7 @@ def _update_pairs(step: _Step, ret: Any, keys: Mapping[str, Any]) -> list[tuple[
     if isinstance(ret, dict):
         return [(k, v) for k, v in ret.items() if k in keys]
     raise InvalidUpdateError(create_error_message(
-        message=f"Expected dict, got {ret} (node {step.name!r} of a linear turn; factdebate/turns.py"
+        message=f"Expected dict, got {ret} (node {step.name!r} of a linear turn; graphs/turns.py"
                 " runs turn nodes that return a dict or None)",
         error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE,
     ))

@@ -1,6 +1,6 @@
 """A deterministic scripted judge for ragas' Faithfulness and AnswerRelevancy prompts.
 
-Scripted scenarios answer calls whose role is ``ragas`` (``tools.scoring`` tags them) with
+Scripted scenarios answer calls whose role is ``ragas`` (``factdebate.tools.scoring`` tags them) with
 :func:`respond_ragas`, so real ragas metric code runs against a predictable judge. The reply is
 chosen by the output schema the adapter asked for (``call.schema``, a ragas pydantic model) and is
 built from the input JSON that ragas places after the prompt's last ``input:`` line:
@@ -22,7 +22,7 @@ import math
 import re
 from typing import Any
 
-from factdebate.models.scripted import ScriptCall
+from factdebate.core.models.scripted import ScriptCall
 
 UNRELATED_QUESTION = "What is the recommended baking temperature for sourdough bread?"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from factdebate.errors import ConfigError
+from factdebate.core.errors import ConfigError
 
 ScoringMode = Literal["stability", "consistency", "none"]
 
@@ -145,7 +145,7 @@ class Context:
             raise ConfigError(
                 f"unknown debater kind(s) {unknown}", f"use {', '.join(DEBATER_KINDS)}"
             )
-        from tools.base import RETRIEVERS  # registers names only; no SDK is imported
+        from factdebate.tools.base import RETRIEVERS  # registers names only; no SDK is imported
 
         RETRIEVERS.resolve(self.rag_backend)  # unknown names fail here, with a suggestion,
         if self.search_backend != "auto":  # not in the middle of a run (or of every eval item)

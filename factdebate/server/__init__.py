@@ -1,0 +1,1 @@
+"""factdebate/server."""
