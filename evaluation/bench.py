@@ -39,6 +39,7 @@ from factdebate.tools import DEMO_CORPUS_DIR
 from factdebate.core.context import Context
 from factdebate.core.models import load_model
 from factdebate.core.registry import Registry
+from factdebate.core.tool_mad import ToolMadContext
 from factdebate.run.claims import event_loop_kind, git_sha, run_async, run_claim
 
 DEMO_CORPUS = DEMO_CORPUS_DIR / "passages.jsonl"
@@ -103,8 +104,8 @@ async def _timed_claims(ctx: Context, claims: list[str], db: Path) -> list[dict[
 def bench_overhead(work_dir: Path, *, latency: float = 0.1, rounds: int = 3, claims: int = 5,
                    seed: int = 13, **_: Any) -> dict[str, Any]:
     """Wall time per claim against the critical-path and serial bounds."""
-    ctx = Context(debater_model=f"scripted:disagree?latency={latency}", max_rounds=rounds,
-                  index_dir=str(demo_index(work_dir)), search_backend="local_search")
+    ctx = ToolMadContext(debater_model=f"scripted:disagree?latency={latency}", max_rounds=rounds,
+                         index_dir=str(demo_index(work_dir)), search_backend="local_search")
     texts = _claims(DEMO_CLAIMS, claims + 1, seed)
     rows = run_async(_timed_claims(ctx, texts, work_dir / "overhead.sqlite"))[1:]  # 1st: warm-up
     cp_calls = rounds * (1 + 1 + SCORE_CHAIN_CALLS) + 1
@@ -225,8 +226,8 @@ def bench_embedded(work_dir: Path, *, data_dir: Path | None = None, claims: int 
                    **_: Any) -> dict[str, Any]:
     """Seconds and LLM calls per claim with the embedded model, offline."""
     source = (data_dir / "fever" / "paper_dev.jsonl") if data_dir else DEMO_CLAIMS
-    ctx = Context(debater_model="local:smollm2", max_rounds=rounds, scoring_mode=scoring,
-                  index_dir=str(demo_index(work_dir)), search_backend="local_search")
+    ctx = ToolMadContext(debater_model="local:smollm2", max_rounds=rounds, scoring_mode=scoring,
+                         index_dir=str(demo_index(work_dir)), search_backend="local_search")
     rows = run_async(_timed_claims(ctx, _claims(source, claims, seed), work_dir / "emb.sqlite"))
     for row in rows:
         row.pop("timeline")

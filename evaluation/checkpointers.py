@@ -9,17 +9,21 @@ collide. Errors name the database with its password masked.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from factdebate.core.errors import BackendUnavailableError, ConfigError
+from factdebate.core.errors import BackendUnavailableError, ConfigError, InputError, StorageError
 
 POSTGRES_ENV = "FACTDEBATE_POSTGRES_URI"
 _SCHEMES = ("postgres://", "postgresql://")
+SQLITE_FILE = "checkpoints.sqlite"
 
 
 def masked(uri: str) -> str:
@@ -47,12 +51,56 @@ def postgres_uri(value: str | None) -> str:
 
 
 @asynccontextmanager
-async def open_checkpointer(value: str | None, out: Path) -> AsyncIterator[Any]:
-    """The run's saver, set up and closed with the block."""
-    if checkpointer_kind(value) == "sqlite":
-        from factdebate.run.claims import open_sqlite_saver
+async def _open_sqlite(path: Path, repair: bool) -> AsyncIterator[Any]:
+    from factdebate.run.claims import open_sqlite_saver
 
-        async with open_sqlite_saver(out / "checkpoints.sqlite") as saver:
+    problem = sqlite_damage(path)
+    if problem and not repair:
+        raise InputError(f"{path} is damaged ({problem})",
+                         "rerun with --resume --repair: it is set aside and unfinished items "
+                         "start over (finished rows in results.jsonl are kept)")
+    if problem:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for suffix in ("", "-wal", "-shm"):
+            part = path.with_name(path.name + suffix)
+            if part.exists():
+                os.replace(part, path.with_name(f"{path.name}.damaged-{stamp}{suffix}"))
+    try:
+        async with open_sqlite_saver(path) as saver:
+            yield saver
+    except sqlite3.OperationalError as exc:
+        if path.is_dir():
+            raise InputError(f"checkpoint database {path} is a folder",
+                             "remove it or choose another --out") from exc
+        raise StorageError(f"cannot open the checkpoint database {path} ({exc})",
+                           "choose a writable --out with free space") from exc
+
+
+def sqlite_damage(path: Path) -> str:
+    """Why the SQLite file at ``path`` is unusable (``""`` if absent or sound).
+
+    ``PRAGMA quick_check`` reads every page once (no index cross-checks).
+    """
+    if not path.is_file():
+        return ""
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            verdict = conn.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return "" if verdict == "ok" else f"integrity check: {verdict}"[:200]
+
+
+@asynccontextmanager
+async def open_checkpointer(value: str | None, out: Path, *, repair: bool = False) -> AsyncIterator[Any]:
+    """The run's saver, set up and closed with the block.
+
+    A SQLite file that is not a database (or is malformed) is refused in one line; with
+    ``repair`` it is moved aside (``checkpoints.sqlite.damaged-<time>``, with its WAL) and a new
+    one is started, so unfinished items start over and finished rows stay.
+    """
+    if checkpointer_kind(value) == "sqlite":
+        async with _open_sqlite(out / SQLITE_FILE, repair) as saver:
             yield saver
         return
     uri = postgres_uri(value)

@@ -18,11 +18,20 @@ Format (every key optional except ``frameworks``/``datasets`` or ``runs``)::
          set: {scoring_mode: consistency}}
 
 Command-line flags given explicitly override the file's top-level values.
+
+Checked before anything runs: the file is UTF-8 YAML holding a mapping; ``frameworks``,
+``datasets``, ``runs`` and ``metrics`` are lists (a scalar is an error naming the key, never split
+into characters); a run's ``name`` is one plain folder name (no ``/``, ``..`` or leading dot), so
+every run writes inside ``out``; two runs may not share a name. Runs without a ``name`` are called
+``<framework>__<dataset file stem>``; when two datasets share a stem (``a/dev.jsonl`` and
+``b/dev.jsonl``) each gets a short hash of its dataset path appended.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +51,9 @@ def set_pairs(values: dict[str, Any] | list[str] | None) -> list[str]:
         return []
     if isinstance(values, list):
         return [str(v) for v in values]
+    if not isinstance(values, dict):
+        raise InputError(f"'set' must be a mapping of Context fields, got {values!r}"[:300],
+                         "write it as set: {field: value}")
     pairs = []
     for key, value in values.items():
         if isinstance(value, list):
@@ -52,29 +64,99 @@ def set_pairs(values: dict[str, Any] | list[str] | None) -> list[str]:
     return pairs
 
 
-def load_config(path: Path, overrides: dict[str, Any]) -> tuple[Path, list[tuple[str, RunSpec]]]:
-    """The output folder and ``(name, RunSpec)`` per run of a config file."""
+def _read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise InputError(f"config file {path} does not exist", "give a YAML file path")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as exc:
+        raise InputError(f"config file {path} is not UTF-8 (byte offset {exc.start})",
+                         "save it as UTF-8") from exc
+    except yaml.YAMLError as exc:
+        raise InputError(f"config file {path} is not valid YAML ({' '.join(str(exc).split())})",
+                         "fix the YAML syntax") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"config file {path} must hold a mapping of keys, got "
+                         f"{type(data).__name__}", f"known keys: {', '.join(sorted(_TOP))}")
+    return data
+
+
+def _list(path: Path, where: dict[str, Any], key: str, context: str = "") -> list[Any]:
+    """``where[key]`` as a list (missing: empty); a scalar or mapping is an error naming the key."""
+    value = where.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"{path}: {context}{key!r} must be a list, got {type(value).__name__} "
+                         f"{value!r}"[:300], f"write it as a list, e.g. {key}: [{value}]")
+    return value
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _run_name(path: Path, job: dict[str, Any]) -> str | None:
+    """The run's explicit folder name (validated), or None."""
+    name = job.get("name")
+    if name is None:
+        return None
+    if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
+        raise InputError(f"{path}: run name {name!r} is not a plain folder name",
+                         "use letters, digits, '.', '_' and '-' only (it becomes OUT/<name>)")
+    return name
+
+
+def _auto_names(jobs: list[dict[str, Any]]) -> list[str]:
+    """``<framework>__<stem>``, with a dataset hash where two different datasets share one."""
+    base = [f"{j['framework']}__{Path(str(j['dataset'])).stem}" for j in jobs]
+    datasets: dict[str, set[str]] = {}
+    for name, job in zip(base, jobs, strict=True):
+        datasets.setdefault(name, set()).add(str(job["dataset"]))
+    return [f"{name}-{hashlib.sha256(str(job['dataset']).encode()).hexdigest()[:6]}"
+            if len(datasets[name]) > 1 else name for name, job in zip(base, jobs, strict=True)]
+
+
+def _jobs(path: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
+    frameworks, datasets = _list(path, data, "frameworks"), _list(path, data, "datasets")
+    jobs: list[dict[str, Any]] = [{"framework": f, "dataset": d} for f in frameworks for d in datasets]
+    for job in _list(path, data, "runs"):
+        if not isinstance(job, dict):
+            raise InputError(f"{path}: each entry of 'runs' must be a mapping, got {job!r}"[:300],
+                             f"keys: {', '.join(sorted(_RUN))}")
+        jobs.append(job)
+    if not jobs:
+        raise InputError(f"{path} defines no runs", "add frameworks + datasets, or runs")
+    for job in jobs:
+        bad = set(job) - _RUN
+        if bad or not {"framework", "dataset"} <= set(job):
+            raise InputError(f"{path}: bad run {job}", f"keys: {', '.join(sorted(_RUN))}")
+        for key in ("framework", "dataset"):
+            if not isinstance(job[key], str) or not job[key]:
+                raise InputError(f"{path}: run {key} must be a name, got {job[key]!r}",
+                                 f"give one {key} per run (use a list under '{key}s')")
+        _list(path, job, "metrics", "a run's ")
+    return jobs
+
+
+def load_config(path: Path, overrides: dict[str, Any]) -> tuple[Path, list[tuple[str, RunSpec]]]:
+    """The output folder and ``(name, RunSpec)`` per run of a config file."""
+    data = _read(path)
     unknown = set(data) - _TOP
     if unknown:
         raise InputError(f"{path}: unknown keys {sorted(unknown)}", f"known: {', '.join(sorted(_TOP))}")
     top = {**data, **{k: v for k, v in overrides.items() if v is not None and v != []}}
     if not top.get("out"):
         raise InputError(f"{path} names no output folder", "add 'out:' or pass --out")
+    _list(path, top, "metrics")
     out = Path(top["out"])
-    jobs = [{"framework": f, "dataset": d}
-            for f in data.get("frameworks") or [] for d in data.get("datasets") or []]
-    jobs += list(data.get("runs") or [])
-    if not jobs:
-        raise InputError(f"{path} defines no runs", "add frameworks + datasets, or runs")
+    jobs = _jobs(path, data)
+    names = [_run_name(path, job) or auto for job, auto in zip(jobs, _auto_names(jobs), strict=True)]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"{path}: several runs would write to {', '.join(twice)}",
+                         "give each run its own 'name:'")
     specs = []
-    for job in jobs:
-        bad = set(job) - _RUN
-        if bad or not {"framework", "dataset"} <= set(job):
-            raise InputError(f"{path}: bad run {job}", f"keys: {', '.join(sorted(_RUN))}")
-        name = job.get("name") or f"{job['framework']}__{Path(job['dataset']).stem}"
+    for name, job in zip(names, jobs, strict=True):
         spec = RunSpec(
             framework=job["framework"], dataset=job["dataset"], out=out / name,
             limit=job.get("limit", top.get("limit")), seed=job.get("seed", top.get("seed", 0)),

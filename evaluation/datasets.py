@@ -6,10 +6,14 @@ laid out like ``../shared/data`` (see its README); nothing is copied into the re
 release format (``evaluation/formats.py``). Each entry carries a ``version`` recorded in
 ``run.json`` next to the data file's SHA-256, so a results table names exactly what it scored.
 
-Sampling (the papers score 100-200 items per dataset): items are grouped by stratum (gold label,
-plus the HoVer hop subset), each stratum gets ``limit`` x its share (largest remainders, ties broken
-by stratum name), and items are drawn inside each stratum with ``random.Random(seed)``. The same
-seed on the same file always yields the same items, in file order.
+Sampling (the papers score 100-200 items per dataset) is stratified and prefix-stable: items are
+grouped by stratum (gold label, plus the HoVer hop subset) and shuffled inside each stratum with
+``random.Random(seed)``; the strata are then interleaved into one order in which, after every
+``n`` items, each stratum has had ``n`` x its share rounded up or down (at each step the stratum
+furthest below its share comes next, ties by stratum name). ``--limit N`` takes the first ``N`` of
+that order, so the sample of a smaller limit is always part of the sample of a larger one with the
+same seed: a pilot run extends with ``--resume --limit M``. The same seed on the same file always
+yields the same items, returned in file order.
 """
 
 from __future__ import annotations
@@ -156,25 +160,36 @@ def _parse_items(spec: Any, path: Path, name: str) -> list[Item]:
     return items
 
 
+def sample_order(items: list[Item], seed: int, count: int | None = None) -> list[int]:
+    """The first ``count`` (default all) indices of ``items`` in the seeded, stratum-balanced
+    order whose prefixes are the samples (module docstring)."""
+    strata: dict[str, list[int]] = defaultdict(list)
+    for i, item in enumerate(items):
+        strata[item.stratum].append(i)
+    rng = random.Random(seed)
+    queues = [rng.sample(strata[key], len(strata[key])) for key in sorted(strata)]
+    shares = [len(q) / len(items) for q in queues]
+    taken = [0] * len(queues)
+    order: list[int] = []
+    for n in range(1, min(count or len(items), len(items)) + 1):
+        # the stratum furthest below its share of n; the earlier name on a tie
+        best = max((s for s in range(len(queues)) if taken[s] < len(queues[s])),
+                   key=lambda s: (n * shares[s] - taken[s], -s))
+        order.append(queues[best][taken[best]])
+        taken[best] += 1
+    return order
+
+
 def stratified_sample(items: list[Item], limit: int | None, seed: int) -> list[Item]:
-    """``limit`` items with every stratum kept at its share (see the module docstring)."""
+    """``limit`` items with every stratum kept at its share, prefix-stable in ``limit``.
+
+    The first ``limit`` of :func:`sample_order`, returned in file order (module docstring).
+    """
     if limit is None or limit >= len(items):
         return list(items)
     if limit < 1:
         raise InputError(f"--limit {limit} must be positive", "use 1 or more")
-    strata: dict[str, list[int]] = defaultdict(list)
-    for i, item in enumerate(items):
-        strata[item.stratum].append(i)
-    quotas = {k: limit * len(v) / len(items) for k, v in strata.items()}
-    take = {k: int(q) for k, q in quotas.items()}
-    by_remainder = sorted(strata, key=lambda k: (-(quotas[k] - take[k]), k))
-    for k in by_remainder[: limit - sum(take.values())]:
-        take[k] += 1
-    rng = random.Random(seed)
-    chosen: list[int] = []
-    for key in sorted(strata):
-        chosen.extend(rng.sample(strata[key], take[key]))
-    return [items[i] for i in sorted(chosen)]
+    return [items[i] for i in sorted(sample_order(items, seed, limit))]
 
 
 def file_sha256(path: Path) -> str:

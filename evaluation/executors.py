@@ -12,7 +12,7 @@ import os
 import uuid
 from typing import Any, Protocol
 
-from factdebate.core.context import Context
+from factdebate.core.context import Context, operator_fields, run_fields
 from factdebate.core.errors import BackendUnavailableError, ConfigError
 from factdebate.core.state import DebateInput
 from factdebate.run.claims import result_object, run_claim
@@ -41,6 +41,23 @@ class LocalExecutor:
 
 class ServerRunError(RuntimeError):
     """A run on the LangGraph server ended in an error."""
+
+
+def server_run_context(ctx: Context) -> dict[str, Any]:
+    """The run fields of ``ctx`` for a server run; operator-only settings given here are refused.
+
+    A server refuses a run that sets an operator-only field (index, URLs, processes, backends:
+    ``factdebate.server.policy``); dropping one silently would run the items with settings the user
+    did not ask for, so a value that differs from the local default is an error naming the field.
+    """
+    local_default = type(ctx)()
+    for name in sorted(operator_fields(type(ctx))):
+        if getattr(ctx, name) != getattr(local_default, name):
+            raise ConfigError(
+                f"--set {name} is an operator setting: runs on a LangGraph server use the server's own",
+                "drop it, or set it where the server runs (its environment), or run without --server",
+            )
+    return {k: v for k, v in dataclasses.asdict(ctx).items() if k in run_fields(type(ctx))}
 
 
 class ServerExecutor:
@@ -88,7 +105,10 @@ class ServerExecutor:
         if unfinished or not values or "stopped_by" not in values:
             values = await self.client.runs.wait(
                 tid, self.framework, input=None if unfinished else dict(item),
-                context=dataclasses.asdict(ctx), metadata=metadata, raise_error=False,
+                # operator-only fields (index, URLs, processes) are the server's own: a server
+                # refuses a run that sets them (factdebate.server.policy)
+                context=server_run_context(ctx),
+                metadata=metadata, raise_error=False,
             )
         if not isinstance(values, dict) or "__error__" in values:
             error = values.get("__error__") if isinstance(values, dict) else values

@@ -55,6 +55,10 @@ def summarize_run(run_dir: Path) -> dict[str, Any]:
         "model": record["models"]["debater"], "prompt_version": record["prompt_version"],
         "settings": {k: record["context"][k] for k in CONTEXT_KEYS if k in record["context"]},
         "n_items": len(record["item_ids"]), "n_done": len(rows), "n_ok": len(ok),
+        "n_errors": len(rows) - len(ok),
+        # over every sampled item: error rows and items not run yet count as wrong
+        "accuracy_all": (sum(1 for r in rows if correct(r)) / len(record["item_ids"])
+                         if record["item_ids"] else None),
         "metrics": {k: v for k, v in compute_metrics(rows).items() if v is not None},
         "accuracy_ci95": list(ci) if ci else None,
         "per_class_f1": per_class_f1(label_pairs(rows)),

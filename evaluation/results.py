@@ -5,6 +5,12 @@ under a lock, so concurrent items never interleave and a row that was reported f
 crash. A process killed mid-write can leave at most one truncated last line: readers ignore it and
 ``ResultsWriter`` cuts it off before appending again, so a resumed run never duplicates or corrupts
 rows.
+
+Any other unreadable line (bad bytes, broken JSON, not a row) is damage, not a crash artefact:
+:func:`read_results` refuses the file in one line naming it and the lines, and ``eval --resume
+--repair`` (:func:`repair_results`) moves those lines to ``results.jsonl.damaged-<time>`` so their
+items run again. A failed write (full disk) raises ``StorageError``; the run stops rather than
+keep going with rows it cannot save.
 """
 
 from __future__ import annotations
@@ -12,25 +18,82 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from factdebate.evaluation.formats import Item
 
+from factdebate.core.errors import InputError, StorageError, storage_problem
+
 RESULTS = "results.jsonl"
 
 
+def _row(line: bytes) -> dict[str, Any] | None:
+    """A results row parsed from one line, or None when the line is not one."""
+    try:
+        row = json.loads(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError is a ValueError too
+        return None
+    if not isinstance(row, dict) or not isinstance(row.get("item_id"), str) \
+            or row.get("status") not in ("ok", "error"):
+        return None
+    return row
+
+
+def _scan(path: Path) -> tuple[list[tuple[int, bytes, dict[str, Any] | None]], int]:
+    """``(line number, raw line, row or None)`` per complete line, and the file's size."""
+    data = path.read_bytes()
+    complete = data[: data.rfind(b"\n") + 1]  # a truncated last line is the killed write
+    lines = complete.split(b"\n")[:-1]
+    return [(n, raw, _row(raw)) for n, raw in enumerate(lines, 1) if raw.strip()], len(data)
+
+
 def read_results(path: Path) -> list[dict[str, Any]]:
-    """Rows of a results file (a truncated last line is skipped); later rows of an id win."""
+    """Rows of a results file (a truncated last line is skipped); later rows of an id win.
+
+    Raises:
+        InputError: A complete line is not a row (the file was damaged); names the lines and
+            the recovery (``--resume --repair``).
+    """
     if not path.is_file():
         return []
+    scanned, _ = _scan(path)
+    bad = [n for n, _, row in scanned if row is None]
+    if bad:
+        shown = ", ".join(map(str, bad[:5])) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise InputError(
+            f"{path} is damaged: line(s) {shown} are not readable result rows",
+            "rerun with --resume --repair to set those lines aside (into "
+            f"{path.name}.damaged-<time>) and run their items again")
     rows: dict[str, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
-        if not line.endswith("\n"):
-            break  # the write a killed process did not finish
-        row = json.loads(line)
+    for _, _, row in scanned:
+        assert row is not None
         rows[row["item_id"]] = row
     return list(rows.values())
+
+
+def repair_results(path: Path) -> int:
+    """Move unreadable lines of ``path`` into ``<path>.damaged-<time>``; returns how many moved."""
+    if not path.is_file():
+        return 0
+    scanned, _ = _scan(path)
+    bad = [raw for _, raw, row in scanned if row is None]
+    if not bad:
+        return 0
+    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    aside.write_bytes(b"".join(raw + b"\n" for raw in bad))
+    _rewrite(path, b"".join(raw + b"\n" for _, raw, row in scanned if row is not None))
+    return len(bad)
+
+
+def _rewrite(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 def _cut_partial_line(path: Path) -> None:
@@ -46,15 +109,24 @@ class ResultsWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        if path.exists():
-            _cut_partial_line(path)
-        self._fh = path.open("a", encoding="utf-8")
+        try:
+            if path.exists():
+                _cut_partial_line(path)
+            self._fh = path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise StorageError(f"cannot open {path} for writing ({storage_problem(exc) or exc})",
+                               "choose a writable --out") from exc
         self._lock = asyncio.Lock()
 
     def _write(self, line: str) -> None:
-        self._fh.write(line)
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        try:
+            self._fh.write(line)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as exc:  # full disk: a partial line is cut off by the next writer
+            raise StorageError(
+                f"cannot append to {self.path} ({storage_problem(exc) or exc.strerror}); the "
+                "row was not saved", "free disk space, then rerun with --resume") from exc
 
     async def append(self, row: dict[str, Any]) -> None:
         """Write ``row`` as one line; returns once it is on disk."""
@@ -71,9 +143,7 @@ def drop_error_rows(path: Path) -> int:
     """Rewrite ``path`` without its error rows (``--retry-errors``); returns how many went."""
     rows = read_results(path)
     keep = [r for r in rows if r.get("status") == "ok"]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8")
-    os.replace(tmp, path)
+    _rewrite(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep).encode())
     return len(rows) - len(keep)
 
 

@@ -16,12 +16,9 @@ output shape (``label`` or ``answers``).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +26,13 @@ from factdebate.evaluation.checkpointers import checkpointer_kind, open_checkpoi
 from factdebate.evaluation.datasets import dataset_spec, file_sha256, load_items, stratified_sample
 from factdebate.evaluation.executors import LangSmithExperiment, LocalExecutor, ServerExecutor
 from factdebate.evaluation.formats import Item
-from factdebate.evaluation.judging import EXTRA_METRICS, estimate_cost, measure
+from factdebate.evaluation.items import (  # noqa: F401 - RunSpec, is_rate_limit re-exported
+    ItemRunner,
+    RunSpec,
+    check_models,
+    is_rate_limit,
+)
+from factdebate.evaluation.judging import EXTRA_METRICS
 from factdebate.evaluation.metrics import correct
 from factdebate.evaluation.progress import EvalProgress
 from factdebate.evaluation.results import (
@@ -38,75 +41,33 @@ from factdebate.evaluation.results import (
     base_row,
     drop_error_rows,
     error_row,
-    ok_row,
     read_results,
+    repair_results,
+)
+from factdebate.evaluation.run_folder import (
+    RUN_FILE,
+    RunLock,
+    check_resume,
+    make_out_folder,
+    read_run_record,
+    remove_stale_temps,
+    write_json_atomic,
 )
 from rich.console import Console
 
-from factdebate.core.context import Context
-from factdebate.core.errors import ConfigError, FactDebateError, InputError
+from factdebate.core.context import Context, masked
+from factdebate.core.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
     from factdebate.evaluation.workers import WorkerPool
 
 
-@dataclass(kw_only=True)
-class RunSpec:
-    """Everything one evaluation run needs (the CLI and ``--config`` fill it)."""
-
-    framework: str
-    dataset: str
-    out: Path
-    limit: int | None = None
-    seed: int = 0
-    concurrency: int = 4
-    resume: bool = False
-    retry_errors: bool = False
-    model: str | None = None
-    sets: list[str] = field(default_factory=list)
-    data_dir: str | None = None
-    server: str | None = None
-    server_api_key: str | None = None
-    langsmith: bool = False
-    metrics: list[str] = field(default_factory=list)
-    """Extra model-based measurements: ``llm_judge``, ``ragas``."""
-    metric_model: str | None = None
-    """Model of those measurements; default: the run's judge model."""
-    checkpointer: str | None = None
-    """``sqlite`` (None: ``OUT/checkpoints.sqlite``), ``postgres`` (``$FACTDEBATE_POSTGRES_URI``)
-    or a ``postgresql://`` URI - see ``evaluation/checkpointers.py``."""
-    rate_limit_retries: int = 5
-    backoff_s: float = 2.0
-    workers: int = 1
-    """Processes running items (``evaluation/workers.py``); 1 = in this process's event loop."""
-
-
-def is_rate_limit(exc: BaseException) -> bool:
-    """A provider's rate-limit error (class name or message says RateLimit / 429), chained too."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        text = f"{type(seen).__name__} {seen}".lower()
-        if "ratelimit" in text or "rate limit" in text or "429" in text \
-                or getattr(seen, "status_code", None) == 429:
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
 def build_run_context(spec: RunSpec) -> Context:
     """The framework's Context from ``--model`` and ``--set`` (the CLI's rules)."""
-    from factdebate.cli.main import build_context
     from factdebate.run.frameworks import context_class
+    from factdebate.run.setup import build_context
 
     return build_context({"debater_model": spec.model}, spec.sets, context_class(spec.framework))
-
-
-def check_models(ctx: Context) -> None:
-    """Load every role's model once (cached for the run); ``ConfigError`` if one cannot be."""
-    from factdebate.core.models import load_model
-
-    for model in {ctx.debater_model, ctx.query_model_spec, ctx.judge_model_spec}:
-        load_model(model, base_url=ctx.model_base_url, temperature=ctx.temperature)
 
 
 def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str) -> dict[str, Any]:
@@ -121,98 +82,69 @@ def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str) -> 
         "dataset_version": ds.version, "task": ds.task, "data_file": str(path),
         "data_sha256": file_sha256(path), "limit": spec.limit, "seed": spec.seed,
         "concurrency": spec.concurrency, "item_ids": [it.id for it in items],
-        "context": dataclasses.asdict(ctx), "prompt_version": load_prompts(ctx.prompt_set).version,
+        "context": masked(ctx), "prompt_version": load_prompts(ctx.prompt_set).version,
         "paper": FRAMEWORKS.entry(spec.framework).meta.get("paper", ""),
-        "models": {"debater": ctx.debater_model, "query": ctx.query_model_spec,
-                   "judge": ctx.judge_model_spec, "scoring": ctx.scoring_model_spec,
-                   "embeddings": ctx.embedding_model},
-        "metrics": spec.metrics, "metric_model": spec.metric_model or ctx.judge_model_spec,
+        "models": ctx.model_specs(),
+        "metrics": spec.metrics, "metric_model":
+            spec.metric_model or ctx.model_specs().get("judge", ctx.debater_model),
         "server": spec.server, "langsmith": spec.langsmith, "git_sha": git_sha(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
 
 def _prepare(spec: RunSpec, ctx: Context) -> tuple[dict[str, Any], list[Item]]:
-    """``run.json`` (new, or the one a resumed run started with) and the run's items."""
-    spec.out.mkdir(parents=True, exist_ok=True)
-    run_file = spec.out / "run.json"
+    """``run.json`` (new, the one a resumed run started with, or it extended) and the run's items.
+
+    Called while holding the folder's lock; see ``evaluation/run_folder.py`` for what a resume
+    must match and how ``--repair`` rebuilds a damaged ``run.json``.
+    """
+    run_file = spec.out / RUN_FILE
     all_items = load_items(spec.dataset, spec.data_dir)
-    if run_file.exists():
-        if not spec.resume:
-            raise InputError(f"{spec.out} already holds a run",
-                             "pass --resume to continue it, or choose another --out")
-        record = json.loads(run_file.read_text(encoding="utf-8"))
-        by_id = {it.id: it for it in all_items}
-        if record["framework"] != spec.framework or any(i not in by_id for i in record["item_ids"]):
-            raise InputError(f"{spec.out} holds a run of {record['framework']} on "
-                             f"{record['dataset']}", "resume it with the same --framework/--dataset")
-        if record["context"] != dataclasses.asdict(ctx):
-            raise InputError(f"{spec.out} was run with other settings",
-                             "resume with the same --model/--set values, or use another --out")
-        return record, [by_id[i] for i in record["item_ids"]]
-    if spec.resume and (spec.out / RESULTS).exists():
-        raise InputError(f"{spec.out} has results but no run.json", "choose another --out")
-    items = stratified_sample(all_items, spec.limit, spec.seed)
-    run_id = f"{spec.framework}-{spec.dataset}-{uuid.uuid4().hex[:8]}".replace("/", "_")
-    record = _run_record(spec, ctx, items, run_id)
-    run_file.write_text(json.dumps(record, indent=2, ensure_ascii=False), encoding="utf-8")
-    return record, items
-
-
-class ItemRunner:
-    """Runs one item with retries on rate limits and turns the outcome into a results row."""
-
-    def __init__(self, spec: RunSpec, ctx: Context, record: dict[str, Any], executor: Any,
-                 experiment: LangSmithExperiment | None) -> None:
-        self.spec, self.ctx, self.record = spec, ctx, record
-        self.executor, self.experiment = executor, experiment
-
-    def _config_extra(self, item: Item, trace_id: str) -> dict[str, Any]:
-        extra: dict[str, Any] = {
-            "run_id": uuid.UUID(trace_id), "run_name": f"{self.spec.framework}:{item.id}",
-            "metadata": {"framework": self.spec.framework, "dataset": item.dataset,
-                         "item_id": item.id, "prompt_version": self.record["prompt_version"],
-                         "eval_run_id": self.record["run_id"]},
-            "tags": ["factdebate-eval"]}
-        if self.experiment:
-            extra |= self.experiment.config_for(item.id)
-        return extra
-
-    async def run(self, item: Item) -> dict[str, Any]:
-        """Row of ``item``: finished, or an error row; never raises on the item's failure."""
-        thread_id = f"{self.record['run_id']}:{item.id}"
-        base = base_row(item, framework=self.spec.framework, run_id=self.record["run_id"],
-                        thread_id=thread_id)
-        ctx = self.ctx
-        start = time.monotonic()
-        for attempt in range(1, self.spec.rate_limit_retries + 2):
-            trace_id = str(uuid.uuid4())
-            try:
-                result = await self.executor(item.input, ctx, thread_id=thread_id,
-                                             config_extra=self._config_extra(item, trace_id))
-                break
-            except Exception as exc:  # noqa: BLE001 - recorded as an error row
-                if is_rate_limit(exc) and attempt <= self.spec.rate_limit_retries:
-                    await asyncio.sleep(self.spec.backoff_s * 2 ** (attempt - 1))
-                    continue
-                return error_row(base, exc, wall_time_s=time.monotonic() - start,
-                                 attempts=attempt, trace_id=trace_id)
-        cost = estimate_cost(result.get("ledger") or {}, ctx.debater_model)
-        row = ok_row(base, result, wall_time_s=time.monotonic() - start, attempts=attempt,
-                     trace_id=trace_id, cost_usd=cost)
-        if self.spec.metrics:
-            row["extra"] = await self._measure(row)
-        if self.experiment:
-            self.experiment.record(trace_id, correct(row))
-        return row
-
-    async def _measure(self, row: dict[str, Any]) -> dict[str, Any]:
+    sample = stratified_sample(all_items, spec.limit, spec.seed)
+    has_rows = (spec.out / RESULTS).exists()
+    if (run_file.exists() or has_rows) and not spec.resume:
+        raise InputError(f"{spec.out} already holds a run",
+                         "pass --resume to continue it, or choose another --out")
+    if run_file.exists() or has_rows:
+        fresh = _run_record(spec, ctx, sample, run_id="")
         try:
-            return await measure(row, self.ctx, self.spec.metrics, self.record["metric_model"])
-        except FactDebateError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a metric fault must not lose the item
-            return {"measure_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            record = read_run_record(spec.out)
+        except InputError:
+            if not (spec.repair and run_file.exists()):
+                raise
+            record = _rebuilt_record(spec, fresh)
+        if not run_file.exists() and not spec.repair:
+            raise InputError(f"{spec.out} has results but no run.json",
+                             "rerun with --resume --repair and the run's original flags to "
+                             "rebuild it, or choose another --out")
+        if not run_file.exists():
+            record = _rebuilt_record(spec, fresh)
+        continued = check_resume(record, fresh, spec.out)
+        if continued is not record or not run_file.exists() or record.get("rebuilt"):
+            write_json_atomic(run_file, continued)
+        by_id = {it.id: it for it in all_items}
+        return continued, [by_id[i] for i in continued["item_ids"]]
+    run_id = f"{spec.framework}-{spec.dataset}-{uuid.uuid4().hex[:8]}".replace("/", "_")
+    run_id = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run_id)
+    record = _run_record(spec, ctx, sample, run_id)
+    write_json_atomic(run_file, record)
+    return record, sample
+
+
+def _rebuilt_record(spec: RunSpec, fresh: dict[str, Any]) -> dict[str, Any]:
+    """``--repair`` of a damaged/missing run.json: the current flags' record, the rows' run id.
+
+    Refused unless every finished row belongs to one run and to the items these flags sample.
+    """
+    rows = read_results(spec.out / RESULTS) if spec.repair else []
+    run_ids = {r.get("run_id") for r in rows}
+    strangers = [r["item_id"] for r in rows if r["item_id"] not in set(fresh["item_ids"])]
+    if len(run_ids) > 1 or strangers:
+        raise InputError(f"cannot rebuild {spec.out / RUN_FILE}: the rows in {RESULTS} are not "
+                         "from one run with these flags", "choose another --out")
+    run_id = run_ids.pop() if run_ids else (
+        f"{spec.framework}-{uuid.uuid4().hex[:8]}".replace("/", "_"))
+    return dict(fresh, run_id=run_id, rebuilt=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
 
 async def run_eval(spec: RunSpec, console: Console | None = None,
@@ -237,8 +169,28 @@ async def run_eval(spec: RunSpec, console: Console | None = None,
     checkpointer_kind(spec.checkpointer)  # a bad value fails before anything is written
     if not spec.server:
         check_models(ctx)  # an unknown model or a missing key fails once, before run.json
-    record, items = _prepare(spec, ctx)
+    make_out_folder(spec.out)
+    with RunLock(spec.out) as lock:
+        if lock.taken_over and console is not None:
+            console.print(f"{spec.out}: took over the lock of process {lock.taken_over}, which "
+                          "is no longer running", highlight=False)
+        remove_stale_temps(spec.out)
+        return await _run_locked(spec, ctx, console, on_row, pool)
+
+
+async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
+                      on_row: Callable[[dict[str, Any]], None] | None,
+                      pool: WorkerPool | None) -> Path:
+    """``run_eval`` once the folder is this process's alone."""
+    if spec.repair and not spec.resume:
+        raise InputError("--repair works with --resume", "add --resume")
     results = spec.out / RESULTS
+    if spec.repair:
+        moved = repair_results(results)
+        if moved and console is not None:
+            console.print(f"{results}: set aside {moved} unreadable line(s); their items run "
+                          "again", highlight=False)
+    record, items = _prepare(spec, ctx)
     if spec.retry_errors and results.exists():
         drop_error_rows(results)
     done = {r["item_id"]: r for r in read_results(results)}
@@ -259,7 +211,8 @@ async def run_eval(spec: RunSpec, console: Console | None = None,
                                   pool)
         else:
             _ensure_index(spec.framework, ctx)
-            async with open_checkpointer(spec.checkpointer, spec.out) as saver:
+            async with open_checkpointer(spec.checkpointer, spec.out,
+                                         repair=spec.repair) as saver:
                 executor = LocalExecutor(spec.framework, saver)
                 await _run_items(spec, ctx, record, executor, experiment, pending, done, console,
                                  on_row)
@@ -285,7 +238,7 @@ async def _run_in_workers(spec: RunSpec, ctx: Context, record: dict[str, Any],
                     "example_ids": {k: str(v) for k, v in experiment.example_ids.items()}}
     # the checkpoint schema (and SQLite's WAL mode) is set up here once: workers setting up a new
     # database at the same moment fail with "database is locked"
-    async with open_checkpointer(spec.checkpointer, spec.out):
+    async with open_checkpointer(spec.checkpointer, spec.out, repair=spec.repair):
         pass
     owned = pool is None
     pool = pool or WorkerPool(spec.workers)
@@ -321,9 +274,9 @@ def served_milvus_uri(framework: str, ctx: Context) -> str:
         return ""
     from milvus_lite.server_manager import server_manager_instance
 
-    from factdebate.patches import milvus_lite as milvus_lite_fastpath
+    from factdebate import patches
 
-    milvus_lite_fastpath.install()
+    patches.enabled("milvus_lite")
     return server_manager_instance.start_and_get_uri(str(folder)) or ""
 
 
@@ -345,8 +298,8 @@ async def _pooled_row(pool: WorkerPool, item: Item, runner: ItemRunner) -> dict[
 
 
 def _ensure_index(framework: str, ctx: Context) -> None:
-    from factdebate.cli.main import ensure_index
     from factdebate.run.frameworks import FRAMEWORKS
+    from factdebate.run.setup import ensure_index
 
     if FRAMEWORKS.entry(framework).meta.get("needs_index", True):
         ensure_index(ctx, explicit_index=bool(ctx.index_dir))

@@ -185,7 +185,7 @@ async def _serve(conn: Connection) -> None:
 async def _open_run(payload: dict[str, Any]) -> _Run:
     from factdebate.evaluation.checkpointers import open_checkpointer
     from factdebate.evaluation.executors import LocalExecutor
-    from factdebate.evaluation.runner import ItemRunner, check_models
+    from factdebate.evaluation.items import ItemRunner, check_models
 
     spec, ctx, record = payload["spec"], payload["ctx"], payload["record"]
     if payload.get("milvus_uri"):

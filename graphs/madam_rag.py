@@ -35,7 +35,7 @@ from factdebate.nodes.check_convergence import check_convergence, route_after_ch
 from factdebate.nodes.debate_round import open_round
 from factdebate.nodes.documents import gather_documents
 from factdebate.nodes.madam_agent import answer_from_document, route_agents
-from factdebate.nodes.prepare import prepare
+from factdebate.nodes.prepare import prepare_for
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.madam_rag import MadamRagContext, MadamRagState
@@ -50,7 +50,7 @@ def build_madam_rag() -> StateGraph:
         MadamRagState, context_schema=MadamRagContext, input_schema=DebateInput,
         output_schema=DebateOutput,
     )
-    g.add_node("prepare", prepare)
+    g.add_node("prepare", prepare_for(MadamRagState))
     g.add_node("gather_documents", gather_documents)
     g.add_node("open_round", open_round)
     g.add_node("answer_from_document", answer_from_document)

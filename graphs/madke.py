@@ -37,7 +37,7 @@ from factdebate.graphs.turns import turn_node
 from factdebate.nodes.debate_round import open_round
 from factdebate.nodes.judge_consensus import judge_consensus, route_after_judge_consensus
 from factdebate.nodes.knowledge_pool import gather_knowledge, route_knowledge_sources
-from factdebate.nodes.prepare import prepare
+from factdebate.nodes.prepare import prepare_for
 from factdebate.nodes.select_knowledge import select_knowledge
 from factdebate.nodes.speak import speak
 from factdebate.nodes.summarize import summarize
@@ -67,7 +67,7 @@ def build_madke() -> StateGraph:
         MadkeState, context_schema=MadkeContext, input_schema=DebateInput,
         output_schema=DebateOutput,
     )
-    g.add_node("prepare", prepare)
+    g.add_node("prepare", prepare_for(MadkeState))
     g.add_node("gather_knowledge", gather_knowledge)
     g.add_node("open_round", open_round)
     g.add_node("debater_turn", turn_node(build_debater_turn(), "debater_turn"))  # graphs/turns.py

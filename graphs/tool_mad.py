@@ -37,13 +37,13 @@ from factdebate.nodes.retrieve import retrieve
 from factdebate.nodes.score import score
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.context import Context
 from factdebate.core.state import DebateInput, DebateOutput, DebaterOutput, DebaterState, DebateState
+from factdebate.core.tool_mad import ToolMadContext
 
 
 def build_debate_turn() -> StateGraph:
     """One debater's turn: formulate_query -> retrieve -> respond -> score."""
-    g = StateGraph(DebaterState, context_schema=Context, output_schema=DebaterOutput)
+    g = StateGraph(DebaterState, context_schema=ToolMadContext, output_schema=DebaterOutput)
     g.add_node("formulate_query", formulate_query)
     g.add_node("retrieve", retrieve)
     g.add_node("respond", respond)
@@ -59,7 +59,7 @@ def build_debate_turn() -> StateGraph:
 def build_tool_mad() -> StateGraph:
     """The Tool-MAD debate graph (uncompiled)."""
     g = StateGraph(
-        DebateState, context_schema=Context, input_schema=DebateInput, output_schema=DebateOutput
+        DebateState, context_schema=ToolMadContext, input_schema=DebateInput, output_schema=DebateOutput
     )
     g.add_node("prepare", prepare)
     g.add_node("open_round", open_round)

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from factdebate.nodes.routing import run_context
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from factdebate.core.context import Context
 from factdebate.core.state import DebateState, RoundScore, Turn
+from factdebate.core.tool_mad import ToolMadContext
 
 
 def round_turns(state: DebateState, round_: int | None = None) -> list[Turn]:
@@ -31,7 +32,7 @@ def _row(scores: dict[str, list[RoundScore]], agent: str, round_: int) -> RoundS
     return next((r for r in scores.get(agent, []) if r.get("round") == round_), None)
 
 
-def clears_thresholds(turn: Turn, row: RoundScore | None, ctx: Context) -> bool:
+def clears_thresholds(turn: Turn, row: RoundScore | None, ctx: ToolMadContext) -> bool:
     """Whether one answer's stability scores clear both thresholds."""
     if row is None:
         return False
@@ -44,7 +45,9 @@ def clears_thresholds(turn: Turn, row: RoundScore | None, ctx: Context) -> bool:
     return faithfulness >= ctx.faithfulness_threshold
 
 
-def consensus_reached(turns: list[Turn], scores: dict[str, list[RoundScore]], ctx: Context) -> bool:
+def consensus_reached(
+    turns: list[Turn], scores: dict[str, list[RoundScore]], ctx: ToolMadContext
+) -> bool:
     """The stopping rule for one round's turns."""
     labels = {t["label"] for t in turns}
     if len(turns) < 2 or len(labels) != 1 or None in labels:
@@ -54,7 +57,7 @@ def consensus_reached(turns: list[Turn], scores: dict[str, list[RoundScore]], ct
     return all(clears_thresholds(t, _row(scores, t["agent"], t["round"]), ctx) for t in turns)
 
 
-def check_consensus(state: DebateState, runtime: Runtime[Context]) -> dict[str, Any]:
+def check_consensus(state: DebateState, runtime: Runtime[ToolMadContext]) -> dict[str, Any]:
     """Set the verdict when this round ends the debate by consensus."""
     turns = round_turns(state)
     if not consensus_reached(turns, state.get("scores", {}), runtime.context):
@@ -64,11 +67,11 @@ def check_consensus(state: DebateState, runtime: Runtime[Context]) -> dict[str, 
 
 
 def route_after_check_consensus(
-    state: DebateState, runtime: Runtime[Context]
+    state: DebateState, ctx: ToolMadContext | None = None
 ) -> Literal["open_round", "judge", "__end__"]:
     """End on consensus, go to the judge after the last round, else debate another round."""
     if state.get("stopped_by") == "consensus":
         return END
-    if state["round"] >= runtime.context.max_rounds:
+    if state["round"] >= run_context(state, ToolMadContext, ctx).max_rounds:
         return "judge"
     return "open_round"

@@ -40,8 +40,6 @@ def check_convergence(state: MadamRagState, runtime: Runtime[MadamRagContext]) -
     return {}
 
 
-def route_after_check_convergence(
-    state: MadamRagState, runtime: Runtime[MadamRagContext]
-) -> Literal["open_round", "__end__"]:
+def route_after_check_convergence(state: MadamRagState) -> Literal["open_round", "__end__"]:
     """End once stopped, else another round."""
     return END if state.get("stopped_by") else "open_round"

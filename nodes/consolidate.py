@@ -14,6 +14,7 @@ from typing import Any, Literal
 from factdebate.nodes.answering import baseline_values, note_turn
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
@@ -95,8 +96,9 @@ async def consolidate(state: BaselineState, runtime: Runtime[AstuteRagContext]) 
 
 
 def route_after_consolidation(
-    state: BaselineState, runtime: Runtime[AstuteRagContext]
+    state: BaselineState, ctx: AstuteRagContext | None = None
 ) -> Literal["consolidate", "answer"]:
     """Consolidate until ``consolidation_rounds`` passes are done, then answer."""
     done = state.get("round") or 0
-    return "consolidate" if done < runtime.context.consolidation_rounds else "answer"
+    rounds = run_context(state, AstuteRagContext, ctx).consolidation_rounds
+    return "consolidate" if done < rounds else "answer"

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from factdebate.nodes.check_consensus import round_turns
-from langgraph.runtime import Runtime
+from factdebate.nodes.routing import run_context
 from langgraph.types import Send
 
-from factdebate.core.context import Context
 from factdebate.core.state import DebaterState, DebateState
+from factdebate.core.tool_mad import ToolMadContext
 
 
 def open_round(state: DebateState) -> dict[str, Any]:
@@ -21,12 +21,12 @@ def open_round(state: DebateState) -> dict[str, Any]:
     return {"round": 1}
 
 
-def route_debaters(state: DebateState, runtime: Runtime[Context]) -> list[Send]:
+def route_debaters(state: DebateState, ctx: ToolMadContext | None = None) -> list[Send]:
     """One ``debate_turn`` branch per debater for the new round."""
     current = state["round"]
     previous = round_turns(state, current - 1) if current > 1 else []
     sends = []
-    for agent in runtime.context.agent_ids():
+    for agent in run_context(state, ToolMadContext, ctx).agent_ids():
         own = next((t for t in previous if t["agent"] == agent), None)
         payload = DebaterState(
             agent=agent,

@@ -4,7 +4,9 @@ The node first validates the input (the same checks as Tool-MAD's ``prepare``) a
 task. With the decomposer on, one structured call turns the claim into knowledge triplets
 (subject, relation, object, attributes) and a topic; subjects and objects become the entity keys
 of the evidence memory. An unreadable reply is flagged and the run continues without a
-decomposition (no background, no memory keys) rather than failing.
+decomposition (no background, no memory keys) rather than failing. As MERMAID's first node it
+also starts the claim: every other per-claim key is emptied (``fresh_claim``, one claim per run)
+and the routers' knobs are recorded (nodes/routing.py).
 """
 
 from __future__ import annotations
@@ -12,19 +14,22 @@ from __future__ import annotations
 from typing import Any
 
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
-from factdebate.nodes.prepare import clean_claim
+from factdebate.nodes.prepare import clean_claim, guard_server_run
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.retrieve import resolve_backend
+from factdebate.nodes.routing import routing_settings
 from factdebate.prompts.mermaid.schemas import Decomposition
 from langgraph.runtime import Runtime
 
 from factdebate.core.errors import InputError
 from factdebate.core.labels import LABEL_SETS
 from factdebate.core.mermaid import MermaidContext, MermaidState
+from factdebate.core.state import fresh_claim
 
 
 def _start(state: MermaidState, ctx: MermaidContext) -> dict[str, Any]:
     """Validated claim and task, an empty ledger, and the web stand-in flag when it applies."""
+    guard_server_run(ctx)
     task = LABEL_SETS.resolve(state.get("task") or ctx.label_set)
     if task == "medqa" and not state.get("options"):
         raise InputError("task 'medqa' needs answer options", "pass options {'A': ..., 'D': ...}")
@@ -38,6 +43,7 @@ def _start(state: MermaidState, ctx: MermaidContext) -> dict[str, Any]:
         "decomposition": {}, "entities": [], "recalled": [], "pending": None,
         "ledger": {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
                    "tool_calls": {}, "memory_hits": 0},
+        "routing": routing_settings(ctx),
     }
 
 
@@ -46,7 +52,7 @@ async def decompose(state: MermaidState, runtime: Runtime[MermaidContext]) -> di
     ctx = runtime.context
     out = _start(state, ctx)
     if not ctx.decomposer:
-        return out
+        return fresh_claim(MermaidState, out)
     calls = CallLog()
     values = common_values({**state, **out}, ctx, "decomposer")
     parsed, raw = await ask_structured(
@@ -59,7 +65,8 @@ async def decompose(state: MermaidState, runtime: Runtime[MermaidContext]) -> di
     update = calls.update()
     if not isinstance(parsed, Decomposition):
         flag = f"decomposer: reply could not be read ({raw[:120]!r}); continued without triplets"
-        return {**out, "ledger": out["ledger"] | update["ledger"],
-                "flags": out["flags"] + update["flags"] + [flag]}
-    return {**out, "decomposition": parsed.model_dump(), "entities": parsed.entities(),
-            "ledger": out["ledger"] | update["ledger"], "flags": out["flags"] + update["flags"]}
+        return fresh_claim(MermaidState, {**out, "ledger": out["ledger"] | update["ledger"],
+                                          "flags": out["flags"] + update["flags"] + [flag]})
+    return fresh_claim(MermaidState, {
+        **out, "decomposition": parsed.model_dump(), "entities": parsed.entities(),
+        "ledger": out["ledger"] | update["ledger"], "flags": out["flags"] + update["flags"]})

@@ -12,6 +12,7 @@ from typing import Any
 from factdebate.nodes.answering import answer_turn, ask_answer, baseline_values, flag_parse
 from factdebate.nodes.llm import CallLog, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
@@ -29,9 +30,12 @@ def draft_subsets(evidence: list[Evidence], drafts: int) -> list[list[Evidence]]
     return [evidence[j::n] for j in range(n)]
 
 
-def route_drafts(state: BaselineState, runtime: Runtime[SpeculativeRagContext]) -> list[Send]:
+def route_drafts(
+    state: BaselineState, ctx: SpeculativeRagContext | None = None
+) -> list[Send]:
     """One ``draft_branch`` per document subset."""
-    subsets = draft_subsets(list(state.get("evidence") or []), runtime.context.drafts)
+    drafts = run_context(state, SpeculativeRagContext, ctx).drafts
+    subsets = draft_subsets(list(state.get("evidence") or []), drafts)
     return [
         Send("draft_branch", BranchState(
             agent=f"draft{j}", round=1, claim=state["claim"], task=state["task"],  # type: ignore[typeddict-item]

@@ -76,15 +76,11 @@ async def answer_follow_up(
                                 limit=runtime.context.max_follow_ups)
 
 
-def route_after_follow_up(
-    state: BaselineState, runtime: Runtime[SelfAskContext]
-) -> Literal["answer_follow_up", "answer"]:
+def route_after_follow_up(state: BaselineState) -> Literal["answer_follow_up", "answer"]:
     """Answer the follow-up question, or give the final answer when none was asked."""
     return "answer" if state.get("stopped_by") == "final_answer" else "answer_follow_up"
 
 
-def route_after_answer_follow_up(
-    state: BaselineState, runtime: Runtime[SelfAskContext]
-) -> Literal["follow_up", "answer"]:
+def route_after_answer_follow_up(state: BaselineState) -> Literal["follow_up", "answer"]:
     """Ask the next question, or answer once ``max_follow_ups`` were answered."""
     return "answer" if state.get("stopped_by") == "max_steps" else "follow_up"

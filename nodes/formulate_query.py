@@ -14,14 +14,15 @@ from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.render import render_opponents
 from langgraph.runtime import Runtime
 
-from factdebate.core.context import Context, debater_kind
+from factdebate.core.context import debater_kind
 from factdebate.core.labels import QueryOut
 from factdebate.core.state import DebaterState
+from factdebate.core.tool_mad import ToolMadContext
 
 MAX_QUERY_CHARS = 300
 
 
-async def formulate_query(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:
+async def formulate_query(state: DebaterState, runtime: Runtime[ToolMadContext]) -> dict[str, Any]:
     """This round's retrieval query for one debater."""
     ctx = runtime.context
     kind = debater_kind(state["agent"])

@@ -14,8 +14,8 @@ from factdebate.nodes.answering import note_turn
 from factdebate.nodes.retrieve import resolve_backend, search_tool
 from langgraph.runtime import Runtime
 
+from factdebate.core.baseline_context import BaselineContext
 from factdebate.core.baseline_state import BaselineState
-from factdebate.core.context import Context
 from factdebate.core.errors import InputError
 from factdebate.core.state import Evidence
 
@@ -32,7 +32,7 @@ def item_documents(documents: list[dict[str, Any]]) -> list[Evidence]:
 
 
 async def search_rag(
-    query: str, state: Any, runtime: Runtime[Context], *, round_: int
+    query: str, state: Any, runtime: Runtime[BaselineContext], *, round_: int
 ) -> dict[str, Any]:
     """One call of the ``rag`` retriever: ``{"evidence", "ledger", "flags"?}``."""
     ctx = runtime.context
@@ -44,7 +44,7 @@ async def search_rag(
 
 
 async def retrieval_step(
-    agent: str, query: str, state: Any, runtime: Runtime[Context], *, limit: int
+    agent: str, query: str, state: Any, runtime: Runtime[BaselineContext], *, limit: int
 ) -> dict[str, Any]:
     """One tool step of a loop (ReAct observation, Self-Ask intermediate answer) as an update.
 
@@ -61,7 +61,7 @@ async def retrieval_step(
     return update
 
 
-async def gather_evidence(state: BaselineState, runtime: Runtime[Context]) -> dict[str, Any]:
+async def gather_evidence(state: BaselineState, runtime: Runtime[BaselineContext]) -> dict[str, Any]:
     """The item's documents, or the top-k passages retrieved for the claim."""
     source = getattr(runtime.context, "evidence_source", "auto")
     documents = state.get("documents") or []

@@ -17,7 +17,7 @@ from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.render import average_scores, render_history, render_scores
 from langgraph.runtime import Runtime
 
-from factdebate.core.context import Context
+from factdebate.core.context import JudgedContext
 from factdebate.core.state import DebateState, Turn
 
 
@@ -28,17 +28,18 @@ def _fallback(turns: list[Turn], averages: dict[str, dict[str, float]]) -> Turn 
     return max(labelled, key=lambda t: sum(averages.get(t["agent"], {}).values()))
 
 
-async def judge(state: DebateState, runtime: Runtime[Context]) -> dict[str, Any]:
+async def judge(state: DebateState, runtime: Runtime[JudgedContext]) -> dict[str, Any]:
     """The judge's verdict over the whole debate."""
     ctx = runtime.context
-    use_scores = ctx.scoring_mode != "none" and ctx.score_feedback
+    mode = ctx.judge_score_mode()  # "none" without scoring or with scoring feedback off
+    use_scores = mode != "none"
     averages = average_scores(state.get("scores", {})) if use_scores else {}
     prompts = prompt_set(ctx)
     values = common_values(state, ctx, "judge")
     values |= {
         "history": render_history(state.get("turns", [])),
         "scores": render_scores(averages),
-        "score_guide": prompts.templates["score_guides"][ctx.scoring_mode if use_scores else "none"],
+        "score_guide": prompts.templates["score_guides"][mode],
     }
     reasoning, label, calls = await ask_final_verdict(
         prompts.render("judge", **values), state, ctx, role="judge")

@@ -63,8 +63,6 @@ async def judge_consensus(state: MadkeState, runtime: Runtime[MadkeContext]) -> 
     return calls.update()
 
 
-def route_after_judge_consensus(
-    state: MadkeState, runtime: Runtime[MadkeContext]
-) -> Literal["open_round", "summarize"]:
+def route_after_judge_consensus(state: MadkeState) -> Literal["open_round", "summarize"]:
     """Summarise once the debate has stopped, else debate another round."""
     return "summarize" if state.get("stopped_by") else "open_round"

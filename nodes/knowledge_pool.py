@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from factdebate.nodes.retrieve import resolve_backend, search_tool
+from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
@@ -20,10 +21,10 @@ from factdebate.core.state import Evidence
 
 
 def route_knowledge_sources(
-    state: MadkeState, runtime: Runtime[MadkeContext]
+    state: MadkeState, ctx: MadkeContext | None = None
 ) -> list[Send] | Literal["open_round"]:
     """One ``gather_knowledge`` branch per knowledge source; none -> straight to the debate."""
-    sources = SOURCE_KINDS[runtime.context.knowledge_sources]
+    sources = SOURCE_KINDS[run_context(state, MadkeContext, ctx).knowledge_sources]
     if not sources:
         return "open_round"
     return [

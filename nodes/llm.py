@@ -5,18 +5,23 @@ scripted double keys on it) and counted by a ``UsageTracker`` whose counts the n
 ledger update. Provider faults are retried with exponential back-off; a structured reply that does
 not validate is parsed as free text onto the label set and, if that fails too, re-asked once.
 
-``model.with_structured_output(schema, include_raw=True)`` is built once per (model, schema) and
-reused (:func:`structured_runnable`): it is a pure function of the two, and building it on every
-call cost ~6 us with the scripted model and much more with providers whose structured output
-converts the schema to a tool definition each time (~43 calls per Tool-MAD claim).
+Structured output goes through ``factdebate.core.models.negotiation``: the run's
+``structured_output`` method (``auto`` = the strongest the server accepts, falling back once per
+model and base URL), the method that served counted in the ledger. Retries know what is transient
+(:func:`is_retryable`): a request the server calls invalid or unsupported is not retried but raised
+as one line naming the cause and the setting that fixes it.
+
+``model.with_structured_output(schema, method=..., include_raw=True)`` is built once per (model,
+schema, method) and reused (:func:`structured_runnable`): building it on every call cost ~6 us with
+the scripted model and much more with providers whose structured output converts the schema to a
+tool definition each time (~43 calls per Tool-MAD claim).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +30,11 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
-from factdebate.core.context import Context
+from factdebate.core.context import Context, JudgedContext
 from factdebate.core.errors import FactDebateError
 from factdebate.core.labels import LabelSet, ParsedLabel, get_label_set, parse_label, verdict_schema
 from factdebate.core.ledger import UsageTracker
-from factdebate.core.models import cached_model, load_model
+from factdebate.core.models import cached_model, load_model, negotiation
 
 log = logging.getLogger(__name__)
 
@@ -101,16 +106,18 @@ def retry_after_s(exc: BaseException) -> float | None:
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """Provider faults are retried; user errors and client errors other than 408/429 are not.
+    """Transient faults are retried: connection errors, timeouts, 408, 429 and 5xx overload.
+
+    Not retried: client errors (other 4xx) and a 5xx whose body says the request is invalid or
+    unsupported (``negotiation.request_rejected``; llama.cpp's server answers a validation error
+    with 500) - the same request would fail the same way.
 
     A ``FactDebateError`` (missing key, unknown model, missing index) is retried only when it
     says it is (``retryable``: a search backend's 429/5xx/timeout).
     """
     if isinstance(exc, FactDebateError):
         return bool(getattr(exc, "retryable", False))
-    status = getattr(exc, "status_code", None) or getattr(
-        getattr(exc, "response", None), "status_code", None)
-    return not (isinstance(status, int) and 400 <= status < 500 and status not in (408, 429))
+    return negotiation.request_rejected(exc) is None
 
 
 async def with_retries(
@@ -136,34 +143,18 @@ async def with_retries(
     raise AssertionError("unreachable")
 
 
-_STRUCTURED_MAX = 64
-_structured: OrderedDict[tuple[int, Any], tuple[BaseChatModel, Any]] = OrderedDict()
-_structured_lock = threading.Lock()
+def structured_runnable(model: BaseChatModel, schema: Any, method: str = "json_schema") -> Any:
+    """``model.with_structured_output(schema, method=method, include_raw=True)``, built once per
+    (model, schema, method) (``factdebate.core.models.negotiation.structured_runnable``)."""
+    return negotiation.structured_runnable(model, schema, method)
 
 
-def structured_runnable(model: BaseChatModel, schema: Any) -> Any:
-    """``model.with_structured_output(schema, include_raw=True)``, built once per (model, schema).
-
-    An LRU keyed by the model's identity (a strong reference is kept, so an id is never reused
-    while its entry lives) and the schema class; an unhashable schema (a JSON-schema dict) is
-    built per call as before.
-    """
-    key = (id(model), schema)
-    try:
-        hash(key)
-    except TypeError:
-        return model.with_structured_output(schema, include_raw=True)
-    with _structured_lock:
-        hit = _structured.get(key)
-        if hit is not None and hit[0] is model:
-            _structured.move_to_end(key)
-            return hit[1]
-    runnable = model.with_structured_output(schema, include_raw=True)
-    with _structured_lock:
-        _structured[key] = (model, runnable)
-        while len(_structured) > _STRUCTURED_MAX:
-            _structured.popitem(last=False)
-    return runnable
+def _reply_text(raw: Any) -> str:
+    """A reply's text; a tool call's arguments as JSON (function calling leaves content empty)."""
+    text = str(getattr(raw, "content", "") or "")
+    if not text and getattr(raw, "tool_calls", None):
+        text = json.dumps(raw.tool_calls[0].get("args", {}), ensure_ascii=False, default=str)
+    return text
 
 
 async def ask_structured(
@@ -175,25 +166,23 @@ async def ask_structured(
     retries: int,
     metadata: dict[str, Any] | None = None,
 ) -> tuple[BaseModel | None, str]:
-    """Structured reply ``(parsed or None, raw text)``; provider faults retried.
+    """Structured reply ``(parsed or None, raw text)``; transient provider faults retried.
 
-    ``metadata``, when given, receives the reply's ``response_metadata`` (e.g. the embedded
-    model's ``repetition_cut``)."""
-    runnable = structured_runnable(model, schema)
-    out = await with_retries(
-        lambda: runnable.ainvoke(messages, config=config),
+    The method is the run's ``structured_output`` (negotiated under ``auto``, see
+    ``factdebate.core.models.negotiation``); the call is tagged with the method that served, which
+    the ledger counts. ``metadata``, when given, receives the reply's ``response_metadata`` (e.g.
+    the embedded model's ``repetition_cut``)."""
+    setting = negotiation.current_setting()
+    out, _method = await with_retries(
+        lambda: negotiation.ask_negotiated(model, messages, schema, config=config,
+                                           setting=setting),
         retries=retries,
         what=f"{config.get('metadata', {}).get('fd_role', 'model')} call",
     )
-    if isinstance(out, dict):
-        raw = out.get("raw")
-        if metadata is not None:
-            metadata.update(getattr(raw, "response_metadata", None) or {})
-        text = str(getattr(raw, "content", "") or "")
-        if not text and getattr(raw, "tool_calls", None):
-            text = str(raw.tool_calls[0].get("args", ""))
-        return out.get("parsed"), text
-    return out, ""
+    raw = out.get("raw")
+    if metadata is not None:
+        metadata.update(getattr(raw, "response_metadata", None) or {})
+    return out.get("parsed"), _reply_text(raw)
 
 
 async def ask_verdict(
@@ -246,7 +235,7 @@ async def ask_debater_verdict(
 
 
 async def ask_final_verdict(
-    messages: list[BaseMessage], state: Any, ctx: Context, *, role: str
+    messages: list[BaseMessage], state: Any, ctx: JudgedContext, *, role: str
 ) -> tuple[str, str | None, CallLog]:
     """The deciding role's verdict (Tool-MAD's judge, MADKE's summariser) with the judge model.
 

@@ -51,9 +51,7 @@ def render_summary(aggregate: Aggregate, template: str) -> str:
                                 "explanation": aggregate["explanation"]})
 
 
-def route_agents(
-    state: MadamRagState, runtime: Runtime[MadamRagContext]
-) -> list[Send] | Literal["aggregate"]:
+def route_agents(state: MadamRagState) -> list[Send] | Literal["aggregate"]:
     """One ``answer_from_document`` branch per document (none -> straight to ``aggregate``)."""
     docs = state.get("agent_documents") or []
     if not docs:

@@ -15,12 +15,13 @@ from factdebate.nodes.check_consensus import round_turns
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_opponents
+from factdebate.nodes.routing import run_context
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from factdebate.core.baseline_context import MadContext
 from factdebate.core.baseline_state import BaselineState
-from factdebate.core.context import Context
 
 
 class ModeratorOut(BaseModel):
@@ -31,7 +32,7 @@ class ModeratorOut(BaseModel):
     reasoning: str = Field(default="", description="Why.")
 
 
-async def moderate(state: BaselineState, runtime: Runtime[Context]) -> dict[str, Any]:
+async def moderate(state: BaselineState, runtime: Runtime[MadContext]) -> dict[str, Any]:
     """Evaluate the round; end the debate when the moderator prefers a side."""
     ctx = runtime.context
     turns = {t["agent"]: t for t in round_turns(state)}
@@ -60,11 +61,11 @@ async def moderate(state: BaselineState, runtime: Runtime[Context]) -> dict[str,
 
 
 def route_after_moderate(
-    state: BaselineState, runtime: Runtime[Context]
+    state: BaselineState, ctx: MadContext | None = None
 ) -> Literal["open_round", "judge", "__end__"]:
     """End on the moderator's preference, go to the judge after the last round, else debate on."""
     if state.get("stopped_by") == "moderator":
         return END
-    if state["round"] >= runtime.context.max_rounds:
+    if state["round"] >= run_context(state, MadContext, ctx).max_rounds:
         return "judge"
     return "open_round"

@@ -18,6 +18,7 @@ from factdebate.nodes.call_tool import enabled_tools
 from factdebate.nodes.executor_prompt import executor_values
 from factdebate.nodes.llm import CallLog, ask_structured, ask_verdict, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.routing import run_context
 from factdebate.prompts.mermaid.schemas import ReactStep
 from langgraph.runtime import Runtime
 
@@ -84,18 +85,20 @@ async def force_answer(state: MermaidState, runtime: Runtime[MermaidContext]) ->
 
 
 def route_after_react_step(
-    state: MermaidState, runtime: Runtime[MermaidContext]
+    state: MermaidState, ctx: MermaidContext | None = None
 ) -> Literal["call_tool", "react_step", "force_answer", "update_memory"]:
     """Answer -> store evidence; action -> run the tool; else next step, or force at T_max."""
     if state.get("label") and state.get("stopped_by") == "answer":
         return "update_memory"
     if state.get("pending"):
         return "call_tool"
-    return "force_answer" if state["round"] >= runtime.context.t_max else "react_step"
+    t_max = run_context(state, MermaidContext, ctx).t_max
+    return "force_answer" if state["round"] >= t_max else "react_step"
 
 
 def route_after_call_tool(
-    state: MermaidState, runtime: Runtime[MermaidContext]
+    state: MermaidState, ctx: MermaidContext | None = None
 ) -> Literal["react_step", "force_answer"]:
     """Another step while t < T_max, else the forced answer."""
-    return "force_answer" if state["round"] >= runtime.context.t_max else "react_step"
+    t_max = run_context(state, MermaidContext, ctx).t_max
+    return "force_answer" if state["round"] >= t_max else "react_step"

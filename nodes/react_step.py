@@ -79,15 +79,11 @@ async def react_tool(state: BaselineState, runtime: Runtime[ReactContext]) -> di
                                 limit=runtime.context.max_steps)
 
 
-def route_after_react_step(
-    state: BaselineState, runtime: Runtime[ReactContext]
-) -> Literal["react_tool", "answer"]:
+def route_after_react_step(state: BaselineState) -> Literal["react_tool", "answer"]:
     """Search, or answer once the agent finishes."""
     return "answer" if state.get("stopped_by") == "finish" else "react_tool"
 
 
-def route_after_react_tool(
-    state: BaselineState, runtime: Runtime[ReactContext]
-) -> Literal["react_step", "answer"]:
+def route_after_react_tool(state: BaselineState) -> Literal["react_step", "answer"]:
     """Another step, or answer once ``max_steps`` searches are used."""
     return "answer" if state.get("stopped_by") == "max_steps" else "react_step"

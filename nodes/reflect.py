@@ -19,6 +19,7 @@ from factdebate.nodes.answering import (
 )
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.routing import run_context
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
@@ -84,7 +85,8 @@ async def refine(state: BaselineState, runtime: Runtime[SelfReflectionContext]) 
 
 
 def route_after_refine(
-    state: BaselineState, runtime: Runtime[SelfReflectionContext]
+    state: BaselineState, ctx: SelfReflectionContext | None = None
 ) -> Literal["review", "__end__"]:
     """Another reflection round until ``reflection_rounds`` are done."""
-    return END if state["round"] >= runtime.context.reflection_rounds else "review"
+    rounds = run_context(state, SelfReflectionContext, ctx).reflection_rounds
+    return END if state["round"] >= rounds else "review"

@@ -17,11 +17,13 @@ from typing import Any
 from factdebate.nodes.llm import is_retryable, with_retries
 from factdebate.nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
 from factdebate.tools.base import RetrieverSettings, cached_retriever, get_retriever
+from factdebate.tools.traced import traced_search
 from langgraph.runtime import Runtime
 
 from factdebate.core.context import Context, debater_kind
 from factdebate.core.errors import ConfigError, FactDebateError
 from factdebate.core.state import DebaterState, Evidence
+from factdebate.core.tool_mad import ToolMadContext
 
 STAND_IN_FLAG = (
     "search: no TAVILY_API_KEY, so the 'search' debater used the offline keyword index "
@@ -78,8 +80,9 @@ async def search_tool(
         get_retriever, backend, settings)
 
     async def once() -> list[Evidence]:
-        return await asyncio.wait_for(
-            retriever.search(query, k=k + len(excluded)), timeout=ctx.tool_timeout_s
+        return await asyncio.wait_for(  # a retriever run in traces (tools/traced.py)
+            traced_search(retriever, query, k=k + len(excluded), name=backend),
+            timeout=ctx.tool_timeout_s,
         )
 
     ledger: dict[str, Any] = {"tool_calls": {backend: 1}}
@@ -101,7 +104,7 @@ async def search_tool(
     return {"evidence": kept, "ledger": ledger, "flags": flags}
 
 
-async def retrieve(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:
+async def retrieve(state: DebaterState, runtime: Runtime[ToolMadContext]) -> dict[str, Any]:
     """Top-k evidence for this round's query from the debater's tool."""
     ctx = runtime.context
     backend, _ = resolve_backend(debater_kind(state["agent"]), ctx)

@@ -12,6 +12,7 @@ from typing import Any
 from factdebate.nodes.answering import answer_turn, ask_answer, baseline_values, flag_parse
 from factdebate.nodes.llm import CallLog, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
@@ -21,7 +22,9 @@ from factdebate.core.baseline_state import BaselineState, BranchState
 SAMPLE_TEMPLATE = "cot"
 
 
-def route_samples(state: BaselineState, runtime: Runtime[SelfConsistencyContext]) -> list[Send]:
+def route_samples(
+    state: BaselineState, ctx: SelfConsistencyContext | None = None
+) -> list[Send]:
     """One ``sample`` branch per reasoning path."""
     return [
         Send("sample", BranchState(
@@ -29,7 +32,7 @@ def route_samples(state: BaselineState, runtime: Runtime[SelfConsistencyContext]
             options=state.get("options"), multi_answer=state.get("multi_answer", False),
             evidence=[], turns=[], scores={}, ledger={}, flags=[],
         ))
-        for i in range(1, runtime.context.samples + 1)
+        for i in range(1, run_context(state, SelfConsistencyContext, ctx).samples + 1)
     ]
 
 

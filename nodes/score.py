@@ -22,8 +22,8 @@ from factdebate.nodes.llm import CallLog, call_config, model_for
 from factdebate.tools.embeddings import cached_embeddings, get_embeddings
 from langgraph.runtime import Runtime
 
-from factdebate.core.context import Context
 from factdebate.core.state import DebaterState, RoundScore
+from factdebate.core.tool_mad import ToolMadContext
 
 _scoring: ModuleType | None = None
 
@@ -38,7 +38,7 @@ async def _scoring_module() -> ModuleType:
     return _scoring
 
 
-async def score(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:
+async def score(state: DebaterState, runtime: Runtime[ToolMadContext]) -> dict[str, Any]:
     """Scores of this round's answer, keyed by agent."""
     ctx = runtime.context
     if ctx.scoring_mode == "none":

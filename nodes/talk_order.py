@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from factdebate.nodes.knowledge_pool import shared_pool
-from langgraph.runtime import Runtime
+from factdebate.nodes.routing import run_context
 from langgraph.types import Send
 
 from factdebate.core.madke import MadkeContext, MadkeState, SpeakerState
@@ -47,18 +47,18 @@ def speaker_payload(state: MadkeState, ctx: MadkeContext, agent: str) -> Speaker
     )
 
 
-def route_speakers(state: MadkeState, runtime: Runtime[MadkeContext]) -> list[Send]:
+def route_speakers(state: MadkeState, ctx: MadkeContext | None = None) -> list[Send]:
     """Round 1: every debater in parallel; later rounds: the first debater only."""
-    ctx = runtime.context
+    ctx = run_context(state, MadkeContext, ctx)
     speakers = ctx.debater_ids() if state["round"] == 1 else ctx.debater_ids()[:1]
     return [Send("debater_turn", speaker_payload(state, ctx, agent)) for agent in speakers]
 
 
 def route_after_debater_turn(
-    state: MadkeState, runtime: Runtime[MadkeContext]
+    state: MadkeState, ctx: MadkeContext | None = None
 ) -> list[Send] | Literal["judge_consensus"]:
     """Orderly talk: the next debater who has not spoken this round, else the judge."""
-    ctx = runtime.context
+    ctx = run_context(state, MadkeContext, ctx)
     current = state["round"]
     if current == 1:
         return "judge_consensus"

@@ -12,11 +12,11 @@ from collections import Counter
 from typing import Any, Literal
 
 from factdebate.nodes.answering import first_round, result_fields
+from factdebate.nodes.routing import run_context
 from langgraph.graph import END
-from langgraph.runtime import Runtime
 
+from factdebate.core.baseline_context import MultiAgentDebateContext
 from factdebate.core.baseline_state import BaselineState, BaselineTurn
-from factdebate.core.context import Context
 
 
 def _agent_order(turn: BaselineTurn) -> tuple[str, int]:
@@ -55,7 +55,8 @@ def vote(state: BaselineState) -> dict[str, Any]:
 
 
 def route_after_vote(
-    state: BaselineState, runtime: Runtime[Context]
+    state: BaselineState, ctx: MultiAgentDebateContext | None = None
 ) -> Literal["open_round", "__end__"]:
     """Du et al.: another debate round until ``max_rounds`` are done."""
-    return END if state["round"] >= runtime.context.max_rounds else "open_round"
+    rounds = run_context(state, MultiAgentDebateContext, ctx).max_rounds
+    return END if state["round"] >= rounds else "open_round"

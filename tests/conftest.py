@@ -73,12 +73,12 @@ def scenario() -> Iterator[Callable[[Responder], str]]:
 
 @pytest.fixture
 def static_ctx() -> Callable[..., Any]:
-    """A Context for graph tests: static retriever, the given model spec and overrides."""
-    from factdebate.core.context import Context
+    """A Tool-MAD Context for graph tests: static retriever, the given model spec and overrides."""
+    from factdebate.core.tool_mad import ToolMadContext
 
-    def make(model: str, **overrides: Any) -> Context:
-        return Context(debater_model=model, rag_backend="static", search_backend="static",
-                       **overrides)
+    def make(model: str, **overrides: Any) -> ToolMadContext:
+        return ToolMadContext(debater_model=model, rag_backend="static", search_backend="static",
+                              **overrides)
 
     return make
 

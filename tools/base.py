@@ -1,9 +1,10 @@
 """The one retriever interface every debater tool implements (STYLE.md §6).
 
-A backend is registered by name in ``RETRIEVERS`` with a factory ``(settings) -> Retriever``; the
-SDK behind it is imported lazily inside the factory, so an unused backend costs nothing and a
-missing one fails only when asked for. ``get_retriever`` caches one instance per (backend,
-settings) for the life of the process: indexes and HTTP clients are opened once, not per call.
+A backend is registered by name in ``RETRIEVERS`` (``factdebate.core.retrievers``) with a
+factory ``(settings) -> Retriever``; the SDK behind it is imported lazily inside the factory, so
+an unused backend costs nothing and a missing one fails only when asked for. ``get_retriever``
+caches one instance per (backend, settings) for the life of the process: indexes and HTTP
+clients are opened once, not per call.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from factdebate.core.registry import Registry
+from factdebate.core.retrievers import RETRIEVERS
 from factdebate.core.state import Evidence
 
 
@@ -45,7 +46,7 @@ class RetrieverSettings:
 
 
 RetrieverFactory = Callable[[RetrieverSettings], Retriever]
-RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever backend")
+"""What a ``RETRIEVERS`` entry (``factdebate.core.retrievers``, re-exported here) resolves to."""
 
 _cache: dict[tuple[str, RetrieverSettings], Retriever] = {}
 _cache_lock = threading.RLock()  # re-entrant: a composite backend (hybrid) opens others
@@ -85,10 +86,3 @@ async def run_blocking(fn: Callable[..., list[Evidence]], *args: object) -> list
     """Run a blocking backend call off the event loop (keeps parallel debaters parallel)."""
     return await asyncio.to_thread(fn, *args)
 
-
-# Backends are registered lazily: importing this module imports no SDK.
-RETRIEVERS.register("milvus", "factdebate.tools.milvus_rag:open_milvus_retriever", aliases=("rag",))
-RETRIEVERS.register("keyword", "factdebate.tools.keyword:open_keyword_retriever")
-RETRIEVERS.register("local_search", "factdebate.tools.keyword:open_local_search")
-RETRIEVERS.register("tavily", "factdebate.tools.tavily_search:open_tavily_retriever", aliases=("web",))
-RETRIEVERS.register("hybrid", "factdebate.tools.hybrid:open_hybrid_retriever")

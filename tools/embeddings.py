@@ -162,3 +162,33 @@ def _create(spec: str) -> Embeddings:
     raise ConfigError(
         f"unknown embedding model {spec!r}", "use 'minilm' or 'openai:text-embedding-3-small'"
     )
+
+
+def measure_onnx() -> None:  # python -m factdebate.tools.embeddings
+    """Print per-query latency of the torch and onnxruntime paths and their largest difference."""
+    import time
+
+    import numpy as np
+    import torch
+    from factdebate.tools.embeddings_onnx import PROBES
+
+    model = MiniLMEmbeddings()
+    if model._onnx is None:
+        raise SystemExit("the ONNX path is not available (see the log)")
+    torch.set_num_threads(1)
+    texts = [f"{PROBES[0]} {i}" for i in range(40)]
+    for name, fn in (("torch", lambda t: model._model.encode(t, normalize_embeddings=True,
+                                                              show_progress_bar=False)),
+                     ("onnxruntime", model._onnx.encode)):
+        times = []
+        for text in texts:
+            start = time.perf_counter()
+            fn([text])
+            times.append(time.perf_counter() - start)
+        print(f"{name:12s} p50 {1000 * sorted(times)[len(times) // 2]:.2f} ms per query")
+    diff = np.abs(model._onnx.encode(texts) - model._model.encode(texts, normalize_embeddings=True))
+    print(f"max |diff| {diff.max():.2g}")
+
+
+if __name__ == "__main__":
+    measure_onnx()

@@ -2,8 +2,8 @@
 
 Why: per query, sentence-transformers on torch costs 12-16 ms of CPU on this 2-core machine and
 ONNX Runtime 6-7 ms for the same vectors (``max |diff|`` 1.6e-7; measured with 40 queries each,
-``python -m factdebate.tools.embeddings_onnx``). Queries sit on the debate's critical path (the RAG debater
-embeds its query every round) and their CPU limits how many claims run at once.
+``python -m factdebate.tools.embeddings``). Queries sit on the debate's critical path (the RAG
+debater embeds its query every round) and their CPU limits how many claims run at once.
 
 The ONNX graph is exported from the bundled weights with ``torch.onnx.export`` on first use and
 cached under ``$FACTDEBATE_HOME/models/`` (nothing is downloaded); it is checked against torch on
@@ -127,31 +127,3 @@ def load(st_model: Any, model_path: str) -> OnnxMiniLM | None:
         log.warning("MiniLM ONNX vectors differ from torch by %.2g: queries run on torch", diff)
         return None
     return encoder
-
-
-def _measure() -> None:  # python -m factdebate.tools.embeddings_onnx
-    import time
-
-    import torch
-    from factdebate.tools.embeddings import MiniLMEmbeddings
-
-    model = MiniLMEmbeddings()
-    if model._onnx is None:
-        raise SystemExit("the ONNX path is not available (see the log)")
-    torch.set_num_threads(1)
-    texts = [f"{PROBES[0]} {i}" for i in range(40)]
-    for name, fn in (("torch", lambda t: model._model.encode(t, normalize_embeddings=True,
-                                                              show_progress_bar=False)),
-                     ("onnxruntime", model._onnx.encode)):
-        times = []
-        for text in texts:
-            start = time.perf_counter()
-            fn([text])
-            times.append(time.perf_counter() - start)
-        print(f"{name:12s} p50 {1000 * sorted(times)[len(times) // 2]:.2f} ms per query")
-    diff = np.abs(model._onnx.encode(texts) - model._model.encode(texts, normalize_embeddings=True))
-    print(f"max |diff| {diff.max():.2g}")
-
-
-if __name__ == "__main__":
-    _measure()

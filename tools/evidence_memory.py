@@ -11,8 +11,13 @@ as ``runtime.store``. The CLI opens a SQLite store (``langgraph.store.sqlite.Asy
 ``$FACTDEBATE_HOME/memory.sqlite``); at scale use ``langgraph.store.postgres.AsyncPostgresStore``
 (package ``langgraph-checkpoint-postgres``); ``langgraph dev`` / the server supplies its own store.
 
-Layout: namespace ``("mermaid", "evidence", <entity key>)``, item key = hash of (source, query, id,
-text), value = a ``MemoryRecord``. Entity keys are case- and punctuation-folded (``"Eiffel
+Layout: namespace ``(<owner>, "mermaid", "evidence", <index fingerprint>, <entity key>)``, item
+key = hash of (source, query, id, text), value = a ``MemoryRecord``. The owner is the user the
+LangGraph server authenticated (so one user's runs never recall, or poison, another's memory),
+``factdebate:shared`` when the operator declares one shared memory, ``factdebate:local`` for the
+CLI. The fingerprint names the evidence source (the index build's manifest and the Wikipedia
+backend), so a run against another index does not recall passages fetched from this one
+(:func:`index_fingerprint`). Entity keys are case- and punctuation-folded (``"Eiffel
 Tower"`` and ``"eiffel tower."`` share a key). A record is stored under every claim entity its
 query, title or text mentions; a record that mentions none is stored under all the claim's
 entities (the executor fetched it while verifying a claim about them).
@@ -21,37 +26,27 @@ entities (the executor fetched it while verifying a claim about them).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TypedDict
+from pathlib import Path
 
+from factdebate.tools.indexing import read_manifest
 from langgraph.store.base import BaseStore
 
+from factdebate.core.errors import BackendUnavailableError
+from factdebate.core.mermaid_shapes import MemoryRecord  # re-exported
+
 NAMESPACE = ("mermaid", "evidence")
+LOCAL_OWNER = "factdebate:local"
+"""Owner segment of the CLI's memory (no server user). Identities cannot contain ``:``."""
+SHARED_OWNER = "factdebate:shared"
+"""Owner segment of the one memory every user shares (operator opt-in)."""
+_BUILD_FIELDS = ("corpus_sha256", "created", "collection", "embedding_model", "milvus_uri",
+                 "passages")
 MAX_RECORD_CHARS = 2000
 """Stored evidence text is cut to this length (observations of whole articles can be long)."""
-
-
-class MemoryRecord(TypedDict):
-    """One remembered piece of evidence."""
-
-    entity: str
-    """Entity key the record is stored under."""
-    query: str
-    """The tool input that fetched it."""
-    source: str
-    """Tool name that fetched it (``search_wikipedia``, ``get_summary`` ...)."""
-    id: str
-    """Evidence id in its source."""
-    title: str
-    """Evidence title."""
-    text: str
-    """Evidence text."""
-    url: str
-    """Link, or ``""``."""
-    timestamp: str
-    """UTC time the record was stored (ISO 8601)."""
 
 
 def entity_key(entity: str) -> str:
@@ -63,6 +58,28 @@ def mentions(entity: str, text: str) -> bool:
     """True when every word of the entity key occurs in ``text`` as a word sequence."""
     key = entity_key(entity)
     return bool(key) and f" {key} " in f" {entity_key(text)} "
+
+
+def index_fingerprint(index_dir: str | Path, source: str = "") -> str:
+    """16 hex digits naming one index build (its manifest) plus the evidence ``source``.
+
+    A rebuilt index gets a new fingerprint (the manifest's ``created`` changes), and so does a
+    different corpus or collection. A folder without a manifest is named by its resolved path.
+    """
+    try:
+        manifest = read_manifest(index_dir)
+        build = {k: manifest.get(k) for k in _BUILD_FIELDS}
+    except BackendUnavailableError:
+        build = {"missing": str(Path(index_dir).expanduser().resolve())}
+    payload = json.dumps([build, source], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def memory_namespace(owner: str, fingerprint: str) -> tuple[str, ...]:
+    """Namespace prefix of ``owner``'s memory of the evidence source ``fingerprint``."""
+    if not owner or not fingerprint:
+        raise ValueError("the memory namespace needs an owner and an index fingerprint")
+    return (owner, *NAMESPACE, fingerprint)
 
 
 class EvidenceMemory:

@@ -13,7 +13,14 @@ Index folder layout (``<index_dir>``)::
 
 Builds go to a temporary sibling folder that replaces ``<index_dir>`` by ``rename`` only when
 complete, so an interrupted build never leaves a half index in place; a killed build leaves at
-most a hidden ``.<name>.building-*`` sibling, which never counts as an index.
+most a hidden ``.<name>.building-*`` (or ``.old-*``) sibling, which never counts as an index and
+is removed by the next build of that folder (which holds the folder's lock, so no live build can
+own it). Builds hold the folder's lock exclusively (``tools/index_lock.py``); readers share it.
+
+:func:`inspect_index` tells an absent index (no folder, or an empty one) from a complete one and
+from a damaged one (unreadable manifest, missing or unreadable keyword index, passage count that
+disagrees with the manifest, missing Milvus Lite folder), naming the damage: only an absent index
+may be replaced by the bundled demo corpus.
 """
 
 from __future__ import annotations
@@ -30,14 +37,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from factdebate.tools import milvus_rag
+from factdebate.tools import DEMO_CORPUS_DIR, index_lock, milvus_rag
 from factdebate.tools.base import RetrieverSettings
 from factdebate.tools.embeddings import embedding_dimension, get_embeddings
 from factdebate.tools.keyword import KEYWORD_SUBDIR, write_keyword_index
 
-from factdebate.core.errors import BackendUnavailableError, InputError
+from factdebate.core.errors import BackendUnavailableError, InputError, StorageError, storage_problem
 
 DEFAULT_COLLECTION = RetrieverSettings.collection
 MANIFEST = "manifest.json"
@@ -242,6 +249,8 @@ def build_indexes(
     collection: str = DEFAULT_COLLECTION,
     batch_size: int = 256,
     progress: ProgressFn | None = None,
+    replace: bool = True,
+    reuse: bool = False,
 ) -> dict[str, Any]:
     """Validate ``corpus_path`` and (re)build both indexes in ``index_dir``.
 
@@ -254,48 +263,108 @@ def build_indexes(
         collection: Milvus collection name.
         batch_size: Passages embedded and inserted per batch.
         progress: Optional ``progress(stage, done, total)`` callback.
+        replace: Overwrite an index built from another corpus, or a damaged one (``index
+            --replace``); an index of the bundled demo corpus is always replaceable.
+        reuse: Keep a complete index of the same corpus, model and collection as it is; the
+            returned manifest then has ``"unchanged": True``.
 
     Returns:
-        The manifest written to ``<index_dir>/manifest.json``.
+        The manifest written to (or kept in) ``<index_dir>/manifest.json``.
 
     Raises:
-        InputError: Invalid corpus (nothing written) or ``index_dir`` is a file.
+        InputError: Invalid corpus (nothing written), ``index_dir`` is a file, or it holds
+            another corpus / a damaged index and ``replace`` is False.
+        InUseError: Another process reads or builds ``index_dir``.
+        StorageError: The disk is full or the parent folder is not writable (nothing kept).
         BackendUnavailableError: Milvus cannot be opened or reached.
     """
-    started = time.perf_counter()
     corpus = Path(corpus_path).expanduser().resolve()
     target = Path(index_dir).expanduser().resolve()
     if target.exists() and not target.is_dir():
         raise InputError(f"index folder {target} is a file", "pass a folder for --index-dir")
     scan = validate_corpus(corpus, progress)
-    dimension = embedding_dimension(get_embeddings(embedding_model))
-    inside = target / MILVUS_LITE_NAME
     external = milvus_uri is not None and not (
-        milvus_rag.is_local_uri(milvus_uri) and Path(milvus_uri).expanduser().resolve() == inside
+        milvus_rag.is_local_uri(milvus_uri)
+        and Path(milvus_uri).expanduser().resolve() == target / MILVUS_LITE_NAME
     )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
-    os.chmod(staging, 0o755)  # mkdtemp makes it private; the index is an ordinary folder
+    wanted = {"corpus_sha256": scan.sha256, "embedding_model": embedding_model,
+              "collection": collection, "milvus_uri": milvus_uri if external else None}
+    with index_lock.exclusive(target):
+        remove_leftovers(target)
+        existing = inspect_index(target)
+        manifest = existing.manifest or {}
+        if reuse and existing.status == "ok" and all(
+                manifest.get(k) == v for k, v in wanted.items()):
+            return {**manifest, "unchanged": True}
+        if not replace and existing.status != "absent" and not _is_demo(manifest):
+            what = (f"an index of another corpus ({manifest.get('corpus')}, "
+                    f"{manifest.get('passages')} passages)" if existing.status == "ok"
+                    else f"a damaged index ({existing.reason})")
+            raise InputError(f"{target} holds {what}",
+                             "pass --replace to overwrite it, or choose another --index-dir")
+        return _build(corpus, target, scan, wanted, batch_size, progress)
+
+
+def _build(corpus: Path, target: Path, scan: CorpusScan, wanted: dict[str, Any],
+           batch_size: int, progress: ProgressFn | None) -> dict[str, Any]:
+    """Write both indexes into a staging sibling of ``target`` and swap it in."""
+    started = time.perf_counter()
+    model, collection, external = wanted["embedding_model"], wanted["collection"], wanted["milvus_uri"]
+    dimension = embedding_dimension(get_embeddings(model))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
+        os.chmod(staging, 0o755)  # mkdtemp makes it private; the index is an ordinary folder
+    except OSError as exc:
+        raise _storage(target, exc) from exc
     try:
         write_keyword_index(staging / KEYWORD_SUBDIR, iter_passages(corpus))
-        uri = milvus_uri if external and milvus_uri else str(staging / MILVUS_LITE_NAME)
-        _write_vectors(uri, collection, corpus, scan, embedding_model, batch_size, progress,
-                       staged=external)
+        uri = external or str(staging / MILVUS_LITE_NAME)
+        _write_vectors(uri, collection, corpus, scan, model, batch_size, progress,
+                       staged=bool(external))
         manifest = {
             "format": 1, "corpus": str(corpus), "corpus_sha256": scan.sha256,
             "documents": scan.documents, "passages": scan.passages, "chunk_chars": CHUNK_CHARS,
-            "embedding_model": embedding_model, "dimension": dimension, "metric": milvus_rag.METRIC,
+            "embedding_model": model, "dimension": dimension, "metric": milvus_rag.METRIC,
             "vector_index": milvus_rag.index_description(),
-            "collection": collection, "milvus_uri": milvus_uri if external else None,
+            "collection": collection, "milvus_uri": external,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "build_seconds": round(time.perf_counter() - started, 3),
         }
         _write_json(staging / MANIFEST, manifest)
         _swap(staging, target)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
+        if storage_problem(exc):
+            raise _storage(target, exc) from exc
         raise
     return manifest
+
+
+def _storage(target: Path, exc: BaseException) -> StorageError:
+    return StorageError(
+        f"cannot write the index {target} ({storage_problem(exc) or exc}); nothing was kept",
+        "free disk space or choose a writable --index-dir, then rerun `factdebate index`")
+
+
+def _is_demo(manifest: dict[str, Any]) -> bool:
+    """True for an index of the bundled demo corpus (rebuilt from the package at any time)."""
+    demo = DEMO_CORPUS_DIR / "passages.jsonl"
+    sha = manifest.get("corpus_sha256")
+    return bool(sha) and sha == hashlib.sha256(demo.read_bytes()).hexdigest()
+
+
+def remove_leftovers(target: Path) -> list[Path]:
+    """Delete ``.<name>.building-*`` / ``.old-*`` siblings a killed build left behind.
+
+    Call only while holding ``target``'s exclusive lock: no live build can own them then.
+    """
+    removed = []
+    for pattern in (f".{target.name}.building-*", f".{target.name}.old-*"):
+        for leftover in target.parent.glob(pattern):
+            shutil.rmtree(leftover, ignore_errors=True)
+            removed.append(leftover)
+    return removed
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -336,13 +405,82 @@ def read_manifest(index_dir: str | Path) -> dict[str, Any]:
         ) from exc
 
 
-def index_exists(index_dir: str | Path) -> bool:
-    """True when ``index_dir`` holds a complete build (manifest plus both indexes)."""
-    root = Path(index_dir).expanduser()
+@dataclass(frozen=True)
+class IndexState:
+    """What :func:`inspect_index` found in an index folder."""
+
+    status: Literal["absent", "ok", "damaged"]
+    """``absent``: no folder or an empty one; ``ok``: complete; ``damaged``: anything else."""
+    path: Path
+    reason: str = ""
+    """For ``damaged``: what is wrong, e.g. ``manifest.json is missing``."""
+    manifest: dict[str, Any] | None = None
+
+
+_MANIFEST_KEYS = ("corpus_sha256", "passages", "collection", "embedding_model")
+
+
+def inspect_index(index_dir: str | Path) -> IndexState:
+    """Absent, complete or damaged (with the reason): cheap, opens no Milvus database.
+
+    Checks the manifest, the keyword index (opened, counted and probed with one query) and the
+    presence of the Milvus Lite folder; the vector index's row count is checked when a retriever
+    opens it (``tools/milvus_rag.py``).
+    """
+    root = Path(index_dir).expanduser().absolute()
+    if not root.exists():
+        return IndexState("absent", root)
+    if not root.is_dir():
+        return IndexState("damaged", root, "it is a file, not an index folder")
     try:
-        manifest = read_manifest(root)
-    except BackendUnavailableError:
-        return False
-    if not (root / KEYWORD_SUBDIR / "meta.json").is_file():
-        return False
-    return manifest.get("milvus_uri") is not None or (root / MILVUS_LITE_NAME).exists()
+        if not any(root.iterdir()):
+            return IndexState("absent", root)
+    except OSError as exc:
+        return IndexState("damaged", root, f"the folder cannot be read ({exc.strerror})")
+    manifest, reason = _load_manifest(root)
+    if manifest is None:
+        return IndexState("damaged", root, reason)
+    reason = _keyword_damage(root, int(manifest["passages"]))
+    if not reason and manifest.get("milvus_uri") is None and not (root / MILVUS_LITE_NAME).is_dir():
+        reason = f"{MILVUS_LITE_NAME}/ (the vector index) is missing"
+    return IndexState("damaged" if reason else "ok", root, reason, manifest)
+
+
+def _load_manifest(root: Path) -> tuple[dict[str, Any] | None, str]:
+    path = root / MANIFEST
+    if not path.is_file():
+        return None, f"{MANIFEST} is missing"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return None, f"{MANIFEST} is unreadable ({type(exc).__name__}: {str(exc)[:80]})"
+    if not isinstance(manifest, dict):
+        return None, f"{MANIFEST} is not a JSON object"
+    missing = [k for k in _MANIFEST_KEYS if k not in manifest]
+    if missing or not isinstance(manifest.get("passages"), int):
+        return None, f"{MANIFEST} lacks {', '.join(missing) or 'a passage count'}"
+    return manifest, ""
+
+
+def _keyword_damage(root: Path, passages: int) -> str:
+    """Why the keyword index under ``root`` is unusable, or ``""``."""
+    import tantivy
+
+    folder = root / KEYWORD_SUBDIR
+    if not (folder / "meta.json").is_file():
+        return f"{KEYWORD_SUBDIR}/ (the keyword index) is missing"
+    try:
+        index = tantivy.Index.open(str(folder))
+        searcher = index.searcher()
+        searcher.search(index.parse_query('"the" "a"', ["title", "body"]), limit=1)
+        found = searcher.num_docs
+    except ValueError as exc:
+        return f"the keyword index is unreadable ({str(exc)[:120]})"
+    if found != passages:
+        return f"the keyword index holds {found} passages, {MANIFEST} says {passages}"
+    return ""
+
+
+def index_exists(index_dir: str | Path) -> bool:
+    """True when ``index_dir`` holds a complete build (see :func:`inspect_index`)."""
+    return inspect_index(index_dir).status == "ok"

@@ -24,9 +24,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from factdebate.tools import index_lock
 from factdebate.tools.base import RetrieverSettings, run_blocking
 
-from factdebate.core.errors import BackendUnavailableError
+from factdebate.core.errors import BackendUnavailableError, IndexDamagedError
 from factdebate.core.state import Evidence
 
 if TYPE_CHECKING:
@@ -120,13 +121,17 @@ class KeywordRetriever:
             )
         try:
             self._index = tantivy.Index.open(str(self.path))
+            self._searcher: Any = self._index.searcher()
         except ValueError as exc:  # tantivy reports corrupt or foreign folders as ValueError
-            raise BackendUnavailableError(
-                f"keyword index at {self.path} cannot be opened ({exc})",
-                "rebuild it: factdebate index CORPUS.jsonl",
-            ) from exc
-        self._searcher: Any = self._index.searcher()
+            raise self._damaged(f"it cannot be opened ({exc})") from exc
+        if self._searcher.num_docs == 0:  # `factdebate index` never writes an empty index
+            raise self._damaged("it holds no passages")
         self._lock = threading.Lock()
+
+    def _damaged(self, why: str) -> IndexDamagedError:
+        return IndexDamagedError(
+            f"keyword index at {self.path} is damaged: {why}",
+            "rebuild it: factdebate index CORPUS.jsonl --index-dir <that folder> --replace")
 
     def search_sync(self, query: str, k: int) -> list[Evidence]:
         """Blocking search: top-``k`` passages for ``query`` by BM25, best first."""
@@ -141,8 +146,11 @@ class KeywordRetriever:
         # The searcher is shared by the debaters' threads; tantivy's is thread-safe, but the
         # lock keeps doc fetches of one query together and costs nothing at sub-ms latency.
         with self._lock:
-            hits = self._searcher.search(parsed, limit=k).hits
-            docs = [(score, self._searcher.doc(address)) for score, address in hits]
+            try:
+                hits = self._searcher.search(parsed, limit=k).hits
+                docs = [(score, self._searcher.doc(address)) for score, address in hits]
+            except ValueError as exc:  # tantivy's "Data corrupted" (a segment file gone)
+                raise self._damaged(f"a search failed ({str(exc)[:200]})") from exc
         return [self._evidence(score, doc) for score, doc in docs]
 
     async def search(self, query: str, *, k: int) -> list[Evidence]:
@@ -166,7 +174,9 @@ class KeywordRetriever:
 
 def open_keyword_retriever(settings: RetrieverSettings) -> KeywordRetriever:
     """Registry factory for ``keyword``: BM25 over ``<index_dir>/keyword``."""
-    return KeywordRetriever(settings.index_dir, name="keyword")
+    retriever = KeywordRetriever(settings.index_dir, name="keyword")
+    index_lock.hold_shared(settings.index_dir)
+    return retriever
 
 
 def open_local_search(settings: RetrieverSettings) -> KeywordRetriever:
@@ -175,4 +185,6 @@ def open_local_search(settings: RetrieverSettings) -> KeywordRetriever:
     Same index and ranking as ``keyword``; only the name and the evidence ``source`` differ, so
     results show that a web search was simulated with the local corpus.
     """
-    return KeywordRetriever(settings.index_dir, name="local_search")
+    retriever = KeywordRetriever(settings.index_dir, name="local_search")
+    index_lock.hold_shared(settings.index_dir)
+    return retriever

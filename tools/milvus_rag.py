@@ -32,10 +32,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from factdebate.tools import index_lock
 from factdebate.tools.base import RetrieverSettings, run_blocking
 from factdebate.tools.embeddings import embedding_dimension, get_embeddings
 
-from factdebate.core.errors import BackendUnavailableError, ConfigError
+from factdebate.core.errors import BackendUnavailableError, ConfigError, IndexDamagedError
+from factdebate.core.settings import mask_url
 from factdebate.core.state import Evidence
 
 if TYPE_CHECKING:
@@ -105,7 +107,7 @@ def connect(uri: str, *, create: bool = False) -> MilvusClient:
                                 grpc_options=options)
         except Exception as exc:
             raise BackendUnavailableError(
-                f"cannot connect to Milvus at {uri} ({type(exc).__name__}: {exc})",
+                f"cannot connect to Milvus at {mask_url(uri)} ({type(exc).__name__}: {mask_url(str(exc))})",
                 "start the server, check the URI, or set MILVUS_TOKEN",
             ) from exc
     path = Path(uri).expanduser().absolute()
@@ -117,9 +119,9 @@ def connect(uri: str, *, create: bool = False) -> MilvusClient:
     if not create and not path.exists():
         raise BackendUnavailableError(f"no vector index at {path}", _INDEX_REMEDY)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from factdebate.patches import milvus_lite as milvus_lite_fastpath
+    from factdebate import patches
 
-    milvus_lite_fastpath.install()
+    patches.enabled("milvus_lite")
     with _lite_lock:
         try:
             with _quiet_lite_log():
@@ -246,21 +248,26 @@ class MilvusRetriever:
 
     name = "milvus"
 
-    def __init__(self, uri: str, collection: str, embeddings: Embeddings) -> None:
-        """Connect, check that the collection exists and matches the embedding model.
+    def __init__(self, uri: str, collection: str, embeddings: Embeddings,
+                 expected_rows: int | None = None) -> None:
+        """Connect, check that the collection exists, is whole and matches the embedding model.
 
         Args:
             uri: Milvus Lite path or server URI.
             collection: Collection written by ``factdebate index``.
             embeddings: Model that embeds queries (must be the one the index was built with).
+            expected_rows: Passages the index manifest records (None: unknown; then only an
+                empty collection counts as damaged - ``factdebate index`` never writes one).
 
         Raises:
             BackendUnavailableError: No database or no collection, or the database is locked.
+            IndexDamagedError: The collection holds no or fewer passages than its manifest says.
             ConfigError: The collection's vectors have another dimension than the model's.
         """
         self.uri = uri
         self.collection = collection
         self._embeddings = embeddings
+        self._expected_rows = expected_rows
         self._client: MilvusClient | None = connect(uri)
         try:
             self._check_collection()
@@ -270,7 +277,7 @@ class MilvusRetriever:
 
     def _check_collection(self) -> None:
         client = self._require_client()
-        where = f"{self.uri} (collection {self.collection!r})"
+        where = f"{mask_url(self.uri)} (collection {self.collection!r})"
         if not client.has_collection(self.collection):
             raise BackendUnavailableError(f"no vector index at {where}", _INDEX_REMEDY)
         stored = collection_dimension(client, self.collection)
@@ -282,12 +289,34 @@ class MilvusRetriever:
                 "use the --embedding-model the index was built with (see manifest.json) or "
                 "rebuild the index",
             )
-        client.load_collection(self.collection)
+        try:
+            client.load_collection(self.collection)
+        except Exception as exc:
+            if not is_local_uri(self.uri):
+                raise
+            raise self._damaged(f"it cannot be loaded ({type(exc).__name__}: "
+                                f"{str(exc)[:200]})") from exc
+        self._check_rows(client)
         self._index_type = vector_index_type(client, self.collection)
+
+    def _check_rows(self, client: MilvusClient) -> None:
+        """A collection whose data files went missing opens fine and answers nothing: refuse it."""
+        try:
+            rows = int(client.get_collection_stats(self.collection).get("row_count", 0))
+        except Exception as exc:
+            raise self._damaged(f"its statistics cannot be read ({type(exc).__name__})") from exc
+        if rows == 0 or (self._expected_rows is not None and rows != self._expected_rows):
+            said = "" if self._expected_rows is None else f", its manifest says {self._expected_rows}"
+            raise self._damaged(f"it holds {rows} passages{said}")
+
+    def _damaged(self, why: str) -> IndexDamagedError:
+        return IndexDamagedError(
+            f"vector index at {mask_url(self.uri)} (collection {self.collection!r}) is damaged: {why}",
+            "rebuild it: factdebate index CORPUS.jsonl --index-dir <that folder> --replace")
 
     def _require_client(self) -> MilvusClient:
         if self._client is None:
-            raise BackendUnavailableError(f"Milvus retriever on {self.uri} is closed")
+            raise BackendUnavailableError(f"Milvus retriever on {mask_url(self.uri)} is closed")
         return self._client
 
     def search_sync(self, query: str, k: int) -> list[Evidence]:
@@ -295,11 +324,21 @@ class MilvusRetriever:
         if k < 1 or not query.strip():
             return []
         vector = self._embeddings.embed_query(query)
-        hits = self._require_client().search(
-            self.collection, data=[vector], limit=k, output_fields=OUTPUT_FIELDS,
-            search_params={"metric_type": METRIC, "params": search_params(self._index_type, k)},
-        )
-        return [_evidence(hit) for hit in (hits[0] if hits else [])]
+        try:
+            hits = self._require_client().search(
+                self.collection, data=[vector], limit=k, output_fields=OUTPUT_FIELDS,
+                search_params={"metric_type": METRIC, "params": search_params(self._index_type, k)},
+            )
+        except Exception as exc:
+            if is_local_uri(self.uri):  # Lite reads its files here: unreadable = damaged
+                raise self._damaged(f"search failed ({type(exc).__name__}: "
+                                    f"{str(exc)[:200]})") from exc
+            raise  # a server's fault may pass: the retrieve node retries and flags it
+        found = [_evidence(hit) for hit in (hits[0] if hits else [])]
+        if not found and is_local_uri(self.uri):
+            # cosine search over a non-empty collection always returns neighbours
+            raise self._damaged("a search over its passages returned nothing")
+        return found
 
     async def search(self, query: str, *, k: int) -> list[Evidence]:
         """Top-``k`` passages for ``query``, best first (runs off the event loop)."""
@@ -324,4 +363,25 @@ def _evidence(hit: Any) -> Evidence:
 def open_milvus_retriever(settings: RetrieverSettings) -> MilvusRetriever:
     """Registry factory for ``milvus``: the collection at ``settings.milvus_uri``."""
     uri = settings.milvus_uri or str(Path(settings.index_dir).expanduser() / "milvus.db")
-    return MilvusRetriever(uri, settings.collection, get_embeddings(settings.embedding_model))
+    retriever = MilvusRetriever(uri, settings.collection, get_embeddings(settings.embedding_model),
+                                expected_rows=_manifest_rows(settings, uri))
+    index_lock.hold_shared(settings.index_dir)
+    return retriever
+
+
+def _manifest_rows(settings: RetrieverSettings, uri: str) -> int | None:
+    """Passages the index manifest records for this collection at ``uri`` (None: no manifest)."""
+    import json
+
+    root = Path(settings.index_dir).expanduser()
+    try:
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("collection") != settings.collection:
+        return None
+    built_at = manifest.get("milvus_uri") or str(root / "milvus.db")
+    same = (Path(built_at).expanduser().absolute() == Path(uri).expanduser().absolute()
+            if is_local_uri(uri) and is_local_uri(built_at) else built_at == uri)
+    rows = manifest.get("passages")
+    return rows if same and isinstance(rows, int) else None

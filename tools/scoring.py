@@ -3,8 +3,9 @@
 **Stability score** = ragas *Faithfulness* + *AnswerRelevancy*, run by ragas' own metric code
 (``ragas.metrics.collections``, ragas 0.4.3). Those metrics call an ``InstructorBaseRagasLLM``;
 :class:`LangChainRagasLLM` adapts our LangChain chat model to it through
-``.with_structured_output(response_model, include_raw=True)`` (ragas' prompt already states the
-JSON schema, so JSON-mode APIs and the grammar-constrained local model both work). Every call
+structured output negotiated as for every node (``factdebate.core.models.negotiation``: the run's
+``structured_output`` method, ``auto`` falling back once per model and base URL; ragas' prompt
+already states the JSON schema, so JSON-mode and text methods work too). Every call
 carries the caller's ``RunnableConfig`` merged with metadata ``{"fd_role": "ragas", "fd_metric":
 <metric>}``: the node's ``UsageTracker`` counts it, tracing shows it, the scripted double
 recognises it.
@@ -14,7 +15,7 @@ Why not the legacy API (``LangchainLLMWrapper``; tried, it scores the same): it 
 shares between debaters), it passes callbacks but neither metadata nor schema (the scripted double
 sees no role and no schema), it parses free text instead of using structured output, and it is
 deprecated. Its one advantage, AnswerRelevancy sending its 3 question prompts concurrently, is kept
-by ``tools/ragas_metrics.ConcurrentAnswerRelevancy``.
+by ``tools/ragas_metrics.answer_relevancy`` (the gated ``factdebate.patches.ragas_relevancy``).
 
 Cost of one stability score: Faithfulness = 2 sequential calls (statements, then NLI verdicts),
 AnswerRelevancy = ``strictness`` = 3 concurrent calls; the metrics run concurrently -> 5 calls,
@@ -28,7 +29,7 @@ metric run (``metric_config``, in ``_run_metric``) instead of once per prompt, a
 built for a (model, embeddings) pair are looked up on the event loop (``_cached_metrics``) instead
 of in a worker thread per score. Measured with valgrind instruction counts on a micro-benchmark of
 stability scores inside a LangGraph node, together with the model-path trims in
-``factdebate.core.models`` and ``factdebate.patches.lc_fastpaths`` (see the report in those modules).
+``factdebate.core.models`` (see the report there).
 
 Failures: a metric whose reply is still unparsable, whose provider call fails, or which returns NaN
 (no statements) is ``None`` with an entry ``{"metric", "error", "message"}`` in ``errors``; the
@@ -59,6 +60,8 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from pydantic import BaseModel, ValidationError
+
+from factdebate.core.models import negotiation
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -131,14 +134,6 @@ class LangChainRagasLLM:
     def __init__(self, llm: BaseChatModel, *, max_reasks: int = 1) -> None:
         self.llm = llm
         self.max_reasks = max_reasks
-        self._runnables: dict[type[BaseModel], Any] = {}
-
-    def _structured(self, response_model: type[BaseModel]) -> Any:
-        if response_model not in self._runnables:
-            self._runnables[response_model] = self.llm.with_structured_output(
-                response_model, include_raw=True
-            )
-        return self._runnables[response_model]
 
     @staticmethod
     def _config() -> RunnableConfig:
@@ -166,10 +161,11 @@ class LangChainRagasLLM:
 
     async def agenerate(self, prompt: str, response_model: type[T]) -> T:
         """Ask the model for ``response_model``; re-ask once with the parse error on failure."""
-        runnable, config = self._structured(response_model), self._config()
+        config, setting = self._config(), negotiation.current_setting()
         message = prompt
         for attempt in range(self.max_reasks + 1):
-            out = await runnable.ainvoke([HumanMessage(message)], config=config)
+            out, _ = await negotiation.ask_negotiated(
+                self.llm, [HumanMessage(message)], response_model, config=config, setting=setting)
             try:
                 return self._unpack(out, response_model)
             except ScoringError as exc:
@@ -182,8 +178,16 @@ class LangChainRagasLLM:
         raise AssertionError("unreachable")
 
     def generate(self, prompt: str, response_model: type[T]) -> T:
-        """Blocking variant (ragas' sync API; the debate uses :meth:`agenerate`)."""
-        out = self._structured(response_model).invoke([HumanMessage(prompt)], config=self._config())
+        """Blocking variant (ragas' sync API; the debate uses :meth:`agenerate`): the method the
+        negotiation settled on (``text`` when that is the setting), without falling back."""
+        method = negotiation.NEGOTIATOR.method(self.llm, negotiation.current_setting())
+        config = negotiation.tagged(self._config(), method)
+        if method == "text":
+            raw = self.llm.invoke(
+                [HumanMessage(prompt), negotiation.schema_instruction(response_model)], config)
+            return self._unpack(negotiation.parse_text_reply(raw, response_model), response_model)
+        out = negotiation.structured_runnable(self.llm, response_model, method).invoke(
+            [HumanMessage(prompt)], config=config)
         return self._unpack(out, response_model)
 
 
@@ -250,9 +254,7 @@ def _get_metrics(llm: BaseChatModel, embeddings: Embeddings) -> dict[str, Any]:
         if hit is None or hit[0] is not llm or hit[1] is not embeddings:
             ragas = _import_ragas()
             judge = LangChainRagasLLM(llm)
-            relevancy = ragas.ConcurrentAnswerRelevancy(
-                llm=judge, embeddings=LangChainRagasEmbeddings(embeddings)
-            )
+            relevancy = ragas.answer_relevancy(judge, LangChainRagasEmbeddings(embeddings))
             built = {FAITHFULNESS: ragas.faithfulness(judge), ANSWER_RELEVANCY: relevancy}
             hit = _metrics[key] = (llm, embeddings, built)  # strong refs: ids stay unique
             while len(_metrics) > _METRICS_MAX:

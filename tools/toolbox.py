@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from factdebate.tools.base import RetrieverSettings, get_retriever
 from factdebate.tools.web_apis import ArxivClient, MediaWikiClient, OpenAlexClient, PubMedClient
 
+from factdebate.core.mermaid_shapes import OFFLINE_TOOLS  # noqa: F401 - re-exported
 from factdebate.core.state import Evidence
 
 SUMMARY_SENTENCES = 3
@@ -48,10 +49,6 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     "search_pubmed": "Search academic papers from PubMed.",
 }
 """Tool name -> description shown to the executor (paper Table 5; Google tools renamed)."""
-
-OFFLINE_TOOLS = ["search_wikipedia", "get_summary", "get_sections", "get_article",
-                 "get_related_topics", "extract_key_facts", "search_web"]
-"""Tools that work without network (with a local index and the web stand-in)."""
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _WORD = re.compile(r"\w+")

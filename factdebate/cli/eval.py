@@ -11,28 +11,24 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from factdebate.cli.output import err, fail, out
 from factdebate.core.errors import FactDebateError
 
-out = Console()
-err = Console(stderr=True)
-
-
-def _fail(exc: FactDebateError) -> None:
-    from factdebate.cli.main import _fail as fail
-
-    fail(exc)
+EXIT_ITEM_ERRORS = 4
+"""``eval`` finished, but at least one item ended in an error row (README "Reliability")."""
 
 
 def _print_summary(summary: dict[str, Any], folder: Path) -> None:
-    table = Table("framework", "dataset", "n", "accuracy", "95% CI", "macro-F1", "errors",
-                  "cost USD", title=f"Evaluation: {folder}")
+    table = Table("framework", "dataset", "n ok/all", "acc (finished)", "acc (all items)",
+                  "95% CI", "macro-F1", "errors", "cost USD", title=f"Evaluation: {folder}")
     for run in summary["runs"]:
         m, ci = run["metrics"], run["accuracy_ci95"]
+        every = run.get("accuracy_all")
         table.add_row(run["framework"], run["dataset"], f"{run['n_ok']}/{run['n_items']}",
                       f"{m['accuracy']:.3f}" if "accuracy" in m else "-",
+                      f"{every:.3f}" if every is not None else "-",
                       f"({ci[0]:.3f}, {ci[1]:.3f})" if ci else "-",
                       f"{m['macro_f1']:.3f}" if "macro_f1" in m else "-",
                       str(int(m.get("errors", 0))),
@@ -54,6 +50,9 @@ def eval_command(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
     retry_errors: Annotated[bool, typer.Option(help="With --resume: rerun error rows.")] = False,
+    repair: Annotated[bool, typer.Option(
+        help="With --resume: set aside unreadable result rows, a damaged run.json or checkpoint "
+             "database, and rerun the affected items.")] = False,
     config: Annotated[Path | None, typer.Option(help="run.yaml: frameworks x datasets.")] = None,
     model: Annotated[str | None, typer.Option(help="Model spec of every role.")] = None,
     data_dir: Annotated[str | None, typer.Option(help="Benchmark data folder.")] = None,
@@ -68,7 +67,6 @@ def eval_command(
 ) -> None:
     """Evaluate a framework on a dataset (or a --config experiment); writes results and reports."""
     from factdebate.evaluation.config import load_config, with_flags
-    from factdebate.evaluation.reports import write_reports
     from factdebate.evaluation.runner import RunSpec, run_eval
     from factdebate.run.claims import run_async
 
@@ -94,8 +92,9 @@ def eval_command(
                 metrics=extra or [], metric_model=metric_model, server=server,
                 checkpointer=checkpointer))]
         for _, spec in specs:
-            spec = with_flags(spec, resume=resume, retry_errors=retry_errors, langsmith=langsmith,
-                              server_api_key=server_api_key, checkpointer=checkpointer)
+            spec = with_flags(spec, resume=resume, retry_errors=retry_errors, repair=repair,
+                              langsmith=langsmith, server_api_key=server_api_key,
+                              checkpointer=checkpointer)
             try:
                 run_async(run_eval(spec, err))
             except KeyboardInterrupt:
@@ -103,12 +102,30 @@ def eval_command(
                           f"Continue with: factdebate eval ... --out {folder} --resume")
                 raise typer.Exit(130) from None
             if len(specs) > 1:
-                write_reports(spec.out, [spec.out])
-        summary = write_reports(folder, [s.out for _, s in specs])
+                _write_reports(spec.out, [spec.out])
+        summary = _write_reports(folder, [s.out for _, s in specs])
     except FactDebateError as exc:
-        _fail(exc)
+        fail(exc)
         return
     _print_summary(summary, folder)
+    failed = sum(run.get("n_errors", 0) for run in summary["runs"])
+    if failed:
+        total = sum(run["n_items"] for run in summary["runs"])
+        err.print(f"[yellow]{failed} of {total} item(s) ended in an error (see results.jsonl); "
+                  f"exit code {EXIT_ITEM_ERRORS}. Rerun them with --resume --retry-errors.[/yellow]",
+                  highlight=False)
+        raise typer.Exit(EXIT_ITEM_ERRORS)
+
+
+def _write_reports(folder: Path, run_dirs: list[Path]) -> dict[str, Any]:
+    """``write_reports`` with a full or read-only disk as one error line."""
+    from factdebate.evaluation.reports import write_reports
+    from factdebate.evaluation.run_folder import storage_error
+
+    try:
+        return write_reports(folder, run_dirs)
+    except OSError as exc:
+        raise storage_error(folder, exc, "write the reports into") from exc
 
 
 def compare_command(
@@ -122,7 +139,7 @@ def compare_command(
     try:
         results = compare_outputs(first, second, seed=seed)
     except FactDebateError as exc:
-        _fail(exc)
+        fail(exc)
         return
     table = Table("A", "B", "shared n", "acc A", "acc B", "B - A", "95% CI", "p (two-sided)",
                   title="Paired bootstrap (10,000 resamples)")

@@ -18,85 +18,26 @@ for _var, _val in (("RAGAS_DO_NOT_TRACK", "true"), ("HF_HUB_OFFLINE", "1"),
     os.environ.setdefault(_var, _val)
 
 import typer  # noqa: E402
-from rich.console import Console  # noqa: E402
 
+from factdebate.cli.output import err, fail, out  # noqa: E402
+from factdebate.cli.verify_checks import (  # noqa: E402
+    check_thread,
+    checkpoint_place,
+    read_claim,
+    storage_failure,
+)
 from factdebate.core.context import Context, context_fields  # noqa: E402
 from factdebate.core.errors import (  # noqa: E402
     BackendUnavailableError,
-    ConfigError,
     FactDebateError,
     InputError,
 )
-from factdebate.tools import DEMO_CORPUS_DIR  # noqa: E402
+from factdebate.run.setup import build_context, ensure_index  # noqa: E402
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Verify claims by multi-agent debate (Tool-MAD and friends).")
 ls_app = typer.Typer(help="List registered names.", no_args_is_help=True)
 app.add_typer(ls_app, name="ls")
-out = Console()
-err = Console(stderr=True)
-
-DEMO_CORPUS = DEMO_CORPUS_DIR / "passages.jsonl"
-
-
-def _fail(exc: FactDebateError) -> None:
-    one_line = " ".join(str(exc).split())
-    err.print(f"[red]error:[/red] {one_line}", highlight=False, soft_wrap=True, markup=True)
-    raise typer.Exit(exc.exit_code)
-
-
-def _coerce(name: str, raw: str, cls: type[Context]) -> Any:
-    default = context_fields(cls)[name]["default"]
-    if isinstance(default, bool):
-        if raw.lower() in ("1", "true", "yes", "on"):
-            return True
-        if raw.lower() in ("0", "false", "no", "off"):
-            return False
-        raise InputError(f"--set {name}={raw!r} is not a boolean", "use true or false")
-    if isinstance(default, list):
-        return [p.strip() for p in raw.split(",") if p.strip()]
-    try:
-        return type(default)(raw)
-    except ValueError as exc:
-        raise InputError(f"--set {name}={raw!r}: {exc}", f"give a {type(default).__name__}") from exc
-
-
-def build_context(
-    overrides: dict[str, Any], sets: list[str], cls: type[Context] = Context
-) -> Context:
-    """A ``cls`` Context from explicit flags plus ``--set field=value`` pairs."""
-    known = context_fields(cls)
-    values = {k: v for k, v in overrides.items() if v is not None}
-    for pair in sets:
-        name, sep, raw = pair.partition("=")
-        if not sep or name not in known:
-            raise ConfigError(f"--set {pair!r} does not name a Context field",
-                              f"fields: {', '.join(known)}")
-        values[name] = _coerce(name, raw, cls)
-    return cls(**values)
-
-
-def ensure_index(ctx: Context, explicit_index: bool) -> None:
-    """Build the demo-corpus index on first use of the default index folder."""
-    from factdebate.tools.indexing import index_exists
-
-    if index_exists(ctx.index_path):
-        return
-    if explicit_index or ctx.milvus_uri:
-        raise ConfigError(f"no index in {ctx.index_path}",
-                          "run: factdebate index CORPUS.jsonl --index-dir ...")
-    err.print(f"[yellow]No index yet: indexing the bundled demo corpus into {ctx.index_path} "
-              "(once).[/yellow]")
-    _build_index(DEMO_CORPUS, ctx)
-
-
-def _build_index(corpus: Path, ctx: Context) -> dict[str, Any]:
-    from factdebate.tools.indexing import build_indexes
-
-    return build_indexes(corpus, ctx.index_path, milvus_uri=ctx.milvus_uri or None,
-                         embedding_model=ctx.embedding_model)
-
-
 @app.command()
 def verify(
     claim: Annotated[str, typer.Argument(help="The claim to verify ('-' reads stdin).")],
@@ -124,8 +65,7 @@ def verify(
     try:
         from factdebate.nodes.prepare import clean_claim
 
-        if claim == "-":
-            claim = sys.stdin.read()
+        claim = read_claim(claim)
         if resume and not thread_id:
             raise InputError("--resume needs --thread-id", "name the run to resume")
         claim = clean_claim(claim)
@@ -152,9 +92,12 @@ def verify(
         except FactDebateError:
             raise
         except Exception as exc:  # a provider or tool fault that outlived its retries
-            raise interrupted_run(exc, thread_id) from exc
+            from factdebate.run.claims import default_checkpoint_db
+
+            raise storage_failure(exc, checkpoint_db or default_checkpoint_db()) \
+                or interrupted_run(exc, thread_id) from exc
     except FactDebateError as exc:
-        _fail(exc)
+        fail(exc)
         return
     if as_json:
         print(json.dumps(result, ensure_ascii=False, default=str))
@@ -185,11 +128,13 @@ async def _verify(framework: str, claim: str, ctx: Context, thread_id: str | Non
         run_claim,
     )
 
-    db = checkpoint_db or default_checkpoint_db()
-    db.parent.mkdir(parents=True, exist_ok=True)
+    db = checkpoint_place(checkpoint_db or default_checkpoint_db())
+    checkpoint_place(default_memory_db())
     async with open_sqlite_saver(db) as saver, \
             AsyncSqliteStore.from_conn_string(str(default_memory_db())) as store:
         await store.setup()
+        if resume and thread_id:
+            await check_thread(saver, thread_id, framework, claim)
         return await run_claim(framework, {"claim": claim}, ctx, checkpointer=saver,
                                thread_id=thread_id, resume=resume, store=store)
 
@@ -200,19 +145,31 @@ def index(
     index_dir: Annotated[str | None, typer.Option(help="Index folder.")] = None,
     milvus_uri: Annotated[str | None, typer.Option(help="Milvus Lite folder or server URI.")] = None,
     embedding_model: Annotated[str | None, typer.Option(help="minilm | openai:<model>.")] = None,
+    replace: Annotated[bool, typer.Option(
+        help="Overwrite an index built from another corpus (or a damaged one).")] = False,
 ) -> None:
-    """Build the vector (Milvus) and keyword indexes from CORPUS."""
+    """Build the vector (Milvus) and keyword indexes from CORPUS (skipped when unchanged)."""
+    from factdebate.cli.index_progress import IndexProgress
+    from factdebate.tools.indexing import build_indexes
+
     try:
         ctx = build_context({"index_dir": index_dir, "milvus_uri": milvus_uri,
                              "embedding_model": embedding_model}, [])
         if not corpus.is_file():
             raise InputError(f"corpus file {corpus} does not exist", "give a JSONL file path")
-        manifest = _build_index(corpus, ctx)
+        with IndexProgress(err) as progress:
+            manifest = build_indexes(corpus, ctx.index_path, milvus_uri=ctx.milvus_uri or None,
+                                     embedding_model=ctx.embedding_model, progress=progress,
+                                     replace=replace, reuse=True)
     except FactDebateError as exc:
-        _fail(exc)
+        fail(exc)
+        return
+    if manifest.get("unchanged"):
+        out.print(f"{ctx.index_path} already holds this corpus ({manifest.get('passages')} "
+                  "passages, same embedding model): nothing to do", highlight=False)
         return
     out.print(f"indexed {manifest.get('passages')} passages into {ctx.index_path} "
-              f"in {manifest.get('build_seconds', 0):.1f}s")
+              f"in {manifest.get('build_seconds', 0):.1f}s", highlight=False)
 
 
 @app.command()
@@ -253,7 +210,7 @@ def bench(
             err.print(f"{name}: {out_line}")
         write_markdown(out, markdown)
     except FactDebateError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @ls_app.command("frameworks")
@@ -284,10 +241,27 @@ def ls_label_sets() -> None:
 
 
 @ls_app.command("context")
-def ls_context() -> None:
-    """Every Context field with its default and description."""
-    for name, info in context_fields().items():
-        print(f"{name}={info['default']!r}\t{info['description']}")
+def ls_context(
+    framework: Annotated[str, typer.Option(help="Framework whose Context to list.")] = "tool_mad",
+) -> None:
+    """The framework's Context fields: default, range, who may set it, description.
+
+    ``[operator]`` fields name a process, URL, file, folder or service: on a shared server only
+    the operator's environment sets them (the local CLI may set every field).
+    """
+    from factdebate.run.frameworks import context_class
+
+    try:
+        cls = context_class(framework)
+    except FactDebateError as exc:
+        fail(exc)
+        return
+    for name, info in context_fields(cls).items():
+        notes = [f"range {info['range'][0]}..{info['range'][1]}"] if info["range"] else []
+        notes += ["operator"] if info["operator"] else []
+        notes += [f"env {info['env']}"] if info["env"] else []
+        tag = f"[{', '.join(notes)}] " if notes else ""
+        print(f"{name}={info['default']!r}\t{tag}{info['description']}")
 
 
 from factdebate.cli.eval import register as _register_evaluation  # noqa: E402

@@ -1,9 +1,10 @@
 """Context subclasses of the baselines (issue #3): the shared baseline knobs plus per-method ones.
 
-``BaselineContext`` is the Context of every baseline: the ``baselines`` prompt set, no debate
-scoring, the answer mode (a label on the task's label set, or a list of answers for RAMDocs-style
-questions) and where the evidence comes from. Baselines that retrieve use one tool, the ``rag``
-retriever (``rag_backend``); ``debaters`` does not apply to them.
+``BaselineContext`` is the Context of every baseline: the ``baselines`` prompt set, ``top_k``, the
+answer mode (a label on the task's label set, or a list of answers for RAMDocs-style questions)
+and where the evidence comes from. Baselines that retrieve use one tool, the ``rag`` retriever
+(``rag_backend``). Rounds (``max_rounds``) belong to the debate baselines only, a judge model
+(``judge_model``) to MAD and Speculative RAG's verifier (``JudgedContext``).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from factdebate.core.context import Context, ScoringMode, _describe
+from factdebate.core.context import Context, JudgedContext
 from factdebate.core.errors import ConfigError
+from factdebate.core.settings import knob
 
 AnswerMode = Literal["label", "answers"]
 EvidenceSource = Literal["auto", "retrieve", "documents"]
@@ -26,28 +28,18 @@ class BaselineContext(Context):
     ``open_qa`` label set (RAMDocs' ``qa_conflict``), whatever ``answer_mode`` says.
     """
 
-    prompt_set: str = _describe("baselines", "Prompt set (folder under prompts/).")
-    scoring_mode: ScoringMode = _describe("none", "Baselines compute no debate scores.")
-    answer_mode: AnswerMode = _describe(
+    prompt_set: str = knob("baselines", "Prompt set (folder under prompts/).", operator=True)
+    top_k: int = knob(3, "Passages retrieved for the claim (retrieval baselines).", range=(1, 50))
+    answer_mode: AnswerMode = knob(
         "label",
         "'label' = one label on the task's label set; 'answers' = a list of every correct answer "
         "(multi-answer QA such as RAMDocs: items without a label set, usually with documents).",
     )
-    evidence_source: EvidenceSource = _describe(
+    evidence_source: EvidenceSource = knob(
         "auto",
         "Where retrieval baselines get documents: 'auto' = the item's documents when it has them, "
         "else top_k from the rag retriever; 'retrieve'; 'documents' (the item's, required).",
     )
-
-    def validate(self) -> None:
-        """The shared checks plus the baseline fields."""
-        super().validate()
-        if self.answer_mode not in ("label", "answers"):
-            raise ConfigError(f"unknown answer_mode {self.answer_mode!r}", "use label or answers")
-        if self.evidence_source not in ("auto", "retrieve", "documents"):
-            raise ConfigError(
-                f"unknown evidence_source {self.evidence_source!r}", "use auto, retrieve or documents"
-            )
 
     def tool_kinds(self) -> list[str]:
         """The one tool a retrieving baseline uses (``prepare`` checks its backend)."""
@@ -58,24 +50,18 @@ class BaselineContext(Context):
 class SelfConsistencyContext(BaselineContext):
     """Self-consistency (Wang et al. 2022): k sampled reasoning paths, majority vote."""
 
-    samples: int = _describe(5, "Reasoning paths k sampled in parallel.")
-    sample_temperature: float = _describe(0.7, "Sampling temperature of the k paths (> 0).")
-
-    def validate(self) -> None:
-        """k >= 1 and a temperature that actually samples."""
-        super().validate()
-        if self.samples < 1:
-            raise ConfigError(f"samples={self.samples} must be positive", "use 1 or more")
-        if self.sample_temperature <= 0:
-            raise ConfigError(
-                f"sample_temperature={self.sample_temperature} would sample one path k times",
-                "use a temperature above 0, e.g. 0.7",
-            )
+    samples: int = knob(5, "Reasoning paths k sampled in parallel (1-20).", range=(1, 20))
+    sample_temperature: float = knob(
+        0.7, "Sampling temperature of the k paths (above 0, so paths differ; at most 2).",
+        range=(0.0, 2.0), open_low=True,
+    )
 
 
 @dataclass(kw_only=True)
 class DebateBaselineContext(BaselineContext):
-    """MAD (Liang et al.) and the multi-agent debate of Du et al.: label tasks only."""
+    """The debate baselines' shared knobs: label tasks only, a number of rounds."""
+
+    max_rounds: int = knob(3, "Debate rounds (1-10).", range=(1, 10))
 
     def validate(self) -> None:
         """These debates decide a label; a list of answers has no side to take."""
@@ -88,17 +74,19 @@ class DebateBaselineContext(BaselineContext):
 
 
 @dataclass(kw_only=True)
+class MadContext(DebateBaselineContext, JudgedContext):
+    """MAD (Liang et al. 2023): two debaters, a moderator and a judge (``judge_model``)."""
+
+    max_rounds: int = knob(
+        3, "Maximum debate rounds before the judge decides (1-10).", range=(1, 10))
+
+
+@dataclass(kw_only=True)
 class MultiAgentDebateContext(DebateBaselineContext):
     """Du et al. (2023): N agents, R rounds, majority of the last round."""
 
-    max_rounds: int = _describe(2, "Debate rounds R (Du et al. use 2).")
-    agents: int = _describe(3, "Number of agents N (Du et al. use 3).")
-
-    def validate(self) -> None:
-        """At least two agents."""
-        super().validate()
-        if self.agents < 2:
-            raise ConfigError(f"agents={self.agents} is not a debate", "use 2 or more")
+    max_rounds: int = knob(2, "Debate rounds R (Du et al. use 2; 1-10).", range=(1, 10))
+    agents: int = knob(3, "Number of agents N (Du et al. use 3; 2-10).", range=(2, 10))
 
     def agent_ids(self) -> list[str]:
         """``agent1`` .. ``agentN``."""
@@ -113,53 +101,62 @@ class MultiAgentDebateContext(DebateBaselineContext):
 class ReactContext(BaselineContext):
     """Single-agent ReAct with the RAG tool."""
 
-    max_steps: int = _describe(5, "Thought-action steps before the agent must answer.")
+    max_steps: int = knob(
+        5, "Thought-action steps before the agent must answer (1-20).", range=(1, 20))
 
 
 @dataclass(kw_only=True)
 class SelfAskContext(BaselineContext):
     """Self-Ask (Press et al. 2022) with retrieval answering the follow-up questions."""
 
-    max_follow_ups: int = _describe(4, "Follow-up questions before the final answer is forced.")
+    max_follow_ups: int = knob(
+        4, "Follow-up questions before the final answer is forced (1-10).", range=(1, 10))
 
 
 @dataclass(kw_only=True)
 class SelfReflectionContext(BaselineContext):
     """Single agent with self-reflection (answer -> review -> refine)."""
 
-    reflection_rounds: int = _describe(2, "Review-and-refine rounds (MADAM-RAG uses 2).")
+    reflection_rounds: int = knob(
+        2, "Review-and-refine rounds (MADAM-RAG uses 2; 0-10).", range=(0, 10))
 
 
 @dataclass(kw_only=True)
 class AstuteRagContext(BaselineContext):
     """Astute RAG (Wang et al. 2024)."""
 
-    internal_passages: int = _describe(
-        1, "Most passages the model may generate from memory (the paper's m-hat, default 1)."
+    internal_passages: int = knob(
+        1, "Most passages the model may generate from memory (the paper's m-hat, default 1; "
+        "0-10).", range=(0, 10),
     )
-    consolidation_rounds: int = _describe(
-        1, "Separate source-aware consolidation passes before the answer (0 = only the final one)."
+    consolidation_rounds: int = knob(
+        1, "Separate source-aware consolidation passes before the answer (0 = only the final "
+        "one; 0-5).", range=(0, 5),
     )
 
 
 @dataclass(kw_only=True)
-class SpeculativeRagContext(BaselineContext):
-    """Speculative RAG (Wang et al. 2024): drafts from document subsets, verifier picks one."""
+class SpeculativeRagContext(BaselineContext, JudgedContext):
+    """Speculative RAG (Wang et al. 2024): drafts from document subsets, a verifier
+    (``judge_model``) picks one."""
 
-    top_k: int = _describe(6, "Documents retrieved, then split into the drafts' subsets.")
-    drafts: int = _describe(3, "Drafts generated in parallel, each from a distinct subset.")
+    top_k: int = knob(
+        6, "Documents retrieved, then split into the drafts' subsets (1-50).", range=(1, 50))
+    drafts: int = knob(
+        3, "Drafts generated in parallel, each from a distinct subset (1-10).", range=(1, 10))
 
 
 @dataclass(kw_only=True)
 class ConcatRagContext(BaselineContext):
     """Concatenated-prompt RAG (MADAM-RAG's baseline): the item's documents, a list of answers."""
 
-    answer_mode: AnswerMode = _describe("answers", "'answers' (RAMDocs) or 'label'.")
-    evidence_source: EvidenceSource = _describe("documents", "'documents' (the item's) or 'auto'/'retrieve'.")
+    answer_mode: AnswerMode = knob("answers", "'answers' (RAMDocs) or 'label'.")
+    evidence_source: EvidenceSource = knob(
+        "documents", "'documents' (the item's) or 'auto'/'retrieve'.")
 
 
 @dataclass(kw_only=True)
 class NoRagContext(BaselineContext):
     """No-RAG (MADAM-RAG's baseline): the question only, a list of answers."""
 
-    answer_mode: AnswerMode = _describe("answers", "'answers' (RAMDocs) or 'label'.")
+    answer_mode: AnswerMode = knob("answers", "'answers' (RAMDocs) or 'label'.")

@@ -1,20 +1,40 @@
-"""The one run configuration object (STYLE.md §3), passed to graphs as ``context_schema``.
+"""The run configuration objects (STYLE.md §3), passed to graphs as ``context_schema``.
 
-Every field has a default and a description that LangGraph Studio renders as a form; CLI flags map
-onto these fields one to one. An environment variable may fill a field only while it still holds
-its default (``FACTDEBATE_MODEL``, ``FACTDEBATE_INDEX_DIR``, ``FACTDEBATE_SEARCH_BACKEND`` ...).
+``Context`` holds what every framework uses; each framework's Context subclass adds its own knobs
+(``factdebate.core.tool_mad``, ``madke``, ``mermaid``, ``madam_rag``, ``baseline_context``). Every
+field has a default and a description that LangGraph Studio renders as a form; CLI flags map onto
+these fields one to one. An environment variable may fill a field only while it still holds its
+default (``FACTDEBATE_MODEL``, ``FACTDEBATE_INDEX_DIR``, ``FACTDEBATE_SEARCH_BACKEND`` ...).
+
+Fields are declared with ``factdebate.core.settings.knob``: ranges and choices are validated for
+every field in ``__post_init__`` (text from ``--set`` or a server is parsed to the field's type),
+and fields that name a process, URL, host, file, folder, credential or contacted service carry
+``"operator": True``. On a shared server a client's run may set only the other fields, and model
+specs only from the operator's allow-list: ``check_client_settings`` and
+``allowed_models_from_env`` below.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, TypeVar
 
-from factdebate.core.errors import ConfigError
+from factdebate.core.errors import ConfigError, SettingsRefused
+from factdebate.core.labels import LABEL_SETS
+from factdebate.core.settings import check_fields, default_of, knob, mask_url, masked
 
-ScoringMode = Literal["stability", "consistency", "none"]
+__all__ = [
+    "DEBATER_KINDS", "DEFAULT_MODEL", "MAX_CLAIM_CHARS", "Context", "JudgedContext",
+    "allowed_models_from_env", "check_client_settings", "context_fields", "debater_kind",
+    "default_index_dir", "factdebate_home", "knob", "make_context", "mask_url", "masked",
+    "model_allowed",
+    "operator_fields", "run_fields",
+]
+
+C = TypeVar("C", bound="Context")
 
 DEFAULT_MODEL = "local:smollm2"
 MAX_CLAIM_CHARS = 4000
@@ -33,143 +53,95 @@ def default_index_dir() -> Path:
     return factdebate_home() / "index"
 
 
-def _describe(default: Any, description: str, env: str | None = None) -> Any:
-    meta = {"description": description}
-    if env:
-        meta["env"] = env
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata=meta)
-    return field(default=default, metadata=meta)
+_describe = knob  # the former name of the field helper
 
 
 @dataclass(kw_only=True)
 class Context:
-    """Framework knobs, models per role and backends for one run."""
+    """What every framework uses: the debater model, sampling, retries, retrieval and task.
 
-    max_rounds: int = _describe(3, "Maximum debate rounds T before the judge decides (1-10).")
-    faithfulness_threshold: float = _describe(
-        0.7, "Stability mode: every debater's RAGAS faithfulness must exceed this to stop early."
-    )
-    relevance_threshold: float = _describe(
-        0.8, "Stability mode: every debater's RAGAS answer relevancy must exceed this to stop early."
-    )
-    top_k: int = _describe(3, "Passages each debater retrieves per query.")
-    debaters: list[str] = _describe(
-        ["rag", "search"],
-        "Debater kinds, one per agent: 'rag' (vector index), 'search' (web search or its offline "
-        "stand-in), 'vanilla' (no tool). Two or more, e.g. ['rag','search','vanilla'].",
-    )
-    query_formulation: bool = _describe(
-        True, "Debaters reformulate their retrieval query every round; off = the claim is the query."
-    )
-    scoring_mode: ScoringMode = _describe(
-        "stability",
-        "'stability' = RAGAS faithfulness + answer relevancy gate early stopping (Tool-MAD v2); "
-        "'consistency' = similarity(evidence, answer) shown to the judge (Tool-MAD v1); 'none'.",
-    )
-    score_feedback: bool = _describe(
-        True,
-        "Use the scores for early stopping and show them to the judge; off = the "
-        "'w/o scoring feedback' ablation (scores still computed and reported).",
-    )
-    debater_model: str = _describe(
+    Each framework's own knobs live in its subclass (``ToolMadContext``, ``MadkeContext``,
+    ``MermaidContext``, ``MadamRagContext``, the baselines' contexts), which is the graph's
+    ``context_schema``, so Studio shows only the fields that graph uses. Fields marked
+    ``operator`` name a process, URL, file, folder or service: a server's clients may not set them.
+    """
+
+    debater_model: str = knob(
         DEFAULT_MODEL,
-        "Debater model spec: 'local:smollm2' (embedded), 'openai:gpt-4o-mini', "
-        "'openai:<name>' with model_base_url for vLLM/Ollama, 'scripted:<scenario>' (tests).",
-        env="FACTDEBATE_MODEL",
+        "Model spec of the debaters (and of every role left empty): 'local:smollm2' (embedded), "
+        "'openai:gpt-4o-mini', 'openai:<name>' with model_base_url for vLLM/Ollama, "
+        "'scripted:<scenario>' (tests).",
+        env="FACTDEBATE_MODEL", model=True,
     )
-    query_model: str = _describe("", "Query-formulation model spec; empty = debater_model.")
-    judge_model: str = _describe("", "Judge model spec; empty = debater_model.")
-    scoring_model: str = _describe("", "RAGAS evaluator LLM spec; empty = judge model.")
-    model_base_url: str = _describe(
+    model_base_url: str = knob(
         "", "Base URL of an OpenAI-compatible server (vLLM, Ollama, LM Studio).",
-        env="FACTDEBATE_BASE_URL",
+        env="FACTDEBATE_BASE_URL", operator=True,
     )
-    temperature: float = _describe(0.0, "Sampling temperature of every role (the papers use 0).")
-    embedding_model: str = _describe(
-        "minilm",
-        "Embeddings for the vector index and answer relevancy: 'minilm' (bundled all-MiniLM-L6-v2) "
-        "or 'openai:text-embedding-3-small'.",
-    )
-    cross_encoder: str = _describe(
-        "",
-        "Consistency mode similarity: a local sentence-transformers cross-encoder path; empty = "
-        "cosine of the bundled embeddings (no cross-encoder ships offline).",
-    )
-    rag_backend: str = _describe(
-        "milvus", "Retriever of 'rag' debaters: 'milvus', 'keyword' or 'hybrid' (both, scores fused)."
-    )
-    search_backend: str = _describe(
+    temperature: float = knob(
+        0.0, "Sampling temperature of every role (the papers use 0).", range=(0.0, 2.0))
+    structured_output: str = knob(
         "auto",
-        "Retriever of 'search' debaters: 'tavily', 'local_search' (offline keyword stand-in) or "
+        "How models are asked for JSON: 'json_schema', 'function_calling', 'json_mode', 'text' "
+        "(JSON asked for in the prompt, parsed from the reply) or 'auto' (the strongest the server "
+        "accepts; a refused method falls back down that list once per model and base URL).",
+        env="FACTDEBATE_STRUCTURED_OUTPUT",
+        choices=("auto", "json_schema", "function_calling", "json_mode", "text"),
+    )
+    embedding_model: str = knob(
+        "minilm",
+        "Embeddings of the vector index and answer relevancy: 'minilm' (bundled all-MiniLM-L6-v2) "
+        "or 'openai:text-embedding-3-small'; must match the index.", operator=True,
+    )
+    rag_backend: str = knob(
+        "milvus", "Retriever of the 'rag' tool: 'milvus', 'keyword' or 'hybrid' (both, fused).",
+        operator=True,
+    )
+    search_backend: str = knob(
+        "auto",
+        "Retriever of the 'search' tool: 'tavily', 'local_search' (offline keyword stand-in) or "
         "'auto' (Tavily when TAVILY_API_KEY is set, else the stand-in, flagged in the output).",
-        env="FACTDEBATE_SEARCH_BACKEND",
+        env="FACTDEBATE_SEARCH_BACKEND", operator=True,
     )
-    index_dir: str = _describe(
+    index_dir: str = knob(
         "", "Folder holding the indexes built by 'factdebate index'; empty = the user cache.",
-        env="FACTDEBATE_INDEX_DIR",
+        env="FACTDEBATE_INDEX_DIR", operator=True,
     )
-    milvus_uri: str = _describe(
+    milvus_uri: str = knob(
         "", "Milvus URI: a Milvus Lite folder or http://host:19530; empty = <index_dir>/milvus.db.",
-        env="FACTDEBATE_MILVUS_URI",
+        env="FACTDEBATE_MILVUS_URI", operator=True,
     )
-    label_set: str = _describe(
+    label_set: str = knob(
         "fever",
         "Task label set: fever (3-way), binary (FEVEROUS/FaVIQ/HoVer), averitec (4-way), medqa "
         "(options), pubmedqa (yes/no/maybe).",
     )
-    prompt_set: str = _describe("tool_mad", "Prompt set (folder under prompts/).")
-    llm_retries: int = _describe(2, "Retries of a failed model call (exponential back-off).")
-    tool_retries: int = _describe(2, "Retries of a failed retrieval call (exponential back-off).")
-    tool_timeout_s: float = _describe(20.0, "Timeout of one retrieval call, seconds.")
+    prompt_set: str = knob("tool_mad", "Prompt set (folder under prompts/).", operator=True)
+    llm_retries: int = knob(
+        2, "Retries of a failed model call (exponential back-off).", range=(0, 10))
+    tool_retries: int = knob(
+        2, "Retries of a failed retrieval call (exponential back-off).", range=(0, 10))
+    tool_timeout_s: float = knob(
+        20.0, "Timeout of one retrieval call, seconds.", range=(0, 600), open_low=True)
 
     def __post_init__(self) -> None:
         for f in fields(self):
             env = f.metadata.get("env")
-            if env and os.environ.get(env) and getattr(self, f.name) == _default_of(f):
+            if env and os.environ.get(env) and getattr(self, f.name) == default_of(f):
                 setattr(self, f.name, os.environ[env])
+        check_fields(self)  # types (text is parsed), ranges, choices - named in the error
         self.validate()
 
     def validate(self) -> None:
-        """Reject values no run could use, naming the field and the accepted range."""
-        if not 1 <= self.max_rounds <= 10:
-            raise ConfigError(f"max_rounds={self.max_rounds} is out of range", "use 1 to 10")
-        if self.top_k < 1:
-            raise ConfigError(f"top_k={self.top_k} must be positive", "use 1 or more")
-        if len(self.debaters) < 2:
-            raise ConfigError(
-                f"debaters={self.debaters} needs at least two agents", "e.g. ['rag', 'search']"
-            )
-        unknown = [d for d in self.debaters if debater_kind(d) not in DEBATER_KINDS]
-        if unknown:
-            raise ConfigError(
-                f"unknown debater kind(s) {unknown}", f"use {', '.join(DEBATER_KINDS)}"
-            )
-        from factdebate.tools.base import RETRIEVERS  # registers names only; no SDK is imported
+        """Checks beyond one field's range; subclasses add theirs and call ``super()``."""
+        LABEL_SETS.resolve(self.label_set)  # an unknown name fails here, with a suggestion
+        self._check_backends()
+
+    def _check_backends(self) -> None:
+        from factdebate.core.retrievers import RETRIEVERS  # names only; no SDK is imported
 
         RETRIEVERS.resolve(self.rag_backend)  # unknown names fail here, with a suggestion,
         if self.search_backend != "auto":  # not in the middle of a run (or of every eval item)
             RETRIEVERS.resolve(self.search_backend)
-        if self.scoring_mode not in ("stability", "consistency", "none"):
-            raise ConfigError(
-                f"unknown scoring_mode {self.scoring_mode!r}", "use stability, consistency or none"
-            )
-
-    # Role -> model spec, with the documented fall-backs.
-    @property
-    def query_model_spec(self) -> str:
-        """Model that formulates queries."""
-        return self.query_model or self.debater_model
-
-    @property
-    def judge_model_spec(self) -> str:
-        """Model that judges after the last round."""
-        return self.judge_model or self.debater_model
-
-    @property
-    def scoring_model_spec(self) -> str:
-        """Evaluator LLM of the RAGAS metrics."""
-        return self.scoring_model or self.judge_model_spec
 
     @property
     def index_path(self) -> Path:
@@ -181,21 +153,36 @@ class Context:
         """Milvus URI, defaulting to the Milvus Lite folder inside the index folder."""
         return self.milvus_uri or str(self.index_path / "milvus.db")
 
-    def agent_ids(self) -> list[str]:
-        """Unique debater ids: a kind used twice becomes ``rag``, ``rag2``."""
-        seen: dict[str, int] = {}
-        ids = []
-        for kind in self.debaters:
-            seen[kind] = seen.get(kind, 0) + 1
-            ids.append(kind if seen[kind] == 1 else f"{kind}{seen[kind]}")
-        return ids
+    def model_specs(self) -> dict[str, str]:
+        """Role -> resolved model spec (empty roles fall back), plus the embeddings."""
+        return {"debater": self.debater_model, "embeddings": self.embedding_model}
 
     def tool_kinds(self) -> list[str]:
-        """Retriever kinds (``rag``, ``search``) this run may use; ``prepare`` resolves them.
+        """Retriever kinds (``rag``, ``search``) this run may use; ``prepare`` resolves them."""
+        return []
 
-        Tool-MAD: its debaters' kinds. Frameworks whose retrieval is not per debater override it.
-        """
-        return [debater_kind(agent) for agent in self.agent_ids()]
+    def judge_score_mode(self) -> str:
+        """Scores the judge is shown (a ``score_guides`` key); ``none`` without debate scoring."""
+        return "none"
+
+
+@dataclass(kw_only=True)
+class JudgedContext(Context):
+    """A Context whose framework has a deciding role (judge, summariser, aggregator, verifier)."""
+
+    judge_model: str = knob(
+        "", "Model spec of the deciding role (judge, summariser, aggregator, verifier); "
+        "empty = debater_model.", model=True,
+    )
+
+    @property
+    def judge_model_spec(self) -> str:
+        """Model of the deciding role."""
+        return self.judge_model or self.debater_model
+
+    def model_specs(self) -> dict[str, str]:
+        """The shared roles plus the judge."""
+        return {**super().model_specs(), "judge": self.judge_model_spec}
 
 
 DEBATER_KINDS = ("rag", "search", "vanilla")
@@ -206,17 +193,88 @@ def debater_kind(agent_id: str) -> str:
     return agent_id.rstrip("0123456789")
 
 
-def _default_of(f: Any) -> Any:
-    from dataclasses import MISSING
-
-    if f.default is not MISSING:
-        return f.default
-    return f.default_factory()  # type: ignore[misc]
-
-
 def context_fields(cls: type[Context] | None = None) -> dict[str, dict[str, Any]]:
-    """Field name -> {default, description} of ``cls`` (default ``Context``); for ``--set``/``ls``."""
+    """Field name -> {default, description, operator, model, range, env} of ``cls``.
+
+    ``cls`` defaults to the base ``Context``; read by ``--set`` and ``ls context``.
+    """
     return {
-        f.name: {"default": _default_of(f), "description": f.metadata.get("description", "")}
+        f.name: {"default": default_of(f), "description": f.metadata.get("description", ""),
+                 "operator": bool(f.metadata.get("operator")),
+                 "model": bool(f.metadata.get("model")), "range": f.metadata.get("range"),
+                 "env": f.metadata.get("env", "")}
         for f in fields(cls or Context)
     }
+
+
+def make_context(cls: type[C], values: Mapping[str, Any]) -> C:
+    """``cls(**values)`` with one-line errors: a name ``cls`` lacks is a ``ConfigError`` naming it
+    (not a ``TypeError``); text values are parsed to the fields' types by the Context itself."""
+    known = {f.name for f in fields(cls)}
+    for name in values:
+        if name not in known:
+            raise ConfigError(f"{name!r} is not a setting of {cls.__name__}",
+                              f"its settings: {', '.join(sorted(known))}")
+    return cls(**values)
+
+
+def operator_fields(cls: type[Context]) -> frozenset[str]:
+    """Fields of ``cls`` only the operator sets (server environment/config, or the local CLI)."""
+    return frozenset(f.name for f in fields(cls) if f.metadata.get("operator"))
+
+
+def run_fields(cls: type[Context]) -> frozenset[str]:
+    """Fields of ``cls`` a server's client may set per run."""
+    return frozenset(f.name for f in fields(cls)) - operator_fields(cls)
+
+
+def model_allowed(spec: str, allowed_models: Collection[str]) -> bool:
+    """True if ``spec`` is on the allow-list; an entry ending in ``*`` allows that prefix."""
+    return any(spec == m or (m.endswith("*") and spec.startswith(m[:-1])) for m in allowed_models)
+
+
+def check_client_settings(
+    cls: type[Context], values: Mapping[str, object], allowed_models: Collection[str]
+) -> None:
+    """Refuse a server client's run settings that only the operator may choose.
+
+    Raises ``SettingsRefused`` naming the first offending field (in ``values`` order): a field
+    ``cls`` does not have, an operator-only field set to anything but its declared default (a
+    form that echoes the defaults is harmless: the default defers to the operator's environment),
+    or a model spec that is not in ``allowed_models`` (an empty spec, "use the debater model",
+    is allowed). Values are not range-checked here; building the Context does that.
+    """
+    known = {f.name: f for f in fields(cls)}
+    for name, value in values.items():
+        f = known.get(name)
+        if f is None:
+            raise SettingsRefused(
+                f"{name!r} is not a setting of {cls.__name__}",
+                f"settings a run may set: {', '.join(sorted(run_fields(cls)))}", field=name)
+        if f.metadata.get("operator") and value != default_of(f):
+            raise SettingsRefused(
+                f"{name} is an operator-only setting and cannot be set by a run",
+                "remove it from the run's context; the server's operator configures it",
+                field=name)
+        if f.metadata.get("model") and value != "" and not (
+                isinstance(value, str) and model_allowed(value, allowed_models)):
+            raise SettingsRefused(
+                f"{name}={mask_url(str(value))!r} is not on this server's model allow-list",
+                f"use one of: {', '.join(sorted(allowed_models))}", field=name)
+
+
+def allowed_models_from_env() -> frozenset[str]:
+    """Model specs a server's clients may choose, from the operator's environment.
+
+    ``FACTDEBATE_ALLOWED_MODELS``: comma-separated specs; an entry ending in ``*`` allows every
+    spec with that prefix (``openai:*``). Unset or empty: the model the operator configured,
+    ``FACTDEBATE_MODEL``, or the default ``local:smollm2``. ``FACTDEBATE_ALLOW_SCRIPTED=1``
+    (test suites) adds ``scripted:*``, the scripted test double; nothing else allows it.
+    """
+    raw = os.environ.get("FACTDEBATE_ALLOWED_MODELS", "")
+    models = {m.strip() for m in raw.split(",") if m.strip()}
+    if not models:
+        models = {os.environ.get("FACTDEBATE_MODEL") or DEFAULT_MODEL}
+    if os.environ.get("FACTDEBATE_ALLOW_SCRIPTED") == "1":
+        models.add("scripted:*")
+    return frozenset(models)

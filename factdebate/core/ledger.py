@@ -53,6 +53,7 @@ class UsageTracker(BaseCallbackHandler):
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.llm_errors = 0
+        self.structured_output: dict[str, int] = {}
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Add one call and the tokens its provider reported."""
@@ -66,10 +67,15 @@ class UsageTracker(BaseCallbackHandler):
             usage = (response.llm_output or {}).get("token_usage") or {}
             prompt = int(usage.get("prompt_tokens", 0) or 0)
             completion = int(usage.get("completion_tokens", 0) or 0)
+        # the structured-output method that served (factdebate.core.models.negotiation tags calls)
+        method = next((t[18:] for t in kwargs.get("tags") or ()
+                       if t.startswith("structured_output:")), None)
         with self._lock:
             self.llm_calls += 1
             self.prompt_tokens += prompt
             self.completion_tokens += completion
+            if method:
+                self.structured_output[method] = self.structured_output.get(method, 0) + 1
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Count failed calls (retried or not) separately."""
@@ -85,6 +91,8 @@ class UsageTracker(BaseCallbackHandler):
         }
         if self.llm_errors:
             out["llm_errors"] = self.llm_errors
+        if self.structured_output:
+            out["structured_output"] = dict(self.structured_output)
         return out
 
 

@@ -3,49 +3,45 @@
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import (
     Annotated,
-    Any,
     NotRequired,  # pydantic (Studio schemas) needs these on 3.11
 )
 
 from typing_extensions import TypedDict
 
-from factdebate.core.context import Context
-from factdebate.core.errors import ConfigError
+from factdebate.core.context import JudgedContext
+from factdebate.core.settings import knob
 from factdebate.core.state import DebateState, Evidence
 
 MAX_DOCUMENTS = 20
 
 
-def _knob(default: Any, description: str) -> Any:
-    return field(default=default, metadata={"description": description})
-
-
 @dataclass(kw_only=True)
-class MadamRagContext(Context):
-    """Context of MADAM-RAG runs: the shared ``Context`` plus the paper's knobs (T = max_rounds)."""
+class MadamRagContext(JudgedContext):
+    """Context of MADAM-RAG runs: the shared ``Context`` plus the paper's knobs.
 
-    aggregator: bool = _knob(
+    ``judge_model`` is the aggregator's model.
+    """
+
+    max_rounds: int = knob(
+        3, "MADAM-RAG: maximum rounds T; it stops earlier when the aggregated answers hold "
+        "(1-10).", range=(1, 10))
+    aggregator: bool = knob(
         True,
         "MADAM-RAG: an aggregator LLM reconciles the agents' answers each round; off = the "
         "agents' answers are concatenated (the 'w/o aggregator' ablation).",
     )
-    num_documents: int = _knob(
-        5, "MADAM-RAG: documents retrieved (rag_backend, one agent each) when an item has none."
+    num_documents: int = knob(
+        5, "MADAM-RAG: documents retrieved (rag_backend, one agent each) when an item has none.",
+        range=(1, MAX_DOCUMENTS),
     )
-    shuffle_seed: int = _knob(
-        0, "MADAM-RAG: seed of the per-round shuffle of responses shown to the aggregator."
+    shuffle_seed: int = knob(
+        0, "MADAM-RAG: seed of the per-round shuffle of responses shown to the aggregator.",
+        range=(0, 2**32 - 1),
     )
-    prompt_set: str = _knob("madam_rag", "Prompt set (folder under prompts/).")
-
-    def validate(self) -> None:
-        """The shared checks plus MADAM-RAG's ranges."""
-        super().validate()
-        if not 1 <= self.num_documents <= MAX_DOCUMENTS:
-            raise ConfigError(f"num_documents={self.num_documents} is out of range",
-                              f"use 1 to {MAX_DOCUMENTS}")
+    prompt_set: str = knob("madam_rag", "Prompt set (folder under prompts/).", operator=True)
 
     def tool_kinds(self) -> list[str]:
         """Only the rag backend is ever used (for items without documents)."""

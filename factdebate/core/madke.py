@@ -7,7 +7,7 @@ The shared knowledge pool is retrieved once per question, so it lives in the gra
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import (
     Annotated,
     Any,
@@ -17,8 +17,8 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from factdebate.core.context import Context
-from factdebate.core.errors import ConfigError
+from factdebate.core.context import JudgedContext
+from factdebate.core.settings import knob
 from factdebate.core.state import DebateState, Evidence, Turn, add_ledger
 
 KnowledgeSources = Literal["none", "wiki", "search", "both"]
@@ -34,42 +34,30 @@ SOURCE_KINDS: dict[str, list[str]] = {
 MAX_DEBATERS = 6
 
 
-def _knob(default: Any, description: str) -> Any:
-    return field(default=default, metadata={"description": description})
-
-
 @dataclass(kw_only=True)
-class MadkeContext(Context):
+class MadkeContext(JudgedContext):
     """Context of MADKE runs: the shared ``Context`` plus the paper's knobs."""
 
-    num_debaters: int = _knob(2, "MADKE: number of debaters m (the paper uses 2; 2-6).")
-    knowledge_sources: KnowledgeSources = _knob(
+    max_rounds: int = knob(
+        3, "MADKE: maximum debate rounds before the judge's last check (1-10).", range=(1, 10))
+    num_debaters: int = knob(
+        2, "MADKE: number of debaters m (the paper uses 2; 2-6).", range=(2, MAX_DEBATERS))
+    knowledge_sources: KnowledgeSources = knob(
         "both",
         "MADKE: shared knowledge pool sources: 'none', 'wiki' (rag_backend), 'search' "
         "(search_backend) or 'both' (the paper's Wikipedia + Google union).",
     )
-    knowledge_selection: bool = _knob(
+    knowledge_selection: bool = knob(
         True,
         "MADKE: adaptive knowledge selection (each debater picks up to 3 pool items per round); "
         "off = every debater sees the whole pool (the 'w/o AKS' ablation).",
     )
-    pool_size: int = _knob(5, "MADKE: passages retrieved per knowledge source (the paper: 5).")
-    prompt_set: str = _knob("madke", "Prompt set (folder under prompts/).")
-
-    def validate(self) -> None:
-        """The shared checks plus MADKE's ranges."""
-        super().validate()
-        if not 2 <= self.num_debaters <= MAX_DEBATERS:
-            raise ConfigError(f"num_debaters={self.num_debaters} is out of range",
-                              f"use 2 to {MAX_DEBATERS}")
-        if self.knowledge_sources not in SOURCE_KINDS:
-            raise ConfigError(f"unknown knowledge_sources {self.knowledge_sources!r}",
-                              f"use {', '.join(SOURCE_KINDS)}")
-        if self.pool_size < 1:
-            raise ConfigError(f"pool_size={self.pool_size} must be positive", "use 1 or more")
+    pool_size: int = knob(
+        5, "MADKE: passages retrieved per knowledge source (the paper: 5).", range=(1, 20))
+    prompt_set: str = knob("madke", "Prompt set (folder under prompts/).", operator=True)
 
     def tool_kinds(self) -> list[str]:
-        """Retriever kinds of the knowledge pool (not the Tool-MAD ``debaters``)."""
+        """Retriever kinds of the knowledge pool."""
         return list(SOURCE_KINDS[self.knowledge_sources])
 
     def debater_ids(self) -> list[str]:

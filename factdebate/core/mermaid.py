@@ -3,68 +3,66 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NotRequired
+from typing import Any, Literal, NotRequired, get_args
 
-from factdebate.core.context import Context, _describe
-from factdebate.core.errors import ConfigError
+from factdebate.core.context import Context
+from factdebate.core.mermaid_shapes import OFFLINE_TOOLS, MemoryRecord
+from factdebate.core.settings import knob
 from factdebate.core.state import DebateState, Turn
-from factdebate.tools.evidence_memory import MemoryRecord
-from factdebate.tools.toolbox import OFFLINE_TOOLS
 
-TOOL_PROVIDERS = ("mcp", "in_process")
+ToolProviderName = Literal["mcp", "in_process"]
+TOOL_PROVIDERS = get_args(ToolProviderName)
 
 
 @dataclass(kw_only=True)
 class MermaidContext(Context):
-    """Knobs of MERMAID on top of the shared Context (models, index, label set ...)."""
+    """Knobs of MERMAID on top of the shared Context (models, index, label set ...).
 
-    prompt_set: str = _describe("mermaid", "Prompt set (folder under prompts/).")
-    t_max: int = _describe(5, "Maximum ReAct steps T_max; at T_max the executor must answer (1-20).")
-    memory: bool = _describe(
+    Operator-only here: how tools are served (``tool_provider``, ``mcp_url``, ``mcp_command``),
+    which tools (``mcp_tools``: online extras contact outside services) and ``wiki_backend``.
+    """
+
+    prompt_set: str = knob("mermaid", "Prompt set (folder under prompts/).", operator=True)
+    t_max: int = knob(
+        5, "Maximum ReAct steps T_max; at T_max the executor must answer (1-20).", range=(1, 20))
+    memory: bool = knob(
         True, "Evidence memory: recall records of the claim's entities before the first step and "
         "store the tools' evidence after the answer (persists in the LangGraph store)."
     )
-    decomposer: bool = _describe(
+    decomposer: bool = knob(
         True, "Decompose the claim into triplets + topic first; off = no background and no entity "
         "keys (so no memory either)."
     )
-    memory_only: bool = _describe(
+    memory_only: bool = knob(
         False, "Offer the executor no tools: it answers from the recalled memory alone."
     )
-    memory_recall_limit: int = _describe(5, "Records recalled per entity.")
-    decomposer_model: str = _describe("", "Decomposer model spec; empty = debater_model.")
-    executor_model: str = _describe("", "Executor (ReAct) model spec; empty = debater_model.")
-    tool_provider: str = _describe(
+    memory_recall_limit: int = knob(5, "Records recalled per entity (1-50).", range=(1, 50))
+    decomposer_model: str = knob(
+        "", "Decomposer model spec; empty = debater_model.", model=True)
+    executor_model: str = knob(
+        "", "Executor (ReAct) model spec; empty = debater_model.", model=True)
+    tool_provider: ToolProviderName = knob(
         "mcp", "'mcp' = tools from the MCP server (tools/mcp_server.py); 'in_process' = the same "
-        "tool functions called directly (no server process)."
+        "tool functions called directly (no server process).", operator=True,
     )
-    mcp_url: str = _describe(
+    mcp_url: str = knob(
         "", "Streamable-HTTP URL of a running MCP tool server, e.g. http://127.0.0.1:8765/mcp; "
-        "empty = spawn mcp_command over stdio.", env="FACTDEBATE_MCP_URL",
+        "empty = spawn mcp_command over stdio.", env="FACTDEBATE_MCP_URL", operator=True,
     )
-    mcp_command: str = _describe(
-        "", "Command that starts an MCP server on stdio; empty = 'python -m factdebate.tools.mcp_server "
-        "--transport stdio' with this Context's index, wiki and web settings.",
+    mcp_command: str = knob(
+        "", "Command that starts an MCP server on stdio; empty = 'python -m "
+        "factdebate.tools.mcp_server --transport stdio' with this Context's index, wiki and web "
+        "settings.", operator=True,
     )
-    mcp_tools: list[str] = _describe(
+    mcp_tools: list[str] = knob(
         OFFLINE_TOOLS, "MCP tools offered to the executor. Online extras: search_scholar "
         "(OpenAlex), search_arxiv, search_pubmed; wiki_backend=mediawiki for Wikipedia itself.",
+        operator=True,
     )
-    wiki_backend: str = _describe(
+    wiki_backend: str = knob(
         "keyword", "Source of the Wikipedia tools: 'keyword' or 'milvus' (local corpus index) or "
-        "'mediawiki' (MediaWiki API, FACTDEBATE_MEDIAWIKI_URL).",
+        "'mediawiki' (MediaWiki API, FACTDEBATE_MEDIAWIKI_URL).", operator=True,
     )
-
-    def validate(self) -> None:
-        """Shared checks plus MERMAID's ranges."""
-        super().validate()
-        if not 1 <= self.t_max <= 20:
-            raise ConfigError(f"t_max={self.t_max} is out of range", "use 1 to 20")
-        if self.tool_provider not in TOOL_PROVIDERS:
-            raise ConfigError(f"unknown tool_provider {self.tool_provider!r}",
-                              f"use {' or '.join(TOOL_PROVIDERS)}")
-        if self.memory_recall_limit < 1:
-            raise ConfigError("memory_recall_limit must be positive", "use 1 or more")
 
     @property
     def decomposer_model_spec(self) -> str:
@@ -75,6 +73,11 @@ class MermaidContext(Context):
     def executor_model_spec(self) -> str:
         """Model of the ReAct executor (and its forced answer)."""
         return self.executor_model or self.debater_model
+
+    def model_specs(self) -> dict[str, str]:
+        """The shared roles plus the decomposer and the executor."""
+        return {**super().model_specs(), "decomposer": self.decomposer_model_spec,
+                "executor": self.executor_model_spec}
 
 
 class ReactTurn(Turn):

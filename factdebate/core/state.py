@@ -9,12 +9,20 @@ overwrite each other.
 from __future__ import annotations
 
 import operator
+import types
+from copy import copy
+from functools import cache
 from typing import (
     Annotated,
     Any,
     NotRequired,  # pydantic (Studio schemas) needs these on 3.11
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
 )
 
+from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
 
@@ -128,6 +136,10 @@ class DebateState(DebateInput):
     """Final explanation."""
     stopped_by: str
     """How the run ended: ``consensus`` (early stop), ``judge``, or a framework's own word."""
+    routing: dict[str, Any]
+    """The run's Context knobs the routers read (``max_rounds``, ``debaters``, ``t_max`` ...),
+    written by the first node so that ``update_state``, which has no run context, routes as the
+    run did (nodes/routing.py)."""
 
 
 class DebateOutput(TypedDict):
@@ -201,3 +213,55 @@ class DebaterOutput(TypedDict):
     scores: dict[str, list[RoundScore]]
     ledger: dict[str, Any]
     flags: list[str]
+
+
+INPUT_KEYS: tuple[str, ...] = tuple(DebateInput.__annotations__)
+"""Keys a caller sends; every other state key belongs to one claim's debate."""
+
+
+def complete_input(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` with every optional input key present (``None`` when absent).
+
+    A LangGraph input writes only the keys it carries: on a thread that already verified a claim,
+    an omitted ``options`` or ``exclude_titles`` would otherwise keep the previous claim's value.
+    """
+    return {**dict.fromkeys(INPUT_KEYS), **item}
+
+
+def _empty(hint: Any) -> Any:
+    """The empty value of a state key's type: ``[]``, ``{}``, ``0``, ``""``, ``False`` or None."""
+    origin = get_origin(hint)
+    if origin is Annotated:
+        return _empty(get_args(hint)[0])
+    if origin in (Union, types.UnionType):
+        return None if type(None) in get_args(hint) else _empty(get_args(hint)[0])
+    base = origin or hint
+    for kind in (list, dict, bool, int, float, str):
+        if isinstance(base, type) and issubclass(base, kind):
+            return kind()
+    return None
+
+
+@cache
+def _claim_keys(schema: type) -> tuple[tuple[str, Any, bool], ...]:
+    """(key, empty value, has a reducer) of every per-claim key of ``schema``."""
+    hints = get_type_hints(schema, include_extras=True)
+    return tuple(
+        (key, _empty(hint), get_origin(hint) is Annotated
+         and any(callable(meta) for meta in get_args(hint)[1:]))
+        for key, hint in hints.items() if key not in INPUT_KEYS
+    )
+
+
+def fresh_claim(schema: type, update: dict[str, Any]) -> dict[str, Any]:
+    """The first node's ``update`` plus the empty value of every other per-claim key of ``schema``.
+
+    One claim per run: a new input on a used thread (Studio's normal use) starts a fresh debate.
+    Keys with a reducer are written as LangGraph's ``Overwrite`` so the previous claim's turns,
+    rounds, ledger and flags are replaced, not added to; the thread's history stays browsable.
+    """
+    out: dict[str, Any] = {}
+    for key, empty, reduced in _claim_keys(schema):
+        value = update[key] if key in update else copy(empty)
+        out[key] = Overwrite(value) if reduced else value
+    return {**update, **out}

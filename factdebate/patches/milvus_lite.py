@@ -18,20 +18,18 @@ An index written by ``factdebate index`` is such a collection: built once, flush
 updated. The pk-uniqueness check is O(N) once per set of segment files (cached by file name
 and row count: a segment file is immutable; compaction writes a new one).
 
-The patch is installed by :func:`install` (called when a Milvus Lite database is opened), only
-for the milvus-lite versions it was written against and only if the original still has the
-expected signature; otherwise milvus-lite is left untouched (correct, just slower).
+The patch is installed through ``factdebate.patches.enabled("milvus_lite")`` (asked when a Milvus
+Lite database is opened or served), only for the milvus-lite versions it was written against
+(the gate in ``factdebate.patches.PATCHES``) and only if the original still has the expected
+signature; otherwise milvus-lite is left untouched (correct, just slower).
 """
 
 from __future__ import annotations
 
 import inspect
 import threading
-from importlib import metadata
 from typing import Any
 
-TESTED_VERSIONS = ("3.2.2",)
-"""milvus-lite releases whose ``execute_search_with_index`` this module mirrors."""
 _EXPECTED_PARAMS = (
     "query_vectors", "segments", "memtable", "delta_index", "top_k", "metric_type", "pk_field",
     "vector_field", "partition_names", "compiled_filter", "output_fields",
@@ -47,20 +45,21 @@ _lock = threading.Lock()
 def install() -> bool:
     """Route Milvus Lite dense searches through :func:`fast_search` (idempotent).
 
+    Call it through ``factdebate.patches.enabled("milvus_lite")``, which checks the version gate.
+
     Returns:
-        True if the fast path is active, False if this milvus-lite is not one it supports.
+        True if the fast path is active, False if the original is not the one it mirrors.
     """
     global _original
     with _lock:
         if _original is not None:
             return True
         try:
-            version = metadata.version("milvus-lite")
             from milvus_lite.engine import collection
-        except (metadata.PackageNotFoundError, ImportError):
+        except ImportError:
             return False
         current = getattr(collection, "execute_search_with_index", None)
-        if version not in TESTED_VERSIONS or current is None:
+        if current is None:
             return False
         if tuple(inspect.signature(current).parameters) != _EXPECTED_PARAMS:
             return False

@@ -16,16 +16,17 @@ Under the saver's lock, as before, so no other statement of this saver runs betw
 and its commit. The crash-safety trials (``evaluation/crash_trials.py``) and the resume tests
 run against it.
 
-The override is used only with the aiosqlite it was written against (``TESTED_AIOSQLITE``), whose
-``Connection`` has ``_execute`` and ``_conn``; with any other the plain ``AsyncSqliteSaver`` is
-returned (correct, just more trips).
+The override is used only with the aiosqlite and langgraph-checkpoint-sqlite it was written
+against (the gate in ``factdebate.patches.PATCHES``: it calls aiosqlite's private
+``Connection._execute``/``_conn`` and copies the saver's SQL and serialisation), and only if that
+``Connection`` still has ``_execute`` and ``_conn``; otherwise ``factdebate.run.claims`` uses the
+plain ``AsyncSqliteSaver`` (correct, just more trips).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from importlib import metadata as importlib_metadata
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -38,21 +39,22 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-TESTED_AIOSQLITE = ("0.22.1",)
 _PUT = ("INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
         "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)")
 _WRITES = ("INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, "
            "type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
-def one_trip_supported() -> bool:
-    """Whether the installed aiosqlite is one :class:`OneTripSqliteSaver` was written against."""
+def install() -> bool:
+    """Whether aiosqlite still has what :class:`OneTripSqliteSaver` calls (nothing is replaced).
+
+    Ask through ``factdebate.patches.enabled("sqlite_saver")``, which checks the version gate.
+    """
     try:
-        version = importlib_metadata.version("aiosqlite")
         from aiosqlite import Connection
-    except (importlib_metadata.PackageNotFoundError, ImportError):
+    except ImportError:
         return False
-    return version in TESTED_AIOSQLITE and callable(getattr(Connection, "_execute", None)) \
+    return callable(getattr(Connection, "_execute", None)) \
         and isinstance(getattr(Connection, "_conn", None), property)
 
 

@@ -7,7 +7,6 @@ run is checkpointed under a thread id and can be resumed after an interruption.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import subprocess
 import uuid
@@ -23,10 +22,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import StateSnapshot
 
-from factdebate.core.context import Context, factdebate_home
+from factdebate.core.context import Context, factdebate_home, masked
 from factdebate.core.errors import InputError
 from factdebate.core.ledger import empty_ledger
-from factdebate.core.state import DebateInput
+from factdebate.core.state import DebateInput, complete_input
 from factdebate.nodes.render import average_scores
 from factdebate.prompts import load_prompts
 from factdebate.run.frameworks import FRAMEWORKS, build_framework
@@ -80,9 +79,13 @@ async def open_sqlite_saver(path: Path | str) -> AsyncIterator[BaseCheckpointSav
     """
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    from factdebate.patches.sqlite_saver import OneTripSqliteSaver, one_trip_supported
+    from factdebate import patches
 
-    saver_class = OneTripSqliteSaver if one_trip_supported() else AsyncSqliteSaver
+    saver_class = AsyncSqliteSaver
+    if patches.enabled("sqlite_saver"):
+        from factdebate.patches.sqlite_saver import OneTripSqliteSaver
+
+        saver_class = OneTripSqliteSaver
     async with saver_class.from_conn_string(str(path)) as saver:
         await saver.setup()  # journal_mode=WAL
         await saver.conn.execute("PRAGMA synchronous=NORMAL")
@@ -164,7 +167,7 @@ async def run_claim(
     config: dict[str, Any] = {
         "configurable": {"thread_id": thread_id},
         "metadata": {"framework": name, "prompt_version": prompt_version,
-                     "fd_context": dataclasses.asdict(ctx)},
+                     "fd_context": masked(ctx), **model_metadata(ctx)},
         "run_name": f"{name}:verify",
     }
     extra = dict(config_extra or {})
@@ -192,9 +195,19 @@ async def run_claim(
         if not fresh_ok and (await graph.aget_state(config)).created_at:
             raise InputError(f"thread id {thread_id!r} already holds a run",
                              "pass --resume to continue it, or choose a new --thread-id")
-        values = await graph.ainvoke(dict(item), config, context=ctx, durability=DURABILITY)
+        values = await graph.ainvoke(complete_input(dict(item)), config, context=ctx,
+                                     durability=DURABILITY)
         values = (await graph.aget_state(config)).values or values
     return result_object(name, values, ctx, thread_id=thread_id, prompt_version=prompt_version)
+
+
+def model_metadata(ctx: Any) -> dict[str, str]:
+    """Top-level run metadata naming the run's models, ``model_<role>: spec`` (LangSmith filters).
+
+    Flat keys, one per role, so traces can be filtered by model (``metadata.model_debater =
+    "openai:gpt-4o-mini"``); the server adds the same keys to its runs (factdebate/server).
+    """
+    return {f"model_{role}": spec for role, spec in ctx.model_specs().items() if spec}
 
 
 def unfinished(snapshot: StateSnapshot) -> bool:
@@ -231,9 +244,7 @@ def result_object(
         "flags": values.get("flags") or [],
         "turns": values.get("turns") or [],
         "thread_id": thread_id,
-        "models": {"debater": ctx.debater_model, "query": ctx.query_model_spec,
-                   "judge": ctx.judge_model_spec, "scoring": ctx.scoring_model_spec,
-                   "embeddings": ctx.embedding_model},
+        "models": ctx.model_specs(),
         "prompt_version": prompt_version,
         "git_sha": git_sha(),
     }

@@ -23,6 +23,7 @@ FRAMEWORKS.register(
     paper="Tool-MAD (stability score; consistency-score variant via scoring_mode)",
     prompt_set="tool_mad",
     title="Tool-MAD",
+    context="factdebate.core.tool_mad:ToolMadContext",
 )
 FRAMEWORKS.register(
     "mermaid",
@@ -66,7 +67,7 @@ _BASELINES = (
     ("no_rag", "No-RAG", "parametric knowledge only (MADAM-RAG baseline)", "NoRagContext", False),
     ("concat_rag", "Concatenated-prompt RAG", "all item documents in one prompt (MADAM-RAG "
      "baseline)", "ConcatRagContext", False),
-    ("mad", "MAD", "Liang et al. 2023 (Tool-MAD baseline)", "DebateBaselineContext", False),
+    ("mad", "MAD", "Liang et al. 2023 (Tool-MAD baseline)", "MadContext", False),
     ("multi_agent_debate", "Multi-agent debate", "Du et al. 2023 (MADKE baseline)",
      "MultiAgentDebateContext", False),
     ("self_reflection", "Self-reflection", "Madaan et al. 2023 (MADAM-RAG baseline)",

@@ -1,20 +1,51 @@
-"""API-key authentication for LangGraph server deployments (wired in ``langgraph.json``).
+"""Authentication and authorization of the LangGraph server (wired in ``langgraph.json``).
 
-The key comes from the server's environment (``FACTDEBATE_API_KEY``); clients send it as
+Who: API keys mapped to identities (:mod:`factdebate.server.identities`); clients send a key as
 ``x-api-key`` (what ``langgraph_sdk.get_client(api_key=...)`` does) or ``Authorization: Bearer``.
-No key sent -> 401; a wrong key -> 403. A server started without ``FACTDEBATE_API_KEY`` refuses
-every request (401) unless ``FACTDEBATE_AUTH=off`` is set explicitly, for local development only:
-deny by default, so a forgotten variable never exposes a deployment.
+No key -> 401, a wrong key -> 403. A server without any configured key refuses every request
+(401) unless ``FACTDEBATE_AUTH=off`` is set, for local development only (identity
+``local-development``): deny by default, so a forgotten variable never exposes a deployment. The
+keys are read when the server loads this module: a malformed configuration stops the start.
+
+What: every resource action has a handler below; anything without one is refused (``@auth.on``).
+
+* Threads, runs, crons and assistants a user creates get ``metadata.owner = <identity>``;
+  reads, searches, updates, deletes and new runs are filtered by it, so another user's thread is
+  "not found". The graphs' own assistants (``created_by: system``) are readable by all and
+  writable by none.
+* Settings are checked before anything starts (:mod:`factdebate.server.policy`): a run, an
+  assistant or a cron that sets an operator-only Context field or a model off the allow-list is
+  refused with 403 naming the field.
+* The store: a user's namespaces start with their identity; other prefixes are refused, and
+  searches/listings without a prefix are narrowed to the user's own.
+
+Under ``langgraph dev``, Studio's local bypass (header ``x-auth-scheme: langsmith``) skips
+``authenticate`` and acts as identity ``langgraph-studio-user``; the handlers below still apply to
+it. Deployments set ``"disable_studio_auth": true`` (README, "Deployment").
 """
 
 from __future__ import annotations
 
-import hmac
 import os
+from typing import Any
 
 from langgraph_sdk import Auth
 
+from factdebate.server.identities import load_keyring
+from factdebate.server.policy import (
+    Refused,
+    check_assistant,
+    check_cron_payload,
+    check_run_kwargs,
+    graph_of,
+)
+from factdebate.server.run_input import add_model_metadata, complete_run_input
+
 auth = Auth()
+KEYS = load_keyring()
+OWNER = "owner"
+SYSTEM_FILTER_KEY = "created_by"
+"""langgraph-api marks the assistants it makes from ``langgraph.json`` ``created_by: system``."""
 
 
 def _presented_key(headers: dict[bytes, bytes]) -> str | None:
@@ -27,23 +58,170 @@ def _presented_key(headers: dict[bytes, bytes]) -> str | None:
     return None
 
 
+def _deny(status: int, detail: str) -> Auth.exceptions.HTTPException:
+    return Auth.exceptions.HTTPException(status_code=status, detail=detail)
+
+
 @auth.authenticate
 async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDict:
-    """Accept the request if it carries the configured API key."""
-    expected = os.environ.get("FACTDEBATE_API_KEY", "")
-    if not expected:
+    """The identity of the request's API key."""
+    if not KEYS:
         if os.environ.get("FACTDEBATE_AUTH", "").lower() == "off":
             return {"identity": "local-development"}
-        raise Auth.exceptions.HTTPException(
-            status_code=401,
-            detail="this server has no FACTDEBATE_API_KEY configured; set it, or "
-            "FACTDEBATE_AUTH=off for local development",
-        )
+        raise _deny(401, "this server has no API keys configured; set FACTDEBATE_API_KEYS (or "
+                    "FACTDEBATE_API_KEYS_FILE), or FACTDEBATE_AUTH=off for local development")
     presented = _presented_key(headers)
     if presented is None:
-        raise Auth.exceptions.HTTPException(
-            status_code=401, detail="missing API key: send it in the x-api-key header"
-        )
-    if not hmac.compare_digest(presented.encode(), expected.encode()):
-        raise Auth.exceptions.HTTPException(status_code=403, detail="invalid API key")
-    return {"identity": "api-key"}
+        raise _deny(401, "missing API key: send it in the x-api-key header")
+    identity = KEYS.identify(presented)
+    if identity is None:
+        raise _deny(403, "invalid API key")
+    return {"identity": identity}
+
+
+def _me(ctx: Auth.types.AuthContext) -> str:
+    return str(ctx.user.identity)
+
+
+def _mine(ctx: Auth.types.AuthContext) -> dict[str, str]:
+    return {OWNER: _me(ctx)}
+
+
+def _stamp(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> None:
+    """Set ``metadata.owner`` in place (langgraph-api keeps using the same dict)."""
+    metadata = value.get("metadata")
+    if metadata is None:
+        metadata = value["metadata"] = {}
+    if SYSTEM_FILTER_KEY in metadata:
+        raise _deny(403, f"metadata.{SYSTEM_FILTER_KEY} is set by the server; remove it")
+    metadata[OWNER] = _me(ctx)
+
+
+def _no_owner_change(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> None:
+    metadata = value.get("metadata") or {}
+    if SYSTEM_FILTER_KEY in metadata:
+        raise _deny(403, f"metadata.{SYSTEM_FILTER_KEY} is set by the server; remove it")
+    if metadata.get(OWNER, _me(ctx)) != _me(ctx):
+        raise _deny(403, "metadata.owner cannot be changed")
+
+
+def _checked(check: Any, *args: Any) -> None:
+    try:
+        check(*args)
+    except Refused as exc:
+        raise _deny(403, exc.detail) from None
+
+
+@auth.on
+async def refuse_the_rest(ctx: Auth.types.AuthContext, value: Any) -> bool:
+    """Deny by default: an action without a handler below is refused."""
+    raise _deny(403, f"{ctx.resource}.{ctx.action} is not allowed on this server")
+
+
+# Threads (and their runs: langgraph-api files run reads under "threads").
+@auth.on.threads.create
+async def on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """A new thread belongs to its creator."""
+    _stamp(ctx, value)
+
+
+@auth.on.threads.create_run
+async def on_run_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """Check the run's settings, stamp it, and allow it only on the user's own thread."""
+    _checked(check_run_kwargs, value.get("kwargs") or {}, graph_of(value.get("assistant_id")))
+    _stamp(ctx, value)
+    complete_run_input(value)  # one claim per run: omitted optional input keys do not leak
+    add_model_metadata(value)  # model specs as top-level run metadata (trace filters)
+    return _mine(ctx)
+
+
+@auth.on.threads.update
+async def on_thread_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """Only the owner updates (state, metadata, cancel); ownership does not move."""
+    _no_owner_change(ctx, value)
+    return _mine(ctx)
+
+
+@auth.on.threads.read  # type: ignore[arg-type]  # one filter for three value types
+@auth.on.threads.delete  # type: ignore[arg-type]
+@auth.on.threads.search
+async def on_thread_access(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """The user's own threads and runs only."""
+    return _mine(ctx)
+
+
+# Assistants
+@auth.on.assistants.create
+async def on_assistant_create(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """An assistant's settings become run settings: the same checks as a run."""
+    _checked(check_assistant, value)
+    _stamp(ctx, value)
+
+
+@auth.on.assistants.update
+async def on_assistant_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """Only the owner updates; the graphs' own assistants have none, so nobody does."""
+    _checked(check_assistant, value)
+    _no_owner_change(ctx, value)
+    return _mine(ctx)
+
+
+@auth.on.assistants.read  # type: ignore[arg-type]  # one filter for two value types
+@auth.on.assistants.search
+async def on_assistant_read(ctx: Auth.types.AuthContext, value: Any) -> dict[str, Any]:
+    """The user's own assistants and the graphs' own."""
+    return {"$or": [_mine(ctx), {SYSTEM_FILTER_KEY: "system"}]}
+
+
+@auth.on.assistants.delete
+async def on_assistant_delete(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """Only the owner deletes."""
+    return _mine(ctx)
+
+
+# Crons: a cron creates runs later, as its owner.
+@auth.on.crons.create
+async def on_cron_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """Check the payload; the scheduler runs it as this user (it reads the user from it)."""
+    _checked(check_cron_payload, value.get("payload"))
+    _stamp(ctx, value)
+    _run_as_me(ctx, value.get("payload"))
+    return _mine(ctx)
+
+
+def _run_as_me(ctx: Auth.types.AuthContext, payload: dict[str, Any] | None) -> None:
+    """The scheduler takes a cron run's user from ``config.configurable.langgraph_auth_user``."""
+    if payload is None:
+        return
+    configurable = payload.setdefault("config", {}).setdefault("configurable", {})
+    configurable["langgraph_auth_user"] = {"identity": _me(ctx), "permissions": []}
+
+
+@auth.on.crons.update
+async def on_cron_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """Only the owner updates, with the same payload checks; ownership does not move."""
+    _checked(check_cron_payload, value.get("payload"))
+    _no_owner_change(ctx, value)
+    _run_as_me(ctx, value.get("payload"))
+    return _mine(ctx)
+
+
+@auth.on.crons.read  # type: ignore[arg-type]  # one filter for three value types
+@auth.on.crons.delete  # type: ignore[arg-type]
+@auth.on.crons.search
+async def on_cron_access(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """The user's own crons only."""
+    return _mine(ctx)
+
+
+# Store: namespaces start with the user's identity.
+@auth.on.store
+async def on_store(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """Scope every store operation to ``(identity, ...)``."""
+    namespace = tuple(value.get("namespace") or ())
+    if not namespace and ctx.action in ("search", "list_namespaces"):
+        value["namespace"] = (_me(ctx),)
+        return
+    if not namespace or namespace[0] != _me(ctx):
+        raise _deny(403, f"store namespaces of {_me(ctx)!r} start with {_me(ctx)!r}; "
+                    f"use [{_me(ctx)!r}, ...]")

@@ -10,7 +10,7 @@ Rounds: ``max_rounds`` (default 3, as in MAD). The judge is Tool-MAD's ``judge``
 prompt set's MAD judge template (no scores).
 
 Deviations: verdicts as JSON on the task's label set; the judge is one call (MAD's judge first
-extracts candidate answers, then decides); label tasks only (``DebateBaselineContext``).
+extracts candidate answers, then decides); label tasks only (``MadContext``).
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from factdebate.nodes.moderate import moderate, route_after_moderate
 from factdebate.nodes.prepare_baseline import prepare_baseline
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.baseline_context import DebateBaselineContext
+from factdebate.core.baseline_context import MadContext
 from factdebate.core.baseline_state import BaselineState
 from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_mad() -> StateGraph:
     """MAD (uncompiled)."""
-    g = StateGraph(BaselineState, context_schema=DebateBaselineContext,
+    g = StateGraph(BaselineState, context_schema=MadContext,
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("open_round", open_round)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from factdebate.graphs.mermaid import build_mermaid
-from factdebate.nodes.memory import NO_ENTITIES_FLAG, NO_STORE_FLAG
+from factdebate.nodes.memory import NO_ENTITIES_FLAG, NO_STORE_FLAG, run_memory_namespace
 from factdebate.tools.evidence_memory import EvidenceMemory
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
@@ -80,7 +80,8 @@ async def test_tool_call_then_answer_and_memory_write(scenario):
     assert "search_wikipedia: Search Wikipedia" in prompts[0]
     assert out["ledger"]["tool_calls"] == {"search_wikipedia": 1}
     assert out["ledger"]["memory_hits"] == 0 and out["ledger"]["memory_writes"] >= 1
-    stored = await EvidenceMemory(store).recall(["eiffel tower"], limit=10)
+    namespace = run_memory_namespace(ctx_for(spec), None)  # the CLI's memory of this index
+    stored = await EvidenceMemory(store, namespace).recall(["eiffel tower"], limit=10)
     assert any("wrought-iron" in r["text"] and r["source"] == "search_wikipedia"
                and r["query"] == "Eiffel Tower" and r["timestamp"] for r in stored)
 
@@ -146,7 +147,8 @@ async def test_decomposer_off(scenario):
 
 async def test_memory_only_offers_no_tools(scenario):
     store = InMemoryStore()
-    await EvidenceMemory(store).update(["Eiffel Tower"], [
+    namespace = run_memory_namespace(ctx_for("scripted:agree"), None)  # the CLI's memory
+    await EvidenceMemory(store, namespace).update(["Eiffel Tower"], [
         {"query": "Eiffel Tower", "source": "get_summary", "id": "p1", "title": "Eiffel Tower",
          "text": "The Eiffel Tower is a wrought-iron lattice tower in Paris.", "url": ""}])
     prompts: list[str] = []

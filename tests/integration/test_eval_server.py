@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli no
 def server(tmp_path_factory: pytest.TempPathFactory, wiki_index: Path) -> Iterator[str]:
     proc, url = start_langgraph_dev(tmp_path_factory.mktemp("server"),
                                     {"FACTDEBATE_API_KEY": API_KEY,
+                                     "FACTDEBATE_ALLOW_SCRIPTED": "1",
                                      "FACTDEBATE_INDEX_DIR": str(wiki_index)})
     try:
         yield url
@@ -36,7 +37,7 @@ def run_eval(out: Path, *extra: str) -> subprocess.CompletedProcess:
     env.pop("LANGSMITH_TRACING", None)
     return subprocess.run(
         [str(FACTDEBATE), "eval", "--framework", "tool_mad", "--dataset", "fever", "--limit", "3",
-         "--model", "scripted:agree", "--out", str(out), "--set", "rag_backend=keyword",
+         "--model", "scripted:agree", "--out", str(out),
          "--set", "scoring_mode=consistency", "--server-api-key", API_KEY, *extra],
         capture_output=True, text=True, env=env, timeout=240, cwd=REPO,
     )
@@ -46,20 +47,21 @@ async def test_eval_runs_items_as_server_threads(server: str, wiki_index: Path, 
     from langgraph_sdk import get_client
 
     out = tmp_path / "out"
-    done = run_eval(out, "--server", server, "--set", f"index_dir={wiki_index}")
+    done = run_eval(out, "--server", server)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and {r["status"] for r in rows} == {"ok"}
     client = get_client(url=server, api_key=API_KEY)
     for row in rows:
         assert row["prediction"]["label"] == "SUPPORTS" and row["stopped_by"] == "consensus"
-        assert row["ledger"]["tool_calls"] == {"keyword": 1, "local_search": 1}
+        # the server's operator chose the index (FACTDEBATE_INDEX_DIR) and the default backends
+        assert row["ledger"]["tool_calls"] == {"milvus": 1, "local_search": 1}
         state = await client.threads.get_state(row["thread_id"])  # one server thread per item
         assert state["values"]["label"] == "SUPPORTS" and state["values"]["claim"] == row["claim"]
     summary = json.loads((out / "summary.json").read_text())["runs"][0]
     assert summary["n_ok"] == 3 and json.loads((out / "run.json").read_text())["server"] == server
     # resuming a finished run starts nothing and writes no row twice
-    again = run_eval(out, "--server", server, "--set", f"index_dir={wiki_index}", "--resume")
+    again = run_eval(out, "--server", server, "--resume")
     assert again.returncode == 0, again.stderr[-3000:]
     assert len((out / "results.jsonl").read_text().splitlines()) == 3
 
@@ -69,3 +71,13 @@ def test_unreachable_server_is_one_line_error(tmp_path: Path):
         pytest.skip("FACTDEBATE_DATA_DIR is not set (CI sets it to ../shared/data)")
     done = run_eval(tmp_path / "out", "--server", f"http://127.0.0.1:{free_port()}")
     assert done.returncode == 3 and "unreachable" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_operator_setting_with_server_is_refused(server: str, tmp_path: Path):
+    """An operator-only field given to a server eval is an error naming it, not silently dropped."""
+    if not os.environ.get("FACTDEBATE_DATA_DIR"):
+        pytest.skip("FACTDEBATE_DATA_DIR is not set (CI sets it to ../shared/data)")
+    out = tmp_path / "out"
+    done = run_eval(out, "--server", server, "--set", "rag_backend=keyword")
+    assert done.returncode != 0 and "rag_backend" in done.stderr and "operator" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -55,7 +55,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     (app_dir / "langgraph.json").write_text(json.dumps(config))
     port = free_port()
     env = {**os.environ, "FACTDEBATE_INDEX_DIR": str(work / "index"), "FACTDEBATE_API_KEY": API_KEY,
-           "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false"}
+           "FACTDEBATE_ALLOW_SCRIPTED": "1", "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false"}
     log = (work / "server.log").open("w")
     proc = subprocess.Popen(
         [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port),

@@ -16,6 +16,7 @@ import pytest
 from factdebate.tools import milvus_rag
 from factdebate.tools.embeddings import get_embeddings
 
+from factdebate import patches
 from factdebate.patches import milvus_lite as fastpath
 
 DIM = 384  # the bundled MiniLM's dimension, so MilvusRetriever accepts the collection
@@ -74,7 +75,8 @@ def _search(client: Any, query: np.ndarray, k: int, **kwargs: Any) -> list[tuple
 def test_fast_path_is_installed_for_the_pinned_milvus_lite(lite: tuple[Any, str]) -> None:
     from milvus_lite.engine import collection
 
-    assert fastpath.install() is True and fastpath.install() is True  # idempotent
+    assert patches.enabled("milvus_lite") is True  # the gate admits the pinned milvus-lite
+    assert fastpath.install() is True  # idempotent
     assert collection.execute_search_with_index is fastpath.fast_search
 
 

@@ -32,10 +32,10 @@ from factdebate.nodes.render import MAX_EVIDENCE_CHARS, MAX_PASSAGE_CHARS
 from factdebate.tools.base import clear_retriever_cache
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.core.context import Context
 from factdebate.core.mermaid import MermaidContext
 from factdebate.core.models.scenarios import answer_role, verdict
 from factdebate.core.models.scripted import ScriptCall
+from factdebate.core.tool_mad import ToolMadContext
 
 REPO = Path(__file__).resolve().parents[2]
 CLAIM = "The Eiffel Tower is in Paris."
@@ -127,9 +127,9 @@ async def tool_mad(scenario: Any, prompts: list[str] | None = None, **overrides:
             prompts.append(call.prompt)
         return answer_role(call, debater_label=0)
 
-    ctx = Context(debater_model=scenario(respond), debaters=["rag", "search"], rag_backend="static",
-                  search_backend="tavily", scoring_mode="none", max_rounds=1,
-                  tool_timeout_s=TIMEOUT_S, tool_retries=2, **overrides)
+    ctx = ToolMadContext(debater_model=scenario(respond), debaters=["rag", "search"],
+                         rag_backend="static", search_backend="tavily", scoring_mode="none",
+                         max_rounds=1, tool_timeout_s=TIMEOUT_S, tool_retries=2, **overrides)
     graph = build_tool_mad().compile(checkpointer=InMemorySaver())
     return await graph.ainvoke({"claim": CLAIM}, {"configurable": {"thread_id": "t"}}, context=ctx)
 

@@ -8,10 +8,11 @@ from factdebate.nodes.prepare import clean_claim
 from factdebate.nodes.render import average_scores, render_evidence
 from factdebate.prompts import load_prompts
 
-from factdebate.core.context import Context, context_fields
+from factdebate.core.context import context_fields
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.core.registry import Registry
 from factdebate.core.state import Turn, add_ledger, merge_scores
+from factdebate.core.tool_mad import ToolMadContext
 
 
 def test_registry_aliases_duplicates_and_suggestions():
@@ -33,32 +34,32 @@ def test_registry_lazy_target_is_imported_on_first_get():
 
 
 def test_context_defaults_match_the_paper():
-    ctx = Context()
+    ctx = ToolMadContext()
     assert (ctx.max_rounds, ctx.faithfulness_threshold, ctx.relevance_threshold, ctx.top_k) == (
         3, 0.7, 0.8, 3)
     assert ctx.debaters == ["rag", "search"] and ctx.scoring_mode == "stability"
-    assert all(info["description"] for info in context_fields().values())
+    assert all(info["description"] for info in context_fields(ToolMadContext).values())
 
 
 def test_context_rejects_bad_values():
     with pytest.raises(ConfigError, match="max_rounds"):
-        Context(max_rounds=0)
+        ToolMadContext(max_rounds=0)
     with pytest.raises(ConfigError, match="at least two"):
-        Context(debaters=["rag"])
+        ToolMadContext(debaters=["rag"])
     with pytest.raises(ConfigError, match="unknown debater"):
-        Context(debaters=["rag", "oracle"])
+        ToolMadContext(debaters=["rag", "oracle"])
     with pytest.raises(ConfigError, match="scoring_mode"):
-        Context(scoring_mode="vibes")  # type: ignore[arg-type]
+        ToolMadContext(scoring_mode="vibes")  # type: ignore[arg-type]
 
 
 def test_env_fills_a_field_only_while_it_holds_its_default(monkeypatch):
     monkeypatch.setenv("FACTDEBATE_MODEL", "openai:gpt-4o-mini")
-    assert Context().debater_model == "openai:gpt-4o-mini"
-    assert Context(debater_model="scripted:agree").debater_model == "scripted:agree"
+    assert ToolMadContext().debater_model == "openai:gpt-4o-mini"
+    assert ToolMadContext(debater_model="scripted:agree").debater_model == "scripted:agree"
 
 
 def test_agent_ids_disambiguate_repeated_kinds():
-    assert Context(debaters=["rag", "rag", "search"]).agent_ids() == ["rag", "rag2", "search"]
+    assert ToolMadContext(debaters=["rag", "rag", "search"]).agent_ids() == ["rag", "rag2", "search"]
 
 
 def test_reducers_merge_parallel_writes():
@@ -76,7 +77,7 @@ def _turn(agent: str, label: str | None, evidence: bool = True) -> Turn:
 
 
 def test_consensus_rule_thresholds():
-    ctx = Context()
+    ctx = ToolMadContext()
     turns = [_turn("rag", "SUPPORTS"), _turn("search", "SUPPORTS")]
     good = {"round": 1, "faithfulness": 0.7, "answer_relevancy": 0.8}
     low = {"round": 1, "faithfulness": 0.69, "answer_relevancy": 0.9}
@@ -85,31 +86,25 @@ def test_consensus_rule_thresholds():
     assert not consensus_reached(turns, {"rag": [good]}, ctx)  # missing score blocks
     assert not consensus_reached([_turn("rag", "SUPPORTS"), _turn("search", "REFUTES")],
                                  {"rag": [good], "search": [good]}, ctx)
-    assert not consensus_reached([_turn("rag", None), _turn("search", None)], {}, Context(
+    assert not consensus_reached([_turn("rag", None), _turn("search", None)], {}, ToolMadContext(
         scoring_mode="none"))
-    assert consensus_reached(turns, {"rag": [low], "search": [low]}, Context(score_feedback=False))
-    assert consensus_reached(turns, {}, Context(scoring_mode="consistency"))
+    assert consensus_reached(turns, {"rag": [low], "search": [low]}, ToolMadContext(score_feedback=False))
+    assert consensus_reached(turns, {}, ToolMadContext(scoring_mode="consistency"))
 
 
 def test_tool_less_agent_needs_only_relevancy():
-    ctx = Context(debaters=["rag", "vanilla"])
+    ctx = ToolMadContext(debaters=["rag", "vanilla"])
     turns = [_turn("rag", "REFUTES"), _turn("vanilla", "REFUTES", evidence=False)]
     scores = {"rag": [{"round": 1, "faithfulness": 1.0, "answer_relevancy": 0.9}],
               "vanilla": [{"round": 1, "faithfulness": None, "answer_relevancy": 0.9}]}
     assert consensus_reached(turns, scores, ctx)
 
 
-class _Rt:
-    def __init__(self, ctx: Context) -> None:
-        self.context = ctx
-
-
 def test_router_after_consensus_check():
-    ctx = Context(max_rounds=2)
-    assert route_after_check_consensus({"round": 1, "stopped_by": "consensus"}, _Rt(ctx)) \
-        == "__end__"
-    assert route_after_check_consensus({"round": 1}, _Rt(ctx)) == "open_round"
-    assert route_after_check_consensus({"round": 2}, _Rt(ctx)) == "judge"
+    ctx = ToolMadContext(max_rounds=2)
+    assert route_after_check_consensus({"round": 1, "stopped_by": "consensus"}, ctx) == "__end__"
+    assert route_after_check_consensus({"round": 1}, ctx) == "open_round"
+    assert route_after_check_consensus({"round": 2}, ctx) == "judge"
 
 
 def test_average_scores_skip_missing_values():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -22,8 +23,9 @@ def test_framework_is_exported_and_renders_in_studio(name):
     assert {"label", "rationale", "ledger", "flags"} <= set(output)
     context = graph.get_context_jsonschema()["properties"]
     assert all(prop.get("description") for prop in context.values()), name
-    assert set(context) >= {"debater_model", "max_rounds"}
+    assert set(context) >= {"debater_model", "label_set"}
     assert context_class(name).__name__.endswith("Context")
+    assert set(context) == {f.name for f in dataclasses.fields(context_class(name))}, name
 
 
 def test_exported_graphs_point_at_modules_that_exist():

@@ -19,7 +19,7 @@ from factdebate.run.frameworks import context_class
 
 
 def rt(t_max: int = 5) -> SimpleNamespace:
-    return SimpleNamespace(context=SimpleNamespace(t_max=t_max))
+    return SimpleNamespace(t_max=t_max)  # routers take the Context itself (nodes/routing.py)
 
 
 def test_routers_follow_algorithm_one():

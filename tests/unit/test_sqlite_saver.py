@@ -5,11 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from factdebate.patches.sqlite_saver import OneTripSqliteSaver, one_trip_supported
+from factdebate import patches
+from factdebate.patches.sqlite_saver import OneTripSqliteSaver
 from factdebate.run.claims import open_sqlite_saver
 
 CHECKPOINT = {**empty_checkpoint(), "id": "1ef00000-0000-6000-8000-000000000001"}
@@ -31,7 +31,6 @@ def _dump(path: Path) -> list[tuple]:
                 for r in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3")]  # noqa: S608
 
 
-@pytest.mark.skipif(not one_trip_supported(), reason="aiosqlite version it was not written for")
 async def test_one_trip_saver_writes_the_same_rows_as_the_base_saver(tmp_path: Path):
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "base.sqlite")) as base:
         await _fill(base, "th")
@@ -46,8 +45,18 @@ async def test_one_trip_saver_writes_the_same_rows_as_the_base_saver(tmp_path: P
     assert len(_dump(tmp_path / "ours.sqlite")) == 4  # 1 checkpoint + 3 writes
 
 
-def test_unknown_aiosqlite_falls_back(monkeypatch):
-    import factdebate.patches.sqlite_saver as mod
+async def test_the_one_trip_saver_is_what_open_sqlite_saver_gives(tmp_path: Path):
+    assert patches.enabled("sqlite_saver")  # the pinned aiosqlite + checkpoint-sqlite
+    async with open_sqlite_saver(tmp_path / "x.sqlite") as saver:
+        assert type(saver) is OneTripSqliteSaver
 
-    monkeypatch.setattr(mod, "TESTED_AIOSQLITE", ("0.0.0",))
-    assert not mod.one_trip_supported()
+
+async def test_another_aiosqlite_gets_the_plain_saver(tmp_path: Path, monkeypatch):
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    monkeypatch.setitem(patches.PATCHES, "sqlite_saver", patches.Patch(
+        "factdebate.patches.sqlite_saver", {"aiosqlite": ("0.0.0",)}))
+    monkeypatch.setattr(patches, "_state", {})
+    assert patches.gate("sqlite_saver") == "aiosqlite 0.22.1 is not one of 0.0.0"
+    async with open_sqlite_saver(tmp_path / "x.sqlite") as saver:
+        assert type(saver) is AsyncSqliteSaver

@@ -1,4 +1,4 @@
-"""graphs/turns.py: linear turn subgraphs run node by node, as the compiled subgraph would."""
+"""graphs/turns.py: a turn subgraph as one node, no inner checkpoints, LangGraph's own loop."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import UUID
 
-import factdebate.graphs.turns as turns
 import pytest
+from factdebate.graphs import turns
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import InvalidUpdateError
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
@@ -104,15 +103,6 @@ def build_parent(turn_fn: Any) -> StateGraph:
     return g
 
 
-def compiled_turn(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The same turn forced onto the compiled-subgraph path (what ``turn_node`` did before)."""
-    with monkeypatch.context() as m:
-        m.setattr(turns, "_plan", lambda graph, compiled: "forced by the test")
-        fn = turns.turn_node(build_turn(), "turn")
-    assert not fn.linear
-    return fn
-
-
 class Recorder(AsyncCallbackHandler):
     def __init__(self) -> None:
         self.runs: dict[UUID, dict[str, Any]] = {}
@@ -137,32 +127,16 @@ class Recorder(AsyncCallbackHandler):
         return "/".join(reversed(names))
 
 
-def test_linear_subgraphs_take_the_fast_path_and_others_fall_back():
-    assert turns.turn_node(build_turn(), "turn").linear
-    g = build_turn()
-    g.add_conditional_edges("third", lambda s: END, [END])
-    fn = turns.turn_node(g, "turn")
-    assert not fn.linear and fn.fallback_reason == "conditional edges"
-    g = build_turn()
-    g.add_edge("first", "third")  # fan-out: first -> second and first -> third
-    assert "several outgoing edges" in turns.turn_node(g, "turn").fallback_reason
-    g = build_turn()
-    g.nodes["second"].retry_policy = object()  # what add_node(..., retry_policy=...) sets
-    assert "policy" in turns.turn_node(g, "turn").fallback_reason
-
-
-async def test_state_merge_and_output_filtering_match_the_compiled_subgraph(monkeypatch):
-    fast = turns.turn_node(build_turn(), "turn")
+async def test_turn_state_and_output_match_the_subgraph_as_a_plain_node():
     out: dict[str, Any] = {}
-    for label, fn in (("fast", fast), ("compiled", compiled_turn(monkeypatch))):
+    for label, node in (("turn_node", turns.turn_node(build_turn(), "turn")),
+                        ("subgraph", build_turn().compile(name="turn"))):
         SEEN.clear()
-        graph = build_parent(fn).compile(checkpointer=InMemorySaver())
-        out[label] = (await graph.ainvoke({}, {"configurable": {"thread_id": label}},
-                                          context=Ctx("run")),
+        graph = build_parent(node).compile()  # no parent checkpointer: the plain node is legal
+        out[label] = (await graph.ainvoke({}, context=Ctx("run")),
                       sorted(SEEN, key=lambda s: (s["state"]["agent"], s["node"])))
-    result, seen = out["fast"]
-    assert out["fast"] == out["compiled"]
-    # parent reducers saw each turn's output: input "in" + both nodes' items, summed ledgers
+    result, seen = out["turn_node"]
+    assert out["turn_node"] == out["subgraph"]
     assert sorted(result["items"]) == sorted(["p", "in", "a-1", "a-2", "in", "b-1", "b-2"])
     assert result["ledger"] == {"llm_calls": 2 * (1 + 2 + 1), "prompt_tokens": 0,
                                 "completion_tokens": 0}
@@ -170,26 +144,40 @@ async def test_state_merge_and_output_filtering_match_the_compiled_subgraph(monk
     assert [s["node"] for s in a] == ["first", "second", "third"]
     assert a[0]["state"] == {"agent": "a", "items": ["in"], "ledger": {}}  # "extra" dropped
     assert a[0]["ctx"] == "run"  # the parent's runtime context
-    # reducer keys accumulate, plain keys overwrite, unknown return keys are dropped
     assert a[1]["state"] == {"agent": "a", "items": ["in", "a-1"], "note": "one",
                              "ledger": {"llm_calls": 1}}
     assert a[1]["langgraph_node"] == "second"
-    assert a[2]["state"]["items"] == ["in", "a-1", "a-2"] and a[2]["state"]["note"] == "two"
     assert a[2]["inner"] == "X"
 
 
-async def test_turn_returns_only_output_schema_keys():
-    fn = turns.turn_node(build_turn(), "turn")
-    seen: list[Any] = []
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+async def test_no_checkpoint_is_written_inside_a_turn(durability):
+    async def run(node: Any) -> list[str]:
+        saver = InMemorySaver()
+        graph = build_parent(node).compile(checkpointer=saver)
+        config: RunnableConfig = {"configurable": {"thread_id": durability}}
+        result = await graph.ainvoke({}, config, context=Ctx(), durability=durability)
+        assert len(result["items"]) == 7
+        return [c.config["configurable"]["checkpoint_ns"] for c in saver.list(config)]
 
-    async def capture(state, config):
-        seen.append(await fn(state, config))
-        return seen[-1]
+    ours = await run(turns.turn_node(build_turn(), "turn"))
+    assert ours and set(ours) == {""}  # parent supersteps only
+    if durability != "exit":  # (with "exit" only the final state is saved, in any case)
+        inherited = await run(build_turn().compile(name="turn"))  # a plain subgraph node
+        assert len(inherited) > len(ours) and any(ns.startswith("turn:") for ns in inherited)
 
-    graph = build_parent(capture).compile()
-    await graph.ainvoke({}, context=Ctx())
-    assert [sorted(r) for r in seen] == [["items", "ledger"]] * 2
-    assert seen[0]["items"] == ["in", f"{seen[0]['items'][1][0]}-1", f"{seen[0]['items'][1][0]}-2"]
+
+async def test_the_durability_workaround_is_still_needed():
+    """LangGraph 1.2.22 fails a checkpointer=False subgraph node under durability="sync".
+
+    When this test fails, LangGraph has fixed it: drop ``turn_node``'s wrapper and add
+    ``subgraph.compile(checkpointer=False)`` as the node itself (graphs/turns.py docstring).
+    """
+    graph = build_parent(build_turn().compile(checkpointer=False)).compile(
+        checkpointer=InMemorySaver())
+    with pytest.raises(AttributeError, match="_put_checkpoint_fut"):
+        await graph.ainvoke({}, {"configurable": {"thread_id": "t"}}, context=Ctx(),
+                            durability="sync")
 
 
 async def test_inner_nodes_are_child_runs_of_the_turn_with_langgraph_metadata():
@@ -198,18 +186,14 @@ async def test_inner_nodes_are_child_runs_of_the_turn_with_langgraph_metadata():
     await graph.ainvoke({}, {"callbacks": [rec], "tags": ["outer"]}, context=Ctx())
     paths = {rec.path(rid) for rid in rec.runs}
     for node in ("first", "second", "third"):
-        assert f"LangGraph/turn/{node}" in paths
-    assert "LangGraph/turn/third/chat" in paths  # model call nests under its node
-    assert "LangGraph/turn/third/inner_lambda" in paths
+        assert f"LangGraph/turn/turn/{node}" in paths
+    assert "LangGraph/turn/turn/third/chat" in paths  # model call nests under its node
     nodes = [r for r in rec.runs.values() if r["name"] in ("first", "second", "third")]
     assert len(nodes) == 6
     for run in nodes:
-        meta = run["meta"]
-        assert meta["langgraph_node"] == run["name"]
+        assert run["meta"]["langgraph_node"] == run["name"]
         assert re.fullmatch(rf"turn:[0-9a-f-]+\|{run['name']}:[0-9a-f-]+",
-                            meta["langgraph_checkpoint_ns"])
-        step = ["first", "second", "third"].index(run["name"]) + 1
-        assert meta["langgraph_step"] == step and f"graph:step:{step}" in run["tags"]
+                            run["meta"]["langgraph_checkpoint_ns"])
         assert "outer" in run["tags"]
     chats = [r for r in rec.runs.values() if r["name"] == "chat"]
     assert chats and all(c["meta"]["langgraph_node"] == "third" and c["meta"]["fd_role"] == "t"
@@ -217,57 +201,32 @@ async def test_inner_nodes_are_child_runs_of_the_turn_with_langgraph_metadata():
 
 
 async def test_a_node_exception_propagates_unchanged_and_stops_the_turn():
-    rec = Recorder()
     SEEN.clear()
-    fn = turns.turn_node(build_turn(), "turn")
     g = StateGraph(Parent, context_schema=Ctx)
-    g.add_node("turn", fn)
+    g.add_node("turn", turns.turn_node(build_turn(), "turn"))
     g.add_conditional_edges(START, lambda s: [Send("turn", {"agent": "boom"})], ["turn"])
-    graph = g.compile()
-    with pytest.raises(Boom, match="second failed") as caught:
-        await graph.ainvoke({}, {"callbacks": [rec]}, context=Ctx())
+    with pytest.raises(Boom, match="second failed"):
+        await g.compile().ainvoke({}, context=Ctx())
     assert [s["node"] for s in SEEN] == ["first", "second"]  # third never ran
-    failed = [r for r in rec.runs.values() if r["name"] == "second"]
-    assert failed and failed[0]["error"] is caught.value
 
 
-def _normalise(chunks: list[Any]) -> list[Any]:
-    ids = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-    return sorted(ids.sub("<id>", repr(c)) for c in chunks)
+@pytest.mark.parametrize("modes", [["updates"], ["tasks"], ["updates", "values", "debug"]])
+async def test_inner_nodes_stream_under_the_turn_namespace(modes):
+    graph = build_parent(turns.turn_node(build_turn(), "turn")).compile()
+    chunks = [c async for c in graph.astream({}, context=Ctx(), subgraphs=True,
+                                             stream_mode=modes)]
+    inner = [c for c in chunks if c[0]]
+    assert inner and {c[0][0].split(":")[0] for c in inner} == {"turn"}
+    assert {c[1] for c in inner} == set(modes)
+    if modes == ["updates"]:
+        assert {n for _, _, data in inner for n in data} == {"first", "second", "third"}
 
 
-async def test_subgraph_stream_chunks_match_the_compiled_subgraph(monkeypatch):
-    chunks: dict[str, list[Any]] = {}
-    for label, fn in (("fast", turns.turn_node(build_turn(), "turn")),
-                      ("compiled", compiled_turn(monkeypatch))):
-        graph = build_parent(fn).compile()
-        chunks[label] = [c async for c in graph.astream(
-            {}, context=Ctx(), subgraphs=True, stream_mode=["updates", "values"])]
-    assert _normalise(chunks["fast"]) == _normalise(chunks["compiled"])
-    inner = [c for c in chunks["fast"] if c[0]]
-    assert {c[0][0].split(":")[0] for c in inner} == {"turn"}
-    assert {n for ns, mode, data in inner if mode == "updates" for n in data} == \
-        {"first", "second", "third"}
-
-
-async def test_streaming_task_events_runs_the_turn_compiled(monkeypatch):
-    fn = turns.turn_node(build_turn(), "turn")
-    calls: list[str] = []
-    real = turns._LinearTurn.run
-
-    async def spy(self, state, config):
-        calls.append("linear")
-        return await real(self, state, config)
-
-    monkeypatch.setattr(turns._LinearTurn, "run", spy)
-    graph = build_parent(fn).compile()
-    tasks = [c async for c in graph.astream({}, context=Ctx(), subgraphs=True,
-                                            stream_mode=["tasks"])]
-    assert not calls
-    assert {c[2]["name"] for c in tasks if c[0] and "result" in c[2]} == \
-        {"first", "second", "third"}
-    await graph.ainvoke({}, context=Ctx())
-    assert calls == ["linear", "linear"]
+async def test_messages_of_inner_model_calls_stream_with_subgraphs():
+    graph = build_parent(turns.turn_node(build_turn(), "turn")).compile()
+    messages = [c async for c in graph.astream({}, context=Ctx(), subgraphs=True,
+                                               stream_mode="messages")]
+    assert [m for ns, (m, meta) in messages if meta["langgraph_node"] == "third"]
 
 
 class Small(TypedDict, total=False):
@@ -283,13 +242,11 @@ class SmallOut(TypedDict):
 
 @pytest.mark.parametrize(("one", "two", "given", "expected"), [
     (lambda s: None, lambda s: None, {"a": "x"}, None),  # no output key ever written
-    (lambda s: {}, lambda s: {"a": "y"}, {"a": "x"}, None),
     (lambda s: {"xs": ["1"]}, lambda s: {"xs": Overwrite(["only"])}, {"xs": ["in"]},
      {"xs": ["only"], "n": 0}),
     (lambda s: {"n": 2}, lambda s: {"n": 3}, {"n": 1}, {"xs": [], "n": 6}),
-    (lambda s: {"a": "q"}, lambda s: {"xs": [s["a"]]}, {}, {"xs": ["q"], "n": 0}),
-], ids=["none", "no-output-writes", "overwrite", "int-reducer", "empty-input"])
-async def test_edge_cases_return_what_the_compiled_subgraph_returns(one, two, given, expected):
+], ids=["none", "overwrite", "int-reducer"])
+async def test_a_turn_returns_what_its_compiled_subgraph_returns(one, two, given, expected):
     g = StateGraph(Small, output_schema=SmallOut)
     g.add_node("one", one)
     g.add_node("two", two)
@@ -297,15 +254,5 @@ async def test_edge_cases_return_what_the_compiled_subgraph_returns(one, two, gi
     g.add_edge("one", "two")
     g.add_edge("two", END)
     fn = turns.turn_node(g, "t")
-    assert fn.linear
     assert await fn(dict(given), {}) == expected
     assert await fn.compiled.ainvoke(dict(given)) == expected
-
-
-async def test_a_non_dict_return_is_rejected_like_stategraph_does():
-    g = StateGraph(Small)
-    g.add_node("one", lambda s: "text")
-    g.add_edge(START, "one")
-    g.add_edge("one", END)
-    with pytest.raises(InvalidUpdateError, match="Expected dict"):
-        await turns.turn_node(g, "t")({"a": "x"}, {})

@@ -2,9 +2,12 @@
 
 ``load_model("provider:model")`` is the only way nodes obtain a model:
 
-* ``openai:<model>`` and every other ``init_chat_model`` provider (``anthropic:...``, ``ollama:...``);
-  with ``base_url`` (Context.model_base_url) an ``openai:<model>`` spec talks to any
-  OpenAI-compatible server (vLLM, Ollama, LM Studio).
+* ``openai:<model>`` and every other ``init_chat_model`` provider (``anthropic:...``, ``ollama:...``,
+  ``google_genai:...``) whose LangChain integration package is installed (a missing one is named in
+  a one-line error); ``?max_tokens=256&timeout=60`` after the name passes keyword arguments to the
+  provider's chat model. With ``base_url`` (Context.model_base_url) an ``openai:<model>`` spec
+  talks to any OpenAI-compatible server (vLLM, Ollama, llama.cpp's server, LM Studio); no API key
+  is needed then.
 * ``local:smollm2`` - the embedded GGUF model run by llama.cpp, with JSON-schema constrained
   structured output (``factdebate.core.models.local``).
 * ``scripted:<scenario>[?latency=0.1]`` - the deterministic test double
@@ -12,24 +15,22 @@
 
 Models are cached per (spec, base_url, temperature) so a run never re-creates clients or reloads
 weights per call; ``cached_model`` reads that cache without loading (or waiting for a load), so
-callers on the event loop need no worker thread once a model is loaded. Importing this package
-installs ``factdebate.patches.lc_fastpaths`` (a version-gated cache for the signature inspection
-langchain-core repeats on every chat-model call).
+callers on the event loop need no worker thread once a model is loaded.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import threading
 from typing import Any
+from urllib.parse import parse_qsl
 
 from langchain_core.language_models import BaseChatModel
 
 from factdebate.core.errors import ConfigError
 from factdebate.core.registry import Registry
-from factdebate.patches import lc_fastpaths
-
-lc_fastpaths.install()
 
 ProviderLoader = Any  # Callable[[str, dict[str, Any]], BaseChatModel]
 PROVIDERS: Registry[ProviderLoader] = Registry("model provider")
@@ -80,10 +81,54 @@ def clear_model_cache() -> None:
         _cache.clear()
 
 
+_PACKAGES = {
+    "anthropic": "langchain-anthropic", "google_genai": "langchain-google-genai",
+    "google_vertexai": "langchain-google-vertexai", "mistralai": "langchain-mistralai",
+    "groq": "langchain-groq", "fireworks": "langchain-fireworks", "together": "langchain-together",
+    "bedrock": "langchain-aws", "bedrock_converse": "langchain-aws", "cohere": "langchain-cohere",
+    "huggingface": "langchain-huggingface", "deepseek": "langchain-deepseek", "xai": "langchain-xai",
+    "ollama": "langchain-ollama", "azure_openai": "langchain-openai", "openai": "langchain-openai",
+}
+"""init_chat_model provider -> its LangChain integration package (the one-line install hint)."""
+_FALLBACK_CLASSES = {"ollama"}
+"""Providers init_chat_model still serves from langchain-community when the package is missing."""
+
+
+def spec_options(name: str) -> tuple[str, dict[str, Any]]:
+    """``"gpt-4o-mini?max_tokens=256&timeout=60"`` -> ``("gpt-4o-mini", {"max_tokens": 256, ...})``:
+    extra keyword arguments of the provider's chat model, numbers parsed."""
+    name, _, query = name.partition("?")
+    options: dict[str, Any] = {}
+    for key, value in parse_qsl(query):
+        for cast in (int, float):
+            try:
+                options[key] = cast(value)
+                break
+            except ValueError:
+                continue
+        else:
+            options[key] = value
+    return name, options
+
+
+def missing_package(provider: str) -> ConfigError | None:
+    """The error for a provider whose LangChain integration package is not installed, or None."""
+    package = _PACKAGES.get(provider)
+    if package is None or provider in _FALLBACK_CLASSES:
+        return None
+    if importlib.util.find_spec(package.replace("-", "_")) is not None:
+        return None
+    return ConfigError(f"model provider {provider!r} needs the package {package}",
+                       f"pip install {package} (see README: Model providers)")
+
+
 def _create(spec: str, *, base_url: str, temperature: float) -> BaseChatModel:
     provider, name = split_spec(spec)
     if provider in PROVIDERS:
         return PROVIDERS.get(provider)(name, {"temperature": temperature, "base_url": base_url})
+    missing = missing_package(provider)
+    if missing is not None:
+        raise missing
     key_var = _API_KEYS.get(provider)
     if key_var and not base_url and not os.environ.get(key_var):
         raise ConfigError(
@@ -92,16 +137,23 @@ def _create(spec: str, *, base_url: str, temperature: float) -> BaseChatModel:
         )
     from langchain.chat_models import init_chat_model
 
-    kwargs: dict[str, Any] = {"temperature": temperature, "max_retries": 0}
+    name, options = spec_options(name)
+    kwargs: dict[str, Any] = {"temperature": temperature, "max_retries": 0, **options}
     if base_url:
         kwargs["base_url"] = base_url
         if provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
             kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore it
     try:
         return init_chat_model(f"{provider}:{name}", **kwargs)
-    except (ValueError, ImportError) as exc:
+    except ImportError as exc:
+        package = re.search(r"pip install (?:-U )?([\w.\-]+)", str(exc))
+        raise ConfigError(
+            f"model {spec!r} needs a package that is not installed ({str(exc).splitlines()[0]})",
+            f"pip install {package.group(1) if package else _PACKAGES.get(provider, exc.name)}",
+        ) from exc
+    except ValueError as exc:
         raise ConfigError(
             f"cannot load model {spec!r}: {str(exc).splitlines()[0]}",
             f"known embedded providers: {', '.join(PROVIDERS.names())}; or an init_chat_model "
-            "provider such as openai",
+            "provider such as openai, anthropic, google_genai, ollama",
         ) from exc

@@ -31,7 +31,7 @@ import importlib.util
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForLLMRun,
@@ -175,6 +175,9 @@ def _fit(llama: Any, chat: list[dict[str, str]], budget: int) -> bool:
 # -- the chat model -------------------------------------------------------------------------------
 class LocalChatModel(BaseChatModel):
     """A LangChain chat model over an in-process llama.cpp GGUF model."""
+
+    fd_native_json: ClassVar[bool] = True
+    """Writes schema-valid JSON itself for every structured-output method (negotiation.py)."""
 
     model_path: str
     """The GGUF file."""

@@ -5,6 +5,9 @@
 * ``disagree``: the first debater answers the first label, every other debater the second one,
   in every round -> all T rounds run and the judge decides (first label). The overhead benchmark
   uses this one.
+
+Both speak every framework (MADKE, MERMAID, MADAM-RAG, every baseline): replies are chosen by the
+requested schema in ``factdebate.core.models.scenario_replies``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from factdebate.core.models.scripted import SCENARIOS, Responder, ScriptCall
+from factdebate.core.models.script import Responder, ScriptCall
 
 _SUBJECT = re.compile(r"^(?:Claim|Question):\s*(.+)$", re.MULTILINE)
 
@@ -101,17 +104,21 @@ def madam_role(call: ScriptCall, *, answer: str = "SUPPORTS") -> Any:
     return {"answer": answer, "explanation": "The document states it."}
 
 
-def _agree() -> Responder:
-    return lambda call: answer_role(call, debater_label=0)
+def agree() -> Responder:
+    """Every debater answers the first label, every judge accepts (``scripted:agree``); speaks
+    every framework (``factdebate.core.models.scenario_replies``)."""
+    from factdebate.core.models.scenario_replies import respond_any
+
+    return lambda call: respond_any(call, agrees=True, first=True)
 
 
-def _disagree() -> Responder:
+def disagree() -> Responder:
+    """The first debater answers the first label, the others the second, judges see no consensus
+    (``scripted:disagree``); speaks every framework."""
+    from factdebate.core.models.scenario_replies import respond_any
+
     def respond(call: ScriptCall) -> Any:
-        first = call.agent in ("", "rag")
-        return answer_role(call, debater_label=0 if first else 1)
+        return respond_any(call, agrees=False, first=call.agent in ("", "rag"))
 
     return respond
 
-
-SCENARIOS.register("agree", _agree)
-SCENARIOS.register("disagree", _disagree)

@@ -27,10 +27,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
 from langchain_core.callbacks import (
@@ -43,52 +40,14 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from factdebate.core.models.script import (  # noqa: F401 - re-exported for scripts and tests
+    SCENARIOS,
+    CallRecord,
+    Responder,
+    ScriptCall,
+    ScriptFault,
+)
 from factdebate.core.models.structured import json_structured_output
-from factdebate.core.registry import Registry
-
-
-class ScriptFault(RuntimeError):
-    """Raised by a responder to simulate a provider error (timeout, 500, crash)."""
-
-
-@dataclass
-class ScriptCall:
-    """What a responder sees of one model call."""
-
-    index: int
-    """0-based index of the call on this model instance."""
-    role: str
-    """``fd_role`` from the call metadata: query, debater, judge, ragas, ... ("" if unnamed)."""
-    agent: str
-    """``fd_agent`` metadata (debater id) or ""."""
-    round: int
-    """``fd_round`` metadata or 0."""
-    schema: type[BaseModel] | None
-    """Requested structured-output schema, if any."""
-    messages: list[BaseMessage]
-    """The prompt."""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    """All call metadata (includes LangGraph's ``langgraph_node``)."""
-
-    @cached_property
-    def prompt(self) -> str:
-        """All message contents joined (computed once per call)."""
-        return "\n".join(str(m.content) for m in self.messages)
-
-
-Responder = Callable[[ScriptCall], "str | dict[str, Any] | BaseModel"]
-
-
-@dataclass
-class CallRecord:
-    """One call on the timeline (monotonic seconds)."""
-
-    index: int
-    role: str
-    agent: str
-    round: int
-    start: float
-    end: float
 
 
 def _words(text: str) -> int:
@@ -104,6 +63,9 @@ def _words(text: str) -> int:
 
 class ScriptedChatModel(BaseChatModel):
     """A chat model whose replies come from a Python responder."""
+
+    fd_native_json: ClassVar[bool] = True
+    """Writes schema-valid JSON itself for every structured-output method (negotiation.py)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -228,11 +190,6 @@ class ScriptedChatModel(BaseChatModel):
         return json_structured_output(self, schema, include_raw=include_raw)
 
 
-# -- scenarios -----------------------------------------------------------------------------------
-ScenarioFactory = Callable[[], Responder]
-SCENARIOS: Registry[ScenarioFactory] = Registry("scripted scenario")
-
-
 def load_scripted_model(name: str, options: dict[str, Any]) -> ScriptedChatModel:
     """Provider loader for ``scripted:<scenario>[?latency=S]``."""
     scenario, _, query = name.partition("?")
@@ -246,6 +203,3 @@ def load_scripted_model(name: str, options: dict[str, Any]) -> ScriptedChatModel
 def scripted(responder: Responder, *, latency_s: float = 0.0) -> ScriptedChatModel:
     """A scripted model around an ad-hoc responder (tests)."""
     return ScriptedChatModel(responder=responder, latency_s=latency_s)
-
-
-import factdebate.core.models.scenarios  # noqa: E402,F401  (registers the built-in scenarios)

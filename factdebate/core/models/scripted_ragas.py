@@ -22,7 +22,7 @@ import math
 import re
 from typing import Any
 
-from factdebate.core.models.scripted import ScriptCall
+from factdebate.core.models.script import ScriptCall
 
 UNRELATED_QUESTION = "What is the recommended baking temperature for sourdough bread?"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -1,0 +1,138 @@
+"""One evaluation item's execution: the run's settings (``RunSpec``) and ``ItemRunner``.
+
+Below both ``evaluation/runner.py`` (the coordinator) and ``evaluation/workers.py`` (worker
+processes), which each run items through ``ItemRunner``; keeping it here leaves the two without an
+import cycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from factdebate.evaluation.executors import LangSmithExperiment
+from factdebate.evaluation.formats import Item
+from factdebate.evaluation.judging import estimate_cost, measure
+from factdebate.evaluation.metrics import correct
+from factdebate.evaluation.results import base_row, error_row, ok_row
+from factdebate.evaluation.run_folder import run_store_fault
+
+from factdebate.core.context import Context
+from factdebate.core.errors import FactDebateError
+
+
+@dataclass(kw_only=True)
+class RunSpec:
+    """Everything one evaluation run needs (the CLI and ``--config`` fill it)."""
+
+    framework: str
+    dataset: str
+    out: Path
+    limit: int | None = None
+    seed: int = 0
+    concurrency: int = 4
+    resume: bool = False
+    retry_errors: bool = False
+    repair: bool = False
+    """With ``resume``: set aside unreadable result rows / a damaged run.json or checkpoint
+    database and run the affected items again (``evaluation/run_folder.py``)."""
+    model: str | None = None
+    sets: list[str] = field(default_factory=list)
+    data_dir: str | None = None
+    server: str | None = None
+    server_api_key: str | None = None
+    langsmith: bool = False
+    metrics: list[str] = field(default_factory=list)
+    """Extra model-based measurements: ``llm_judge``, ``ragas``."""
+    metric_model: str | None = None
+    """Model of those measurements; default: the run's judge model."""
+    checkpointer: str | None = None
+    """``sqlite`` (None: ``OUT/checkpoints.sqlite``), ``postgres`` (``$FACTDEBATE_POSTGRES_URI``)
+    or a ``postgresql://`` URI - see ``evaluation/checkpointers.py``."""
+    rate_limit_retries: int = 5
+    backoff_s: float = 2.0
+    workers: int = 1
+    """Processes running items (``evaluation/workers.py``); 1 = in this process's event loop."""
+
+
+def is_rate_limit(exc: BaseException) -> bool:
+    """A provider's rate-limit error (class name or message says RateLimit / 429), chained too."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = f"{type(seen).__name__} {seen}".lower()
+        if "ratelimit" in text or "rate limit" in text or "429" in text \
+                or getattr(seen, "status_code", None) == 429:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def check_models(ctx: Context) -> None:
+    """Load every role's model once (cached for the run); ``ConfigError`` if one cannot be."""
+    from factdebate.core.models import load_model
+
+    for model in {spec for role, spec in ctx.model_specs().items() if role != "embeddings"}:
+        load_model(model, base_url=ctx.model_base_url, temperature=ctx.temperature)
+
+
+class ItemRunner:
+    """Runs one item with retries on rate limits and turns the outcome into a results row."""
+
+    def __init__(self, spec: RunSpec, ctx: Context, record: dict[str, Any], executor: Any,
+                 experiment: LangSmithExperiment | None) -> None:
+        self.spec, self.ctx, self.record = spec, ctx, record
+        self.executor, self.experiment = executor, experiment
+
+    def _config_extra(self, item: Item, trace_id: str) -> dict[str, Any]:
+        extra: dict[str, Any] = {
+            "run_id": uuid.UUID(trace_id), "run_name": f"{self.spec.framework}:{item.id}",
+            "metadata": {"framework": self.spec.framework, "dataset": item.dataset,
+                         "item_id": item.id, "prompt_version": self.record["prompt_version"],
+                         "eval_run_id": self.record["run_id"]},
+            "tags": ["factdebate-eval"]}
+        if self.experiment:
+            extra |= self.experiment.config_for(item.id)
+        return extra
+
+    async def run(self, item: Item) -> dict[str, Any]:
+        """Row of ``item``: finished, or an error row; never raises on the item's failure."""
+        thread_id = f"{self.record['run_id']}:{item.id}"
+        base = base_row(item, framework=self.spec.framework, run_id=self.record["run_id"],
+                        thread_id=thread_id)
+        ctx = self.ctx
+        start = time.monotonic()
+        for attempt in range(1, self.spec.rate_limit_retries + 2):
+            trace_id = str(uuid.uuid4())
+            try:
+                result = await self.executor(item.input, ctx, thread_id=thread_id,
+                                             config_extra=self._config_extra(item, trace_id))
+                break
+            except Exception as exc:  # noqa: BLE001 - recorded as an error row
+                fatal = run_store_fault(exc)  # full disk, damaged checkpoints: stop the run
+                if fatal is not None:
+                    raise fatal from exc
+                if is_rate_limit(exc) and attempt <= self.spec.rate_limit_retries:
+                    await asyncio.sleep(self.spec.backoff_s * 2 ** (attempt - 1))
+                    continue
+                return error_row(base, exc, wall_time_s=time.monotonic() - start,
+                                 attempts=attempt, trace_id=trace_id)
+        cost = estimate_cost(result.get("ledger") or {}, ctx.debater_model)
+        row = ok_row(base, result, wall_time_s=time.monotonic() - start, attempts=attempt,
+                     trace_id=trace_id, cost_usd=cost)
+        if self.spec.metrics:
+            row["extra"] = await self._measure(row)
+        if self.experiment:
+            self.experiment.record(trace_id, correct(row))
+        return row
+
+    async def _measure(self, row: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await measure(row, self.ctx, self.spec.metrics, self.record["metric_model"])
+        except FactDebateError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a metric fault must not lose the item
+            return {"measure_error": f"{type(exc).__name__}: {str(exc)[:300]}"}

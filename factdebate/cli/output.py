@@ -1,0 +1,18 @@
+"""The CLI's two consoles and its one way to report a user error (shared by every command module)."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+from factdebate.core.errors import FactDebateError
+
+out = Console()
+err = Console(stderr=True)
+
+
+def fail(exc: FactDebateError) -> None:
+    """Print ``error: <problem>. <remedy>`` on one line and exit with the error's code."""
+    one_line = " ".join(str(exc).split())
+    err.print(f"[red]error:[/red] {one_line}", highlight=False, soft_wrap=True, markup=True)
+    raise typer.Exit(exc.exit_code)

@@ -1,0 +1,69 @@
+"""What a scripted model's responder sees and returns, and the registry of named scenarios.
+
+Split from ``scripted.py`` so the scenarios (``scenarios.py``, ``scripted_ragas.py``) and the model
+import this module and not each other: the built-in scenarios are lazy ``"module:attr"`` entries,
+imported on first use by ``load_scripted_model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel
+
+from factdebate.core.registry import Registry
+
+
+class ScriptFault(RuntimeError):
+    """Raised by a responder to simulate a provider error (timeout, 500, crash)."""
+
+
+@dataclass
+class ScriptCall:
+    """What a responder sees of one model call."""
+
+    index: int
+    """0-based index of the call on this model instance."""
+    role: str
+    """``fd_role`` from the call metadata: query, debater, judge, ragas, ... ("" if unnamed)."""
+    agent: str
+    """``fd_agent`` metadata (debater id) or ""."""
+    round: int
+    """``fd_round`` metadata or 0."""
+    schema: type[BaseModel] | None
+    """Requested structured-output schema, if any."""
+    messages: list[BaseMessage]
+    """The prompt."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """All call metadata (includes LangGraph's ``langgraph_node``)."""
+
+    @cached_property
+    def prompt(self) -> str:
+        """All message contents joined (computed once per call)."""
+        return "\n".join(str(m.content) for m in self.messages)
+
+
+Responder = Callable[[ScriptCall], "str | dict[str, Any] | BaseModel"]
+
+
+@dataclass
+class CallRecord:
+    """One call on the timeline (monotonic seconds)."""
+
+    index: int
+    role: str
+    agent: str
+    round: int
+    start: float
+    end: float
+
+
+ScenarioFactory = Callable[[], Responder]
+SCENARIOS: Registry[ScenarioFactory] = Registry("scripted scenario")
+"""Scenario name -> factory of its responder (``scripted:<name>``)."""
+SCENARIOS.register("agree", "factdebate.core.models.scenarios:agree")
+SCENARIOS.register("disagree", "factdebate.core.models.scenarios:disagree")

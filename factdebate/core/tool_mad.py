@@ -1,0 +1,106 @@
+"""Tool-MAD's configuration (``ToolMadContext``): debaters with tools, scoring and early stopping.
+
+Tool-MAD v2 (stability score: RAGAS faithfulness + answer relevancy) and v1 (consistency score,
+``scoring_mode="consistency"``); the knobs are the papers' T, thresholds, top-k, agents and the
+ablations (query formulation off, scoring feedback off).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from factdebate.core.context import DEBATER_KINDS, JudgedContext, debater_kind
+from factdebate.core.errors import ConfigError
+from factdebate.core.settings import knob
+
+ScoringMode = Literal["stability", "consistency", "none"]
+
+
+@dataclass(kw_only=True)
+class ToolMadContext(JudgedContext):
+    """The shared Context plus Tool-MAD's knobs."""
+
+    max_rounds: int = knob(
+        3, "Maximum debate rounds T before the judge decides (1-10).", range=(1, 10))
+    faithfulness_threshold: float = knob(
+        0.7, "Stability mode: every debater's RAGAS faithfulness must exceed this to stop early.",
+        range=(0.0, 1.0),
+    )
+    relevance_threshold: float = knob(
+        0.8, "Stability mode: every debater's RAGAS answer relevancy must exceed this to stop "
+        "early.", range=(0.0, 1.0),
+    )
+    top_k: int = knob(3, "Passages each debater retrieves per query.", range=(1, 50))
+    debaters: list[str] = knob(
+        ["rag", "search"],
+        "Debater kinds, one per agent: 'rag' (vector index), 'search' (web search or its offline "
+        "stand-in), 'vanilla' (no tool). Two to six, e.g. ['rag','search','vanilla'].",
+    )
+    query_formulation: bool = knob(
+        True, "Debaters reformulate their retrieval query every round; off = the claim is the query."
+    )
+    scoring_mode: ScoringMode = knob(
+        "stability",
+        "'stability' = RAGAS faithfulness + answer relevancy gate early stopping (Tool-MAD v2); "
+        "'consistency' = similarity(evidence, answer) shown to the judge (Tool-MAD v1); 'none'.",
+    )
+    score_feedback: bool = knob(
+        True,
+        "Use the scores for early stopping and show them to the judge; off = the "
+        "'w/o scoring feedback' ablation (scores still computed and reported).",
+    )
+    query_model: str = knob("", "Query-formulation model spec; empty = debater_model.", model=True)
+    scoring_model: str = knob("", "RAGAS evaluator LLM spec; empty = the judge model.", model=True)
+    cross_encoder: str = knob(
+        "",
+        "Consistency mode similarity: a local sentence-transformers cross-encoder path; empty = "
+        "cosine of the bundled embeddings (no cross-encoder ships offline).", operator=True,
+    )
+
+    def validate(self) -> None:
+        """The shared checks plus the debater list."""
+        super().validate()
+        if not 2 <= len(self.debaters) <= MAX_DEBATERS:
+            raise ConfigError(f"debaters={self.debaters} has {len(self.debaters)} agent(s)",
+                              f"use at least two and at most {MAX_DEBATERS}, e.g. rag,search")
+        unknown = [d for d in self.debaters if debater_kind(d) not in DEBATER_KINDS]
+        if unknown:
+            raise ConfigError(
+                f"unknown debater kind(s) {unknown}", f"use {', '.join(DEBATER_KINDS)}"
+            )
+
+    @property
+    def query_model_spec(self) -> str:
+        """Model that formulates queries."""
+        return self.query_model or self.debater_model
+
+    @property
+    def scoring_model_spec(self) -> str:
+        """Evaluator LLM of the RAGAS metrics."""
+        return self.scoring_model or self.judge_model_spec
+
+    def model_specs(self) -> dict[str, str]:
+        """The shared roles plus query formulation and scoring."""
+        return {**super().model_specs(), "query": self.query_model_spec,
+                "scoring": self.scoring_model_spec}
+
+    def agent_ids(self) -> list[str]:
+        """Unique debater ids: a kind used twice becomes ``rag``, ``rag2``."""
+        seen: dict[str, int] = {}
+        ids = []
+        for kind in self.debaters:
+            seen[kind] = seen.get(kind, 0) + 1
+            ids.append(kind if seen[kind] == 1 else f"{kind}{seen[kind]}")
+        return ids
+
+    def tool_kinds(self) -> list[str]:
+        """The debaters' retriever kinds."""
+        return [debater_kind(agent) for agent in self.agent_ids()]
+
+    def judge_score_mode(self) -> str:
+        """The scoring mode, unless scoring feedback is off."""
+        return self.scoring_mode if self.score_feedback else "none"
+
+
+MAX_DEBATERS = 6

@@ -1,0 +1,46 @@
+"""Normalising a server run before it starts (called from a ``@auth.on.threads.create_run`` handler).
+
+* ``complete_run_input``: a LangGraph input writes only the keys it carries, so on a thread that
+  already verified a claim an omitted ``options``/``documents``/``exclude_titles``/``task`` would
+  keep the previous claim's value. Every new input is completed with ``None`` for the optional
+  keys it lacks (the CLI and evaluation runner do the same through ``complete_input``); the first
+  node of every graph resets the rest of the per-claim state.
+* ``add_model_metadata``: the run's model specs as top-level run metadata (``model_debater``,
+  ``model_judge`` ...), so LangSmith traces of server runs can be filtered by model like CLI runs.
+
+The handler mutates the ``RunsCreate`` value in place (langgraph-api stores the run from it after
+the handler returns). Wiring, in factdebate/server/auth.py::
+
+    @auth.on.threads.create_run
+    async def on_run(ctx, value):
+        complete_run_input(value)
+        add_model_metadata(value)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from factdebate.core.context import Context
+from factdebate.core.state import complete_input
+
+
+def complete_run_input(value: dict[str, Any]) -> None:
+    """Fill the optional input keys of a run's new input (a dict with a claim) with ``None``."""
+    kwargs = value.get("kwargs") or {}
+    item = kwargs.get("input")
+    if isinstance(item, dict) and "claim" in item:
+        kwargs["input"] = complete_input(item)
+
+
+def add_model_metadata(value: dict[str, Any]) -> None:
+    """Add ``model_<role>`` keys for the models the run's context names (defaults included)."""
+    context = (value.get("kwargs") or {}).get("context") or {}
+    debater = context.get("debater_model") or Context().debater_model
+    specs = {"model_debater": debater}
+    for key, spec in context.items():
+        if key.endswith("_model") and key != "debater_model" and isinstance(spec, str):
+            specs[f"model_{key.removesuffix('_model')}"] = spec or debater
+    metadata = value.get("metadata")
+    if isinstance(metadata, dict):  # langgraph-api merges this very dict into the run's metadata
+        metadata.update(specs)

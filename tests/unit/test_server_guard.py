@@ -1,0 +1,48 @@
+"""Defence in depth: a server run's first node refuses operator-only settings the auth handler missed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from factdebate.graphs.mermaid import graph as mermaid_graph
+from factdebate.graphs.tool_mad import graph as tool_mad_graph
+
+from factdebate.core.errors import SettingsRefused
+from factdebate.core.mermaid import MermaidContext
+from factdebate.core.tool_mad import ToolMadContext
+
+SERVER_RUN = {"configurable": {"langgraph_auth_user_id": "alice"}}
+
+
+async def test_tool_mad_server_run_with_a_client_index_dir_is_refused():
+    ctx = ToolMadContext(debater_model="scripted:agree", index_dir="/etc")
+    with pytest.raises(SettingsRefused) as info:
+        await tool_mad_graph.ainvoke({"claim": "Paris is in France."}, config=SERVER_RUN, context=ctx)
+    assert info.value.field == "index_dir" and "operator-only" in str(info.value)
+
+
+async def test_mermaid_server_run_spawns_nothing(tmp_path: Path):
+    marker = tmp_path / "spawned"
+    command = f"{sys.executable} -c \"open({str(marker)!r}, 'w').write('x')\""
+    ctx = MermaidContext(debater_model="scripted:agree", mcp_command=command)
+    with pytest.raises(SettingsRefused) as info:
+        await mermaid_graph.ainvoke({"claim": "Paris is in France."}, config=SERVER_RUN, context=ctx)
+    assert info.value.field == "mcp_command"
+    assert not marker.exists()
+
+
+def test_operator_values_from_the_environment_pass(monkeypatch, tmp_path: Path):
+    """Inside a server run, the operator's own environment values are not "client settings"."""
+    from factdebate.nodes.prepare import guard_server_run
+    from langchain_core.runnables import RunnableLambda
+
+    monkeypatch.setenv("FACTDEBATE_INDEX_DIR", str(tmp_path))
+    ctx = ToolMadContext(debater_model="scripted:agree")
+    assert ctx.index_dir == str(tmp_path)
+    RunnableLambda(lambda _: guard_server_run(ctx)).invoke(None, config=SERVER_RUN)  # passes
+    client_set = ToolMadContext(debater_model="scripted:agree", index_dir="/srv/other")
+    with pytest.raises(SettingsRefused):
+        RunnableLambda(lambda _: guard_server_run(client_set)).invoke(None, config=SERVER_RUN)
+    guard_server_run(client_set)  # a CLI run (no server user) keeps full control
