@@ -1,6 +1,7 @@
 # The two set-up commands of the README:
 #   make demo   - create .venv, install everything, verify a claim offline with the embedded model
-#   make test   - create .venv, install everything, run the test suite
+#   make test   - create .venv, install everything, check the import layers, run the test suite
+#   make lint   - ruff (style + docstrings), import-linter (one-way layers, no cycles), mypy
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # llama-cpp-python has no wheel on PyPI: build a portable CPU library without the extras.
@@ -12,12 +13,13 @@ export HF_HUB_OFFLINE := 1
 export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGGRAPH_NO_VERSION_CHECK := true
 
-.PHONY: install demo test lint
+.PHONY: install demo test lint lint-imports
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# pyproject.toml declares compatible ranges; constraints.txt is the exact set the tests ran with.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(VENV)/bin/pip install -q -e '.[dev]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(VENV)/bin/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
 # The embedded 135M model cannot act as a RAGAS evaluator (its statement/verdict JSON is empty or
@@ -33,7 +35,13 @@ test: install
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1 \
 	  && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; fi
+	$(PY) .ci/lint_imports.py
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-lint: install
+# grimp (import-linter) reads the package as it installs: .ci/lint_imports.py builds that tree.
+lint-imports: install
+	$(PY) .ci/lint_imports.py
+
+lint: install lint-imports
 	$(VENV)/bin/ruff check factdebate graphs nodes tools prompts evaluation tests
+	$(PY) .ci/lint_imports.py --mypy

@@ -8,7 +8,10 @@ script copies every ``.py`` file to where the wheel puts it (a temporary tree re
 contracts see every module under its installed name. Used by ``make lint``/``make test`` and by
 ``tests/unit/test_layers.py``.
 
-Usage: ``python .ci/lint_imports.py [--tree-only DEST] [lint-imports options]``.
+``--mypy`` runs mypy (``[tool.mypy]`` in pyproject.toml) over the same tree instead: mypy cannot
+follow setuptools' editable-install finder either.
+
+Usage: ``python .ci/lint_imports.py [--tree-only DEST | --mypy] [lint-imports options]``.
 """
 
 from __future__ import annotations
@@ -50,11 +53,16 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--tree-only"]:
         build_tree(Path(argv[1]))
         return 0
-    lint = Path(sys.executable).with_name("lint-imports")
+    config = str(REPO / "pyproject.toml")
     with tempfile.TemporaryDirectory(prefix="factdebate-import-tree-") as tmp:
         build_tree(Path(tmp))
         env = {**os.environ, "PYTHONPATH": tmp}
-        cmd = [str(lint), "--config", str(REPO / "pyproject.toml"), "--no-cache", *argv]
+        if argv[:1] == ["--mypy"]:
+            mypy = Path(sys.executable).with_name("mypy")
+            cmd = [str(mypy), "--config-file", config, "--cache-dir", os.devnull, *argv[1:]]
+        else:
+            lint = Path(sys.executable).with_name("lint-imports")
+            cmd = [str(lint), "--config", config, "--no-cache", *argv]
         return subprocess.run(cmd, cwd=tmp, env=env, check=False).returncode
 
 

@@ -14,9 +14,12 @@ smoke tests on tiny inputs.
   calls. It is checked against the longest chain of non-overlapping calls
   in the double's recorded timeline. The serial bound is every call one after another (the papers'
   reference code): ``T * debaters * (1 + 1 + 5) + 1``.
-* ``scaling`` - ``factdebate eval`` of 64 FEVER claims at concurrency 1, 8, 32 with the same double,
-  through one warm pool of ``--workers`` processes (default one per core; start-up and warm-up
-  reported separately) plus an in-process run at the top concurrency for reference.
+* ``scaling`` - ``factdebate eval`` of FEVER claims with the same double at a realistic provider
+  latency (1 s per call), in ONE process: a few claims at concurrency 1 give the per-claim time,
+  then one claim per slot at each higher concurrency (default 128). Efficiency = throughput at c /
+  (c x throughput at 1); budget >= 0.90 at c = 128 (issue #15). ``--workers N`` runs the items in a
+  warm pool of N processes instead (the old 100 ms multi-process figure is kept in BENCHMARKS.md
+  as a record, not a budget).
 * ``retrieval`` - see ``evaluation/bench_retrieval.py``.
 * ``embedded`` - seconds and LLM calls per claim of Tool-MAD with ``local:smollm2``.
 """
@@ -24,7 +27,6 @@ smoke tests on tiny inputs.
 from __future__ import annotations
 
 import json
-import os
 import random
 import resource
 import shutil
@@ -101,9 +103,10 @@ async def _timed_claims(ctx: Context, claims: list[str], db: Path) -> list[dict[
 
 
 @BENCHES.decorator("overhead")
-def bench_overhead(work_dir: Path, *, latency: float = 0.1, rounds: int = 3, claims: int = 5,
+def bench_overhead(work_dir: Path, *, latency: float | None = None, rounds: int = 3, claims: int = 5,
                    seed: int = 13, **_: Any) -> dict[str, Any]:
     """Wall time per claim against the critical-path and serial bounds."""
+    latency = 0.1 if latency is None else latency
     ctx = ToolMadContext(debater_model=f"scripted:disagree?latency={latency}", max_rounds=rounds,
                          index_dir=str(demo_index(work_dir)), search_backend="local_search")
     texts = _claims(DEMO_CLAIMS, claims + 1, seed)
@@ -133,24 +136,19 @@ def bench_overhead(work_dir: Path, *, latency: float = 0.1, rounds: int = 3, cla
     }
 
 
-def default_workers() -> int:
-    """Worker processes of the scaling benchmark: one per core (``os.cpu_count()``)."""
-    return max(1, os.cpu_count() or 1)
-
-
-async def _scaling_runs(index: Path, data_dir: Path, work_dir: Path, *, claims: int,
+async def _scaling_runs(index: Path, data_dir: Path, work_dir: Path, *, base_claims: int,
                         latency: float, concurrencies: tuple[int, ...], seed: int,
                         workers: int) -> dict[str, Any]:
     from factdebate.evaluation.runner import RunSpec, run_eval
     from factdebate.evaluation.workers import WorkerPool
 
-    def spec(name: str, c: int, limit: int, n_workers: int) -> RunSpec:
+    def spec(name: str, c: int, limit: int) -> RunSpec:
         out = work_dir / name
         if out.exists():
             shutil.rmtree(out)
         return RunSpec(framework="tool_mad", dataset="fever", out=out, limit=limit, seed=seed,
                        concurrency=c, model=f"scripted:disagree?latency={latency}",
-                       data_dir=str(data_dir), workers=n_workers,
+                       data_dir=str(data_dir), workers=workers,
                        sets=[f"index_dir={index}", "search_backend=local_search"])
 
     async def timed(run: RunSpec, pool: WorkerPool | None) -> dict[str, Any]:
@@ -165,7 +163,7 @@ async def _scaling_runs(index: Path, data_dir: Path, work_dir: Path, *, claims: 
                                f"see {run.out}")
         return {"concurrency": run.concurrency, "workers": run.workers, "wall_s": round(wall, 3),
                 "items": len(rows), "errors": 0,
-                "throughput_items_per_s": round(len(rows) / wall, 3)}
+                "throughput_items_per_s": round(len(rows) / wall, 4)}
 
     pool = WorkerPool(workers) if workers > 1 else None
     out: dict[str, Any] = {"workers": workers}
@@ -173,51 +171,53 @@ async def _scaling_runs(index: Path, data_dir: Path, work_dir: Path, *, claims: 
         if pool is not None:
             await pool.start()
             out["worker_start_s"] = pool.start_s
-        # untimed warm-up: every worker loads its models, indexes and code paths once (paid once
-        # per `factdebate eval` run, not per item; reported, not part of the ratios)
-        warm = await timed(spec("scaling-warmup", workers, 2 * workers, workers), pool)
+        # untimed warm-up: models, indexes and code paths load once (paid once per `factdebate
+        # eval` run, not per item; reported, not part of the ratios)
+        warm = await timed(spec("scaling-warmup", workers, workers), pool)
         out["warmup_wall_s"] = warm["wall_s"]
-        out["runs"] = [await timed(spec(f"scaling-c{c}", c, claims, workers), pool)
+        # c = 1 over a few claims gives the per-claim time; each higher c runs one claim per slot
+        out["runs"] = [await timed(spec(f"scaling-c{c}", c, base_claims if c == 1 else c), pool)
                        for c in concurrencies]
         if pool is not None:
             out["worker_peak_rss_mb"] = pool.peak_rss_mb()
     finally:
         if pool is not None:
             await pool.shutdown()
-    if workers > 1:  # the same top concurrency in one process, for comparison
-        out["in_process_reference"] = await timed(
-            spec("scaling-inprocess", concurrencies[-1], claims, 1), None)
     return out
 
 
-@BENCHES.decorator("scaling")
-def bench_scaling(work_dir: Path, *, data_dir: Path | None = None, claims: int = 64,
-                  latency: float = 0.1, concurrencies: tuple[int, ...] = (1, 8, 32),
-                  seed: int = 13, workers: int | None = None, **_: Any) -> dict[str, Any]:
-    """Throughput of ``factdebate eval`` at several concurrencies with the scripted double.
+SCALING_BUDGET = 0.90
+"""Efficiency the scaling benchmark must reach at its top concurrency (issue #15)."""
 
-    Every run goes through the same warm ``WorkerPool`` of ``workers`` processes (default: one
-    per core; ``evaluation/workers.py``), so the ratios compare concurrency, not start-up. The
-    pool's start and warm-up are reported beside them, and one in-process run at the top
-    concurrency is reported as the reference the workers are measured against.
+
+@BENCHES.decorator("scaling")
+def bench_scaling(work_dir: Path, *, data_dir: Path | None = None, claims: int = 4,
+                  latency: float | None = None, concurrencies: tuple[int, ...] = (1, 128),
+                  seed: int = 13, workers: int | None = None, **_: Any) -> dict[str, Any]:
+    """Throughput of ``factdebate eval`` at concurrency 1 and up, one process, 1 s per call.
+
+    ``claims`` is the number of claims of the concurrency-1 run (its per-claim time is the
+    reference); every higher concurrency ``c`` runs ``c`` claims at once. Efficiency at ``c`` =
+    throughput at ``c`` / (``c`` x throughput at 1). With ``workers`` > 1 the items run in a warm
+    ``WorkerPool`` (``evaluation/workers.py``; start-up reported beside the figures).
     """
     if data_dir is None:
         raise ValueError("the scaling benchmark needs --data-dir (or FACTDEBATE_DATA_DIR)")
-    workers = workers or default_workers()
-    result = run_async(_scaling_runs(demo_index(work_dir), data_dir, work_dir, claims=claims,
+    latency = 1.0 if latency is None else latency
+    workers = workers or 1
+    result = run_async(_scaling_runs(demo_index(work_dir), data_dir, work_dir, base_claims=claims,
                                      latency=latency, concurrencies=concurrencies, seed=seed,
                                      workers=workers))
     runs = result["runs"]
-    t1 = runs[0]["wall_s"]
+    base = runs[0]["items"] / runs[0]["wall_s"]
     for run in runs:
-        run["efficiency"] = round((t1 / run["wall_s"]) / run["concurrency"], 4)
-    if "in_process_reference" in result:
-        ref = result["in_process_reference"]
-        ref["efficiency"] = round((t1 / ref["wall_s"]) / ref["concurrency"], 4)
+        run["efficiency"] = round(run["items"] / run["wall_s"] / (run["concurrency"] * base), 4)
     last = runs[-1]
-    return {"latency_s": latency, "claims": claims, **result,
-            "budget": f"efficiency >= 0.80 at c = {last['concurrency']}",
-            "budget_met": last["efficiency"] >= 0.80, "peak_rss_mb": peak_rss_mb()}
+    processes = f"{workers} process{'es' if workers > 1 else ''}"
+    return {"latency_s": latency, "claims_at_c1": claims, **result,
+            "budget": f"efficiency >= {SCALING_BUDGET:.2f} at c = {last['concurrency']} "
+                      f"({processes})",
+            "budget_met": last["efficiency"] >= SCALING_BUDGET, "peak_rss_mb": peak_rss_mb()}
 
 
 @BENCHES.decorator("embedded")

@@ -38,11 +38,30 @@ def _section(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _existing_sections(target: Path) -> dict[str, str]:
+    """``## <title>`` -> section text of the current ``target`` (empty if there is none)."""
+    if not target.is_file():
+        return {}
+    sections: dict[str, str] = {}
+    for chunk in target.read_text(encoding="utf-8").split("\n## ")[1:]:
+        title = chunk.split("\n", 1)[0].strip()
+        sections[title] = "## " + chunk.rstrip() + "\n"
+    return sections
+
+
 def write_markdown(out_dir: Path, target: Path) -> None:
-    """Write ``target`` with a section per benchmark JSON found in ``out_dir``."""
+    """Rewrite ``target``: a section per benchmark JSON in ``out_dir``, other sections kept.
+
+    Sections of benchmarks not run this time, and record sections (any other ``## `` title, e.g.
+    figures kept for history), stay as they were.
+    """
+    existing = _existing_sections(target)
     sections = []
     for name in ORDER:
         path = out_dir / f"{name}.json"
         if path.is_file():
             sections.append(_section(json.loads(path.read_text())))
+        elif name in existing:
+            sections.append(existing[name])
+    sections += [text for title, text in existing.items() if title not in ORDER]
     target.write_text(HEADER + "\n" + "\n".join(sections), encoding="utf-8")

@@ -100,8 +100,10 @@ def _ci_table(runs: list[dict[str, Any]]) -> list[str]:
     for r in runs:
         ci = r["accuracy_ci95"]
         rows.append([r["framework"], r["dataset"], str(r["n_ok"]), _num(r["metrics"].get("accuracy")),
-                     f"({ci[0]:.2f}, {ci[1]:.2f})" if ci else "-"])
-    return _table(["Framework", "Dataset", "N", "Acc.", "95% C.I"], rows)
+                     f"({ci[0]:.2f}, {ci[1]:.2f})" if ci else "-",
+                     f"{_num(r.get('accuracy_all'))} (n={r['n_items']}, errors={r.get('n_errors', 0)})"])
+    return _table(["Framework", "Dataset", "N", "Acc.", "95% C.I",
+                   "Acc. over all sampled items (errors = wrong)"], rows)
 
 
 def _f1_table(runs: list[dict[str, Any]]) -> list[str]:

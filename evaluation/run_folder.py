@@ -119,6 +119,8 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
+            with contextlib.suppress(OSError):  # a clean end leaves no pid: only a killed run does
+                os.ftruncate(self.fd, 0)
             os.close(self.fd)
             self.fd = None
 

@@ -107,17 +107,15 @@ def _prepare(spec: RunSpec, ctx: Context) -> tuple[dict[str, Any], list[Item]]:
                          "pass --resume to continue it, or choose another --out")
     if run_file.exists() or has_rows:
         fresh = _run_record(spec, ctx, sample, run_id="")
-        try:
-            record = read_run_record(spec.out)
-        except InputError:
-            if not (spec.repair and run_file.exists()):
-                raise
-            record = _rebuilt_record(spec, fresh)
         if not run_file.exists() and not spec.repair:
             raise InputError(f"{spec.out} has results but no run.json",
                              "rerun with --resume --repair and the run's original flags to "
                              "rebuild it, or choose another --out")
-        if not run_file.exists():
+        try:
+            record = read_run_record(spec.out) if run_file.exists() else _rebuilt_record(spec, fresh)
+        except InputError:
+            if not spec.repair:
+                raise
             record = _rebuilt_record(spec, fresh)
         continued = check_resume(record, fresh, spec.out)
         if continued is not record or not run_file.exists() or record.get("rebuilt"):
@@ -173,7 +171,7 @@ async def run_eval(spec: RunSpec, console: Console | None = None,
     with RunLock(spec.out) as lock:
         if lock.taken_over and console is not None:
             console.print(f"{spec.out}: took over the lock of process {lock.taken_over}, which "
-                          "is no longer running", highlight=False)
+                          "is no longer running", highlight=False, soft_wrap=True)
         remove_stale_temps(spec.out)
         return await _run_locked(spec, ctx, console, on_row, pool)
 
@@ -189,7 +187,7 @@ async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
         moved = repair_results(results)
         if moved and console is not None:
             console.print(f"{results}: set aside {moved} unreadable line(s); their items run "
-                          "again", highlight=False)
+                          "again", highlight=False, soft_wrap=True)
     record, items = _prepare(spec, ctx)
     if spec.retry_errors and results.exists():
         drop_error_rows(results)

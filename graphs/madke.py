@@ -3,7 +3,9 @@
 Paper (../shared/papers/madke.txt): "Breaking Cognitive Islands: Multi-Agent Debate with
 Knowledge-Enhanced framework" - Algorithm 1, §3 (shared knowledge pool, adaptive knowledge
 selection, simultaneous/orderly talk, judge, summariser), Prompts 3.1-3.5, role definitions in
-Appendix A; 2 debaters, at most 3 rounds, 5 passages per source (§4.4).
+Appendix A; 2 debaters, at most 3 rounds, temperature 0.5 (§4.4); the pool keeps the top 5
+Wikipedia passages and up to the top 10 Google results (§3.1.1; §4.4's implementation details
+give "5 and 5" - set ``search_pool_size=5`` for that reading).
 
 Algorithm 1, as wired here:
 ``prepare`` -> ``gather_knowledge`` (one parallel branch per source: SKPool(q) = WR(q) ∪ GSE(q),
@@ -21,14 +23,20 @@ Deviations (and why):
   in JSON too; the paper's [Yes]/[No], [n] and [No Found] tokens are still read from free text.
 * The paper's one-shot examples are not printed in it, so the prompts have none.
 * Orderly talk: Alg. 1 l. 11 writes the previous round's answers s^(r-1); §3.2.2 has debaters
-  "build upon the views previously expressed" one after another, so a debater sees the latest
-  answer of each other debater (this round's if it already spoke).
+  "build upon the views previously expressed" one after another, so by default a debater sees the
+  latest answer of each other debater (this round's if it already spoke). Switch:
+  ``orderly_view=previous_round`` gives Alg. 1's s^(r-1).
 * The pool is de-duplicated (identical title and text kept once): offline, the search stand-in
   indexes the same corpus as the rag backend. Items are numbered from 1.
-* Temperature is the Context's (default 0 for reproducibility; the paper uses 0.5).
+* Temperature defaults to the paper's 0.5 (``temperature``; 0 for reproducible runs). Pool sizes
+  are per source: ``wiki_pool_size`` (5) and ``search_pool_size`` (10).
 * The judge also runs after round T (Alg. 1 l. 14), so ``stopped_by`` tells ``consensus`` from
   ``max_rounds``; the summariser uses the judge model spec.
 * Offline, the search source is the local keyword stand-in (flagged, as for Tool-MAD).
+
+Switches for the deviations (``MadkeContext``): ``orderly_view`` (latest | previous_round),
+``wiki_pool_size``, ``search_pool_size``, ``temperature``, ``knowledge_sources``,
+``knowledge_selection``.
 """
 
 from __future__ import annotations

@@ -14,14 +14,25 @@ Deviations (and why):
 * Prompts: the papers print them only as images; ``prompts/tool_mad/prompts.yaml`` reconstructs
   them from the text and the worked example, and asks for JSON {reasoning, label} instead of
   "reason: ... LABEL" so labels parse reliably (free text still parsed, flagged when guessed).
-* Stopping rule: this round's scores ``>=`` thresholds (§III-C) rather than Alg. 1's accumulated
-  ``S^A > St`` (see nodes/check_consensus.py).
+* Stopping rule: by default this round's scores ``>=`` thresholds (§III-C) rather than Alg. 1's
+  accumulated ``S^A > St`` (see nodes/check_consensus.py). Switch: ``stop_rule=accumulated_gt``.
+* "w/o scoring feedback" (§IV ablation, ``score_feedback=false``) drops the score gate and, by
+  default, also hides the scores from the judge, which the paper does not say. Switch:
+  ``judge_scores_without_feedback=true`` shows them (Alg. 1's Judge(A_J, H, S, c)).
 * Consistency score: the paper uses a cross-encoder; offline none ships, so the default is cosine
   of the bundled MiniLM embeddings (a cross-encoder path can be configured).
 * More than two debaters and tool-less ``vanilla`` debaters are supported for the paper's
   agent-combination ablations; with N debaters "the opponent's answer" is all other agents'
   answers of the previous round.
 * Offline, the search debater uses a local keyword index instead of Tavily (flagged in the output).
+* Medical set-up (§IV-D, consistency paper App. C.2): ``search_backend=openalex`` replaces the
+  search tool with OpenAlex (keywords from the query, 3 abstracts, each summarised by the debater
+  model, tools/openalex.py); the paper summarises with DistilBART (sshleifer/distilbart-cnn-12-6),
+  which is not available offline. Configs: evaluation/configs/toolmad_pubmedqa.yaml and
+  toolmad_medqa.yaml (RAG debater over a PubMed corpus index the user builds).
+
+Switches for the deviations (``ToolMadContext``): ``stop_rule`` (round_ge | accumulated_gt),
+``judge_scores_without_feedback``, ``scoring_mode``, ``cross_encoder``, ``search_backend``.
 """
 
 from __future__ import annotations

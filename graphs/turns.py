@@ -25,10 +25,10 @@ with an explicit ``durability="exit"`` (public ``ainvoke`` argument; nothing is 
 and the warning LangGraph gives for a durability without checkpointer is filtered for that one
 message. ``tests/unit/test_turns.py`` fails once LangGraph fixes the bug, so this can go.
 
-**Cost** (this replaced a hand-run linear runner over ``langgraph._internal``, see BENCHMARKS.md for
-``bench overhead``/``scaling`` before and after): that runner saved ~13% CPU per claim at zero
-latency, which only shows with the zero-latency test double; with provider latency the overhead
-bench is wall-bound and unchanged within noise.
+**Cost** (this replaced a hand-run linear runner over ``langgraph._internal``; BENCHMARKS.md, "issue
+15, before/after"): that runner saved ~13% CPU per claim with the zero-latency test double; with
+provider latency nothing measurable changed - ``bench overhead`` 1.067 -> 1.080 x critical path
+(budget 1.10), ``bench scaling`` at 1 s per call, c=128, one process: 0.584 -> 0.584 efficiency.
 """
 
 from __future__ import annotations

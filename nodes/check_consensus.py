@@ -2,10 +2,12 @@
 
 Stability mode (stability-score paper, Alg. 1): stop when all debaters give the same label *and*
 every debater's answer of this round clears both thresholds (faithfulness and answer relevancy).
-Deviation: Alg. 1 writes ``S^A > St`` with S^A accumulated over rounds, while §III-C says a round
-is inconclusive when either score of that round "falls below" its threshold; we follow §III-C and
-compare this round's scores with ``>=``. A debater without evidence (``vanilla``) has no
-faithfulness, so only its relevancy is checked; a score that failed to compute blocks the stop.
+Alg. 1 writes ``S^A > St`` with S^A accumulated over rounds, while §III-C says a round is
+inconclusive when either score of that round "falls below" its threshold. ``stop_rule`` picks one:
+``round_ge`` (default, §III-C) compares this round's scores with ``>=``; ``accumulated_gt``
+(Alg. 1, literally) sums each score over rounds 1..r (a failed score adds 0) and compares the
+sums with ``>``. A debater without evidence (``vanilla``) has no faithfulness, so only its
+relevancy is checked; with ``round_ge`` a score that failed to compute blocks the stop.
 Consistency mode and ``none`` (consistency paper, Alg. 1 l. 17): stop on label agreement alone.
 With ``score_feedback`` off (the "w/o scoring feedback" ablation) scores never gate stopping.
 """
@@ -45,6 +47,18 @@ def clears_thresholds(turn: Turn, row: RoundScore | None, ctx: ToolMadContext) -
     return faithfulness >= ctx.faithfulness_threshold
 
 
+def clears_accumulated(agent: str, rows: list[RoundScore], round_: int, has_evidence: bool,
+                       ctx: ToolMadContext) -> bool:
+    """Alg. 1's gate: S^A = sum of (f, ar) over rounds 1..``round_`` must exceed (f, ar)."""
+    upto = [r for r in rows if (r.get("round") or 0) <= round_]
+    relevancy = sum(r.get("answer_relevancy") or 0.0 for r in upto)
+    if relevancy <= ctx.relevance_threshold:
+        return False
+    if not has_evidence and all(r.get("faithfulness") is None for r in upto):
+        return True  # a tool-less debater has no faithfulness in any round
+    return sum(r.get("faithfulness") or 0.0 for r in upto) > ctx.faithfulness_threshold
+
+
 def consensus_reached(
     turns: list[Turn], scores: dict[str, list[RoundScore]], ctx: ToolMadContext
 ) -> bool:
@@ -54,6 +68,9 @@ def consensus_reached(
         return False
     if ctx.scoring_mode != "stability" or not ctx.score_feedback:
         return True
+    if ctx.stop_rule == "accumulated_gt":
+        return all(clears_accumulated(t["agent"], scores.get(t["agent"], []), t["round"],
+                                      bool(t["evidence"]), ctx) for t in turns)
     return all(clears_thresholds(t, _row(scores, t["agent"], t["round"]), ctx) for t in turns)
 
 

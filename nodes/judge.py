@@ -2,7 +2,8 @@
 
 Tool-MAD Alg. 1 (both papers): Judge(A_J, H, S, c) - the claim, the full debate history with every
 agent's evidence, and each agent's average scores over the rounds (stability or consistency; left
-out in scoring mode ``none`` and in the "w/o scoring feedback" ablation). If the judge's reply
+out in scoring mode ``none`` and in the "w/o scoring feedback" ablation unless
+``judge_scores_without_feedback`` keeps them). If the judge's reply
 cannot be read even after a re-ask, the fallback is flagged: the label of the agent with the best
 average score in the last round (first agent on ties), never a label nobody proposed.
 """

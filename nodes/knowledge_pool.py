@@ -35,13 +35,14 @@ def route_knowledge_sources(
 
 
 async def gather_knowledge(task: SourceTask, runtime: Runtime[MadkeContext]) -> dict[str, Any]:
-    """Top ``pool_size`` passages of one source for the question."""
+    """Top ``pool_size(source)`` passages of one source for the question."""
     ctx = runtime.context
     backend, _ = resolve_backend(task["source"], ctx)
     if backend is None:  # unreachable with the validated source kinds; kept total
         return {"knowledge": {task["source"]: []}}
     update = await search_tool(
-        backend, task["claim"], ctx, k=ctx.pool_size, exclude_titles=task.get("exclude_titles"),
+        backend, task["claim"], ctx, k=ctx.pool_size(task["source"]),
+        exclude_titles=task.get("exclude_titles"),
         who=f"the {task['source']} knowledge source",
     )
     evidence = update.pop("evidence")

@@ -5,7 +5,9 @@ means Tavily when ``TAVILY_API_KEY`` is set, else the offline keyword stand-in, 
 the output. Calls are bounded by a timeout and retried with back-off (honouring a 429's
 ``Retry-After``, capped); a tool that still fails - timeout, 429, 5xx, unreachable host - yields
 no evidence, a flag and a ``tool_faults`` ledger entry, and the debate goes on. Errors only the
-user can fix (no index, a rejected API key) are raised.
+user can fix (no index, a rejected API key) are raised. A retriever that asks for it
+(``summarize``, e.g. OpenAlex) has its passages summarised by the run's model
+(nodes/summarize_evidence.py).
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from typing import Any
 
 from factdebate.nodes.llm import is_retryable, with_retries
 from factdebate.nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
+from factdebate.nodes.summarize_evidence import summarize_passages
 from factdebate.tools.base import RetrieverSettings, cached_retriever, get_retriever
 from factdebate.tools.traced import traced_search
 from langgraph.runtime import Runtime
 
 from factdebate.core.context import Context, debater_kind
 from factdebate.core.errors import ConfigError, FactDebateError
-from factdebate.core.state import DebaterState, Evidence
+from factdebate.core.state import DebaterState, Evidence, add_ledger
 from factdebate.core.tool_mad import ToolMadContext
 
 STAND_IN_FLAG = (
@@ -101,6 +104,9 @@ async def search_tool(
     kept, cut = clip_evidence([e for e in found if e["title"].casefold() not in excluded][:k])
     flags = [f"tool: {cut} passage(s) from {backend} for {who} cut to {MAX_EVIDENCE_CHARS} "
              "characters"] if cut else []
+    if kept and getattr(retriever, "summarize", False):  # tools/openalex.py: the paper's step
+        kept, used, notes = await summarize_passages(kept, query, ctx, backend=backend)
+        ledger, flags = add_ledger(ledger, used), flags + notes
     return {"evidence": kept, "ledger": ledger, "flags": flags}
 
 

@@ -17,7 +17,7 @@ from langgraph.runtime import get_runtime
 
 ROUTING_KNOBS = (
     "max_rounds", "debaters", "num_debaters", "knowledge_sources", "t_max", "samples", "drafts",
-    "consolidation_rounds", "reflection_rounds",
+    "consolidation_rounds", "reflection_rounds", "orderly_view", "multi_answer_drafts",
 )
 """Context fields some router reads (the only ones recorded; no URL, path or credential)."""
 

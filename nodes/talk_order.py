@@ -4,6 +4,11 @@ Round 1, simultaneous talk: every debater gets a ``debater_turn`` branch at once
 sees another's answer. Rounds > 1, orderly talk: one debater at a time in a fixed order; after
 each turn ``route_after_debater_turn`` sends the next debater, who sees every other debater's
 latest answer, until all have spoken and the judge takes over.
+
+``orderly_view`` (``MadkeContext``) chooses what "the others' answers" are in orderly talk:
+``latest`` (default; §3.2.2, debaters "build upon the views previously expressed", so an earlier
+speaker's answer of this round) or ``previous_round`` (Alg. 1 l. 11's s^(r-1): every other
+debater's answer of round r-1, even if it already spoke this round).
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from factdebate.core.madke import MadkeContext, MadkeState, SpeakerState
 from factdebate.core.state import Turn
 
 
-def _latest(turns: list[Turn], agent: str, round_: int) -> Turn | None:
-    """``agent``'s answer of ``round_`` if it has spoken, else of the round before."""
-    for r in (round_, round_ - 1):
+def _latest(turns: list[Turn], agent: str, round_: int, *, this_round: bool = True
+            ) -> Turn | None:
+    """``agent``'s answer of ``round_`` if it has spoken (and ``this_round``), else of the round
+    before."""
+    for r in (round_, round_ - 1) if this_round else (round_ - 1,):
         found = [t for t in turns if t["agent"] == agent and t["round"] == r]
         if found:
             return found[-1]
@@ -34,7 +41,8 @@ def speaker_payload(state: MadkeState, ctx: MadkeContext, agent: str) -> Speaker
     others: list[Turn] = []
     if current > 1:
         for other in ctx.debater_ids():
-            latest = _latest(turns, other, current) if other != agent else None
+            latest = (_latest(turns, other, current, this_round=ctx.orderly_view == "latest")
+                      if other != agent else None)
             if latest is not None:
                 others.append(latest)
     own = [t for t in turns if t["agent"] == agent and t["round"] == current - 1]

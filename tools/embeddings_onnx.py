@@ -50,6 +50,27 @@ def cache_path(model_path: str) -> Path:
     return factdebate_home() / "models" / f"minilm-{digest.hexdigest()[:16]}-opset{OPSET}.onnx"
 
 
+def remove_dead_exports(folder: Path) -> list[Path]:
+    """Delete ``*.<pid>.tmp`` files of exports whose process is gone (a killed export)."""
+    removed = []
+    for tmp in folder.glob("*.*.tmp"):
+        pid = tmp.suffixes[-2].lstrip(".") if len(tmp.suffixes) >= 2 else ""
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def export(st_model: Any, target: Path) -> None:
     """Export the transformer of a sentence-transformers model to ``target`` (atomic)."""
     import torch
@@ -66,6 +87,7 @@ def export(st_model: Any, target: Path) -> None:
     sample = st_model.tokenizer(["export probe"], return_tensors="pt")
     axes = {name: {0: "batch", 1: "tokens"} for name in (*_INPUTS, "last_hidden_state")}
     target.parent.mkdir(parents=True, exist_ok=True)
+    remove_dead_exports(target.parent)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # exporter chatter about opset details

@@ -7,8 +7,8 @@ Wikipedia tools have two sources, chosen by ``wiki_backend``:
 
 * a local corpus index (``keyword`` or ``milvus``, via ``get_retriever``; offline default).
   Corpus passages are ``{doc_id, title, text}``, so: *article* = every passage whose title equals
-  the requested title (exact, case-insensitive; else the best-matching passage's title, like a
-  Wikipedia redirect), in id order; *summary* = the article's first ``SUMMARY_SENTENCES``
+  the requested title (case, spacing and ``_`` ignored), in id order; *summary* = the article's
+  first ``SUMMARY_SENTENCES``
   sentences; *sections* and *key facts* = the article split into sentences (the corpus has no
   section structure) - key facts ranked by word overlap with an optional topic; *related topics*
   = other titles found by searching with the article's first sentence.
@@ -17,6 +17,10 @@ Wikipedia tools have two sources, chosen by ``wiki_backend``:
 Web search goes through the ``Retriever`` interface (``tavily``, or the offline ``local_search``
 stand-in); scholarly search uses OpenAlex (stands in for Google Scholar), paper search arXiv and
 PubMed (``tools/web_apis.py``). Every function returns a list of ``Evidence``.
+
+A title-based tool asked for an article that does not exist raises ``ArticleNotFound`` (the MCP
+server turns it into an error result): it never answers with another article, which a
+fact-checker would cite as if it were the one asked for.
 """
 
 from __future__ import annotations
@@ -49,6 +53,36 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     "search_pubmed": "Search academic papers from PubMed.",
 }
 """Tool name -> description shown to the executor (paper Table 5; Google tools renamed)."""
+
+ONLINE_ONLY_TOOLS = ("search_scholar", "search_arxiv", "search_pubmed")
+"""Tools that always call a remote API (OpenAlex, arXiv, PubMed): they cannot work offline."""
+
+PARAMETER_DESCRIPTIONS: dict[str, str] = {
+    "query": "What to search for: keywords or a short question.",
+    "title": "Exact title of the Wikipedia article (as search_wikipedia lists it).",
+    "limit": "Most results to return (1-50).",
+    "topic": "Optional topic: key facts are ranked by word overlap with it (empty = in order).",
+    "count": "Most key facts to return (1-50).",
+}
+"""Parameter name -> description an MCP client shows (every toolbox parameter has one)."""
+
+
+class ArticleNotFound(LookupError):
+    """A title-based tool was asked for an article the corpus (or Wikipedia) does not have."""
+
+    def __init__(self, title: str) -> None:
+        """Name the missing title and how to find a real one."""
+        super().__init__(f"no Wikipedia article titled {title!r}; use search_wikipedia to find "
+                         "the exact title of an existing article")
+        self.title = title
+
+
+def same_title(a: str, b: str) -> bool:
+    """Titles match ignoring case, spacing and ``_`` (``Eiffel_Tower`` = ``eiffel tower``)."""
+    def norm(t: str) -> str:
+        return " ".join(t.replace("_", " ").casefold().split())
+
+    return norm(a) == norm(b)
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _WORD = re.compile(r"\w+")
@@ -95,14 +129,19 @@ class Toolbox:
         return await retriever.search(query, k=k)
 
     async def _article(self, title: str) -> list[Evidence]:
+        """Every passage of the article titled ``title``; ``ArticleNotFound`` if there is none."""
         hits = await self._search(self.settings.wiki_backend, title, ARTICLE_SCAN)
-        if not hits:
-            return []
-        wanted = title.casefold().strip()
-        if not any(h["title"].casefold() == wanted for h in hits):
-            wanted = hits[0]["title"].casefold()
-        chunks = [h for h in hits if h["title"].casefold() == wanted]
+        chunks = [h for h in hits if same_title(h["title"], title)]
+        if not chunks:
+            raise ArticleNotFound(title)
         return sorted(chunks, key=lambda h: h["id"])
+
+    async def _page(self, title: str, *, intro: bool) -> Evidence:
+        """The MediaWiki extract of ``title``; ``ArticleNotFound`` if the page does not exist."""
+        page = await self._mediawiki().extract(title, intro=intro)
+        if page is None:
+            raise ArticleNotFound(title)
+        return page
 
     def _mediawiki(self) -> MediaWikiClient:
         if self._wiki is None:
@@ -119,11 +158,8 @@ class Toolbox:
     async def get_article(self, title: str) -> list[Evidence]:
         """The whole article (one evidence item)."""
         if self.online_wiki:
-            page = await self._mediawiki().extract(title, intro=False)
-            return [page] if page else []
+            return [await self._page(title, intro=False)]
         chunks = await self._article(title)
-        if not chunks:
-            return []
         text = " ".join(c["text"] for c in chunks)
         return [Evidence(id=chunks[0]["id"].split("#")[0], title=chunks[0]["title"], text=text,
                          source="article", url=chunks[0]["url"], score=chunks[0]["score"])]
@@ -131,8 +167,7 @@ class Toolbox:
     async def get_summary(self, title: str) -> list[Evidence]:
         """The article's lead: its first sentences."""
         if self.online_wiki:
-            page = await self._mediawiki().extract(title, intro=True)
-            return [page] if page else []
+            return [await self._page(title, intro=True)]
         article = await self.get_article(title)
         return [{**a, "text": " ".join(sentences(a["text"])[:SUMMARY_SENTENCES]),
                  "source": "summary"} for a in article]
@@ -140,6 +175,7 @@ class Toolbox:
     async def get_sections(self, title: str) -> list[Evidence]:
         """The article's sections (offline: its sentences, one item each)."""
         if self.online_wiki:
+            await self._page(title, intro=True)  # a missing page is an error, not "no sections"
             lines = await self._mediawiki().sections(title)
             return [Evidence(id=f"{title}#{i}", title=title, text=line, source="sections",
                              url="", score=0.0) for i, line in enumerate(lines, 1)]
@@ -157,12 +193,11 @@ class Toolbox:
     async def get_related_topics(self, title: str, limit: int = 5) -> list[Evidence]:
         """Other articles related to ``title``."""
         if self.online_wiki:
+            await self._page(title, intro=True)
             names = await self._mediawiki().links(title, k=limit)
             return [Evidence(id=n, title=n, text=f"Related to {title}: {n}", source="related",
                              url="", score=0.0) for n in names]
         article = await self.get_article(title)
-        if not article:
-            return []
         lead = sentences(article[0]["text"])[0]
         hits = await self._search(self.settings.wiki_backend, lead, limit + ARTICLE_SCAN // 5)
         seen = {article[0]["title"].casefold()}
@@ -175,8 +210,7 @@ class Toolbox:
 
     async def _sentences(self, title: str, source: str) -> list[Evidence]:
         if self.online_wiki:
-            page = await self._mediawiki().extract(title, intro=False)
-            article = [page] if page else []
+            article = [await self._page(title, intro=False)]
         else:
             article = await self.get_article(title)
         return [Evidence(id=f"{a['id']}:s{i}", title=a["title"], text=s, source=source,

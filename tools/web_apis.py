@@ -112,14 +112,20 @@ class OpenAlexClient(_Client):
     default_url = "https://api.openalex.org"
     source = "openalex"
 
-    async def search(self, query: str, *, k: int) -> list[Evidence]:
-        """Works matching ``query``: title, year and abstract (rebuilt from the inverted index)."""
-        data = (await self._get("works", {"search": query, "per-page": k})).json()
+    async def search(self, query: str, *, k: int, filters: str = "") -> list[Evidence]:
+        """Works matching ``query``: title, year and abstract (rebuilt from the inverted index).
+
+        ``filters`` is OpenAlex's ``filter`` parameter, e.g. ``has_abstract:true``.
+        """
+        params: dict[str, Any] = {"search": query, "per-page": k}
+        if filters:
+            params["filter"] = filters
+        data = (await self._get("works", params)).json()
         out = []
         for work in data.get("results", [])[:k]:
             abstract = rebuild_abstract(work.get("abstract_inverted_index"))
             year = work.get("publication_year")
-            text = f"({year}) {abstract}" if year else abstract
+            text = f"({year}) {abstract}" if year and abstract else abstract
             out.append(_evidence(work.get("id", ""), work.get("display_name") or "", text,
                                  self.source, work.get("doi") or work.get("id", ""),
                                  work.get("relevance_score") or 0.0))

@@ -179,10 +179,11 @@ def bench(
         "bench-results"),
     data_dir: Annotated[Path | None, typer.Option(
         help="Benchmark data folder (default $FACTDEBATE_DATA_DIR).")] = None,
-    latency: Annotated[float, typer.Option(help="Scripted-model latency per call, s.")] = 0.1,
+    latency: Annotated[float | None, typer.Option(
+        help="Scripted-model latency per call, s (default: overhead 0.1, scaling 1.0).")] = None,
     claims: Annotated[int | None, typer.Option(help="Claims per benchmark (its default).")] = None,
     workers: Annotated[int | None, typer.Option(
-        help="Scaling: eval worker processes (default: one per core).")] = None,
+        help="Scaling: eval worker processes (default 1: the budget is for one process).")] = None,
     limit: Annotated[int, typer.Option(help="Retrieval: claims per gold set.")] = 300,
     pad_to: Annotated[int, typer.Option(help="Retrieval: passages for the latency run.")] = 100_000,
     markdown: Annotated[Path, typer.Option(help="Markdown file to regenerate.")] = Path(

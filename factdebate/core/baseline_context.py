@@ -18,6 +18,7 @@ from factdebate.core.settings import knob
 
 AnswerMode = Literal["label", "answers"]
 EvidenceSource = Literal["auto", "retrieve", "documents"]
+DraftUse = Literal["aggregate", "select"]
 
 
 @dataclass(kw_only=True)
@@ -138,12 +139,18 @@ class AstuteRagContext(BaselineContext):
 @dataclass(kw_only=True)
 class SpeculativeRagContext(BaselineContext, JudgedContext):
     """Speculative RAG (Wang et al. 2024): drafts from document subsets, a verifier
-    (``judge_model``) picks one."""
+    (``judge_model``) picks one - or, for multi-answer questions, an aggregator reads them all."""
 
     top_k: int = knob(
         6, "Documents retrieved, then split into the drafts' subsets (1-50).", range=(1, 50))
     drafts: int = knob(
         3, "Drafts generated in parallel, each from a distinct subset (1-10).", range=(1, 10))
+    multi_answer_drafts: DraftUse = knob(
+        "aggregate",
+        "Multi-answer questions (RAMDocs): 'aggregate' = every draft with its rationale goes to an "
+        "aggregator (judge_model) that lists all correct answers (MADAM-RAG App. B); 'select' = "
+        "the verifier picks one draft, as for labels (the original Speculative RAG).",
+    )
 
 
 @dataclass(kw_only=True)

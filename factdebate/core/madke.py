@@ -22,6 +22,7 @@ from factdebate.core.settings import knob
 from factdebate.core.state import DebateState, Evidence, Turn, add_ledger
 
 KnowledgeSources = Literal["none", "wiki", "search", "both"]
+OrderlyView = Literal["latest", "previous_round"]
 
 SOURCE_KINDS: dict[str, list[str]] = {
     "none": [],
@@ -52,13 +53,30 @@ class MadkeContext(JudgedContext):
         "MADKE: adaptive knowledge selection (each debater picks up to 3 pool items per round); "
         "off = every debater sees the whole pool (the 'w/o AKS' ablation).",
     )
-    pool_size: int = knob(
-        5, "MADKE: passages retrieved per knowledge source (the paper: 5).", range=(1, 20))
+    wiki_pool_size: int = knob(
+        5, "MADKE: passages the Wikipedia source (rag_backend) adds to the pool (the paper "
+        "keeps the top 5, §3.1.1).", range=(1, 20))
+    search_pool_size: int = knob(
+        10, "MADKE: results the search source (search_backend) adds to the pool (the paper: "
+        "'up to the top 10 search results', §3.1.1).", range=(1, 20))
+    temperature: float = knob(
+        0.5, "Sampling temperature of every role (MADKE uses 0.5, §4.4; 0 for reproducible runs).",
+        range=(0.0, 2.0))
+    orderly_view: OrderlyView = knob(
+        "latest",
+        "MADKE orderly talk: what a debater sees of the others - 'latest' (their answer of this "
+        "round if they already spoke, §3.2.2) or 'previous_round' (every other debater's answer "
+        "of round r-1, Alg. 1 l. 11).",
+    )
     prompt_set: str = knob("madke", "Prompt set (folder under prompts/).", operator=True)
 
     def tool_kinds(self) -> list[str]:
         """Retriever kinds of the knowledge pool."""
         return list(SOURCE_KINDS[self.knowledge_sources])
+
+    def pool_size(self, source: str) -> int:
+        """Passages the knowledge source ``source`` (``rag``/``search``) adds to the pool."""
+        return self.search_pool_size if source == "search" else self.wiki_pool_size
 
     def debater_ids(self) -> list[str]:
         """``debater1`` ... ``debater<m>``, in speaking order."""
@@ -76,7 +94,7 @@ class MadkeState(DebateState):
     """``DebateState`` plus the shared knowledge pool."""
 
     knowledge: Annotated[dict[str, list[Evidence]], merge_pool]
-    """Retriever kind (``rag``/``search``) -> its top ``pool_size`` passages for the question."""
+    """Retriever kind (``rag``/``search``) -> its top ``pool_size(kind)`` passages for the question."""
 
 
 class SourceTask(TypedDict):

@@ -21,3 +21,4 @@ RETRIEVERS.register("keyword", "factdebate.tools.keyword:open_keyword_retriever"
 RETRIEVERS.register("local_search", "factdebate.tools.keyword:open_local_search")
 RETRIEVERS.register("tavily", "factdebate.tools.tavily_search:open_tavily_retriever", aliases=("web",))
 RETRIEVERS.register("hybrid", "factdebate.tools.hybrid:open_hybrid_retriever")
+RETRIEVERS.register("openalex", "factdebate.tools.openalex:open_openalex_retriever")

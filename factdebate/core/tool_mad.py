@@ -15,6 +15,7 @@ from factdebate.core.errors import ConfigError
 from factdebate.core.settings import knob
 
 ScoringMode = Literal["stability", "consistency", "none"]
+StopRule = Literal["round_ge", "accumulated_gt"]
 
 
 @dataclass(kw_only=True)
@@ -49,6 +50,17 @@ class ToolMadContext(JudgedContext):
         True,
         "Use the scores for early stopping and show them to the judge; off = the "
         "'w/o scoring feedback' ablation (scores still computed and reported).",
+    )
+    stop_rule: StopRule = knob(
+        "round_ge",
+        "Stability mode's score gate: 'round_ge' = this round's scores >= the thresholds "
+        "(§III-C: a round is inconclusive when a score 'falls below' its threshold); "
+        "'accumulated_gt' = Alg. 1's S^A > St, with S^A the scores summed over rounds 1..r.",
+    )
+    judge_scores_without_feedback: bool = knob(
+        False,
+        "With score_feedback off: still show the judge the average scores (Alg. 1 passes S to "
+        "the judge; the ablation only drops the score gate); off = hide them too.",
     )
     query_model: str = knob("", "Query-formulation model spec; empty = debater_model.", model=True)
     scoring_model: str = knob("", "RAGAS evaluator LLM spec; empty = the judge model.", model=True)
@@ -99,8 +111,9 @@ class ToolMadContext(JudgedContext):
         return [debater_kind(agent) for agent in self.agent_ids()]
 
     def judge_score_mode(self) -> str:
-        """The scoring mode, unless scoring feedback is off."""
-        return self.scoring_mode if self.score_feedback else "none"
+        """The scoring mode, unless scoring feedback is off and the judge is not to see scores."""
+        shown = self.score_feedback or self.judge_scores_without_feedback
+        return self.scoring_mode if shown else "none"
 
 
 MAX_DEBATERS = 6

@@ -9,13 +9,18 @@ Knobs (``SpeculativeRagContext``): ``drafts`` m=3, ``top_k`` 6 documents.
 Deviations: subsets are a disjoint round-robin split of the ranked documents instead of
 embedding clusters (InBedder); drafter and verifier are the debater and judge models (no distilled
 specialist); the verifier's likelihood-based score is asked as a [0, 1] judgement per draft (see
-nodes/verify_drafts.py); MADAM-RAG's multi-answer variant aggregates all drafts, we keep the
-original selection in both answer modes.
+nodes/verify_drafts.py).
+
+Multi-answer questions (RAMDocs): as in MADAM-RAG App. B, the drafts are not verified; every
+draft's answers and rationale go to an aggregator (the judge model) that lists all correct
+answers (nodes/aggregate_drafts.py). Switch: ``multi_answer_drafts=select`` keeps the original
+verifier's single pick there too.
 """
 
 from __future__ import annotations
 
 from factdebate.graphs.turns import turn_node
+from factdebate.nodes.aggregate_drafts import aggregate_drafts, route_after_draft, route_after_drafts
 from factdebate.nodes.draft import draft, route_drafts
 from factdebate.nodes.gather_evidence import gather_evidence
 from factdebate.nodes.prepare_baseline import prepare_baseline
@@ -28,12 +33,12 @@ from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_draft_branch() -> StateGraph:
-    """One draft: draft -> verify_draft."""
+    """One draft: draft -> verify_draft (skipped when the aggregator reads all drafts)."""
     g = StateGraph(BranchState, context_schema=SpeculativeRagContext, output_schema=BranchOutput)
     g.add_node("draft", draft)
     g.add_node("verify_draft", verify_draft)
     g.add_edge(START, "draft")
-    g.add_edge("draft", "verify_draft")
+    g.add_conditional_edges("draft", route_after_draft, ["verify_draft", END])
     g.add_edge("verify_draft", END)
     return g
 
@@ -46,11 +51,14 @@ def build_speculative_rag() -> StateGraph:
     g.add_node("gather_evidence", gather_evidence)
     g.add_node("draft_branch", turn_node(build_draft_branch(), "draft_branch"))  # graphs/turns.py
     g.add_node("select_draft", select_draft)
+    g.add_node("aggregate_drafts", aggregate_drafts)
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "gather_evidence")
     g.add_conditional_edges("gather_evidence", route_drafts, ["draft_branch"])
-    g.add_edge("draft_branch", "select_draft")
+    g.add_conditional_edges("draft_branch", route_after_drafts,
+                            ["select_draft", "aggregate_drafts"])
     g.add_edge("select_draft", END)
+    g.add_edge("aggregate_drafts", END)
     return g
 
 

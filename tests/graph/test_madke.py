@@ -31,7 +31,8 @@ async def run(ctx: MadkeContext, thread: str = "t1") -> dict:
 
 
 def calls(spec: str) -> list[tuple[str, str, int]]:
-    return [(c.role, c.agent, c.round) for c in load_model(spec).timeline]
+    temperature = MadkeContext().temperature  # the cached model instance is per temperature
+    return [(c.role, c.agent, c.round) for c in load_model(spec, temperature=temperature).timeline]
 
 
 async def pool_titles() -> list[str]:
@@ -186,8 +187,10 @@ def test_selection_parsing_and_context_checks():
         MadkeContext(knowledge_sources="google")  # type: ignore[arg-type]
     assert MadkeContext().tool_kinds() == ["rag", "search"]
     assert MadkeContext(knowledge_sources="none").tool_kinds() == []
-    assert (MadkeContext().num_debaters, MadkeContext().max_rounds, MadkeContext().pool_size) \
-        == (2, 3, 5)
+    ctx = MadkeContext()
+    assert (ctx.num_debaters, ctx.max_rounds, ctx.wiki_pool_size, ctx.search_pool_size,
+            ctx.temperature) == (2, 3, 5, 10, 0.5)
+    assert (ctx.pool_size("rag"), ctx.pool_size("search")) == (5, 10)
 
 
 async def test_a_task_without_labels_is_a_config_error(scenario):

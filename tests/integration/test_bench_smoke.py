@@ -64,15 +64,16 @@ def test_scaling_bench_tiny(tmp_path: Path):
     data_dir = Path(__import__("os").environ.get("FACTDEBATE_DATA_DIR", ""))
     if not (data_dir / "fever").is_dir():
         pytest.skip("FACTDEBATE_DATA_DIR with fever/ is not set")
-    result = run_bench("scaling", tmp_path, "test", data_dir=data_dir, claims=4, latency=0.01,
-                       concurrencies=(1, 2), workers=2)
-    assert [r["concurrency"] for r in result["runs"]] == [1, 2]
-    assert all(r["items"] == 4 and r["errors"] == 0 and r["workers"] == 2 for r in result["runs"])
-    assert result["runs"][0]["efficiency"] == 1.0
-    assert result["worker_start_s"] > 0 and result["warmup_wall_s"] > 0
-    assert len(result["worker_peak_rss_mb"]) == 2
-    ref = result["in_process_reference"]
-    assert ref["workers"] == 1 and ref["concurrency"] == 2 and ref["items"] == 4
+    result = run_bench("scaling", tmp_path, "test", data_dir=data_dir, claims=2, latency=0.01,
+                       concurrencies=(1, 3))
+    assert [r["concurrency"] for r in result["runs"]] == [1, 3]
+    assert [r["items"] for r in result["runs"]] == [2, 3]  # c > 1: one claim per slot
+    assert all(r["errors"] == 0 and r["workers"] == 1 for r in result["runs"])
+    assert result["runs"][0]["efficiency"] == 1.0 and result["warmup_wall_s"] > 0
+    top = result["runs"][1]
+    base = result["runs"][0]["items"] / result["runs"][0]["wall_s"]
+    assert top["efficiency"] == round(top["items"] / top["wall_s"] / (3 * base), 4)
+    assert result["budget"] == "efficiency >= 0.90 at c = 3 (1 process)"
 
 
 def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeypatch):
@@ -85,7 +86,7 @@ def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeyp
 
     monkeypatch.setattr("factdebate.evaluation.executors.run_claim", broken)
     # in process (a monkeypatch does not reach worker processes); the warm-up run fails first
-    with pytest.raises(RuntimeError, match=r"2 of 2 items failed at concurrency 1.*model exploded"):
+    with pytest.raises(RuntimeError, match=r"1 of 1 items failed at concurrency 1.*model exploded"):
         run_bench("scaling", tmp_path, "test", data_dir=data_dir, claims=4, latency=0.01,
                   concurrencies=(1, 2), workers=1)
     assert not (tmp_path / "scaling.json").exists()

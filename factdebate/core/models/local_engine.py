@@ -82,7 +82,9 @@ def load_engine(path: str, n_threads: int) -> Engine:
 
     try:
         llama = load(MAX_CTX)
-        trained = int(llama._model.n_ctx_train())
+        from factdebate.patches.llama_decode import n_ctx_train
+
+        trained = n_ctx_train(llama)
         if 0 < trained < MAX_CTX:  # beyond its trained context a model degrades; reload smaller
             llama.close()
             llama = load(trained)

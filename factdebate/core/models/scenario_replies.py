@@ -21,7 +21,7 @@ from typing import Any
 
 from factdebate.core.labels import LABEL_SETS, NEI
 from factdebate.core.models.scenarios import answer_role, claim_of, verdict
-from factdebate.core.models.script import ScriptCall
+from factdebate.core.models.script import Responder, ScriptCall
 
 _DECIDERS = ("judge", "summarizer", "force_answer", "aggregator", "verifier", "moderator")
 
@@ -129,3 +129,19 @@ def _react_step(call: ScriptCall, claim: str) -> dict[str, str]:
     if call.round <= 1:
         return {"thought": "I need evidence.", "action": "search", "query": claim}
     return {"thought": "The evidence suffices.", "action": "finish", "query": ""}
+
+
+# -- the registered scenarios (factdebate.core.models.script.SCENARIOS) ---------------------------
+def agree() -> Responder:
+    """Every debater answers the first label, every judge accepts (``scripted:agree``); speaks
+    every framework."""
+    return lambda call: respond_any(call, agrees=True, first=True)
+
+
+def disagree() -> Responder:
+    """The first debater answers the first label, the others the second, judges see no consensus
+    (``scripted:disagree``); speaks every framework."""
+    def respond(call: ScriptCall) -> Any:
+        return respond_any(call, agrees=False, first=call.agent in ("", "rag"))
+
+    return respond

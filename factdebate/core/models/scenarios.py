@@ -16,7 +16,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from factdebate.core.models.script import Responder, ScriptCall
+from factdebate.core.models.script import ScriptCall
 
 _SUBJECT = re.compile(r"^(?:Claim|Question):\s*(.+)$", re.MULTILINE)
 
@@ -102,23 +102,4 @@ def madam_role(call: ScriptCall, *, answer: str = "SUPPORTS") -> Any:
     if call.role == "aggregator":
         return {"answers": [answer], "explanation": "The agents agree."}
     return {"answer": answer, "explanation": "The document states it."}
-
-
-def agree() -> Responder:
-    """Every debater answers the first label, every judge accepts (``scripted:agree``); speaks
-    every framework (``factdebate.core.models.scenario_replies``)."""
-    from factdebate.core.models.scenario_replies import respond_any
-
-    return lambda call: respond_any(call, agrees=True, first=True)
-
-
-def disagree() -> Responder:
-    """The first debater answers the first label, the others the second, judges see no consensus
-    (``scripted:disagree``); speaks every framework."""
-    from factdebate.core.models.scenario_replies import respond_any
-
-    def respond(call: ScriptCall) -> Any:
-        return respond_any(call, agrees=False, first=call.agent in ("", "rag"))
-
-    return respond
 

@@ -65,5 +65,5 @@ class CallRecord:
 ScenarioFactory = Callable[[], Responder]
 SCENARIOS: Registry[ScenarioFactory] = Registry("scripted scenario")
 """Scenario name -> factory of its responder (``scripted:<name>``)."""
-SCENARIOS.register("agree", "factdebate.core.models.scenarios:agree")
-SCENARIOS.register("disagree", "factdebate.core.models.scenarios:disagree")
+SCENARIOS.register("agree", "factdebate.core.models.scenario_replies:agree")
+SCENARIOS.register("disagree", "factdebate.core.models.scenario_replies:disagree")

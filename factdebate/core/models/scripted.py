@@ -116,7 +116,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> tuple[ScriptCall, CallRecord]:
         meta: dict[str, Any] = dict(getattr(run_manager, "metadata", None) or {})
         # pydantic serves each private-attribute read through __getattr__ (~2 us): read the dict once
-        private = self.__pydantic_private__
+        private: dict[str, Any] = self.__pydantic_private__ or {}
         timeline = private["_timeline"]
         with private["_lock"]:
             record = CallRecord(len(timeline), "", "", 0, time.monotonic(), 0.0)
@@ -133,7 +133,7 @@ class ScriptedChatModel(BaseChatModel):
         return call, record
 
     def _finish(self, call: ScriptCall, record: CallRecord) -> ChatResult:
-        reply = self.responder(call)
+        reply: Any = self.responder(call)
         extra_meta: dict[str, Any] = {}
         if isinstance(reply, AIMessage):  # a responder setting response_metadata too
             reply, extra_meta = str(reply.content), dict(reply.response_metadata)
@@ -143,7 +143,7 @@ class ScriptedChatModel(BaseChatModel):
             text = json.dumps(reply)
         else:
             text = str(reply)
-        with self.__pydantic_private__["_lock"]:
+        with (self.__pydantic_private__ or {})["_lock"]:
             record.role, record.agent, record.round = call.role, call.agent, call.round
             record.end = time.monotonic()
         prompt_words, reply_words = _words(call.prompt), _words(text)

@@ -1,4 +1,12 @@
-"""One chat completion on a llama.cpp context: prompt, token loop, grammar, stopping.
+"""One chat completion on a llama.cpp context: prompt, token loop, grammar, stopping (gated patch).
+
+Moved here from ``factdebate/core/models/local_decode.py`` (issue #15): it reads llama-cpp-python's
+private ``Llama._model`` / ``Llama._ctx`` / ``Llama._init_sampler``, so it runs only with the exact
+llama-cpp-python in ``factdebate.patches.PATCHES`` (ask ``factdebate.patches.enabled
+("llama_decode")``; ``factdebate.core.models.local`` refuses the embedded model otherwise, naming
+the version to install). ``engine`` is any object with ``llama`` (a ``llama_cpp.Llama``) and a
+``cache`` dict (``factdebate.core.models.local_engine.Engine``); this package imports nothing of
+``factdebate``.
 
 It replaces ``Llama.create_chat_completion`` (same chat template, same prompt tokens, same
 greedy picks) because of what issue #5's profile of ``local:smollm2`` showed (~9 s per call):
@@ -28,13 +36,18 @@ import ctypes
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import llama_cpp
 import numpy as np
 from llama_cpp import llama_chat_format
 
-from factdebate.core.models.local_engine import Engine
+
+class Engine(Protocol):
+    """What a decode needs of ``factdebate.core.models.local_engine.Engine``."""
+
+    llama: Any
+    cache: dict[str, Any]
 
 MIN_LOOP_TOKENS = 16
 """A block repeated back to back counts as a loop once the copies span this many tokens ..."""
@@ -287,3 +300,17 @@ def _may_cut(
         return True
     text = _text(llama, block)
     return quote is not None and '"' not in text and "\\" not in text and picker.allows(quote)
+
+
+def n_ctx_train(llama: Any) -> int:
+    """The context length the model was trained with (``Llama._model``: no public accessor)."""
+    return int(llama._model.n_ctx_train())
+
+
+def install() -> bool:
+    """Whether ``llama_cpp.Llama`` still has the private members the decode loop reads."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return False
+    return callable(getattr(Llama, "_init_sampler", None))

@@ -1,0 +1,78 @@
+"""Speculative RAG in the multi-answer setting: an aggregator reads every draft (MADAM-RAG App. B).
+
+"Since our setting may have multiple correct answers, we pass all answers and their rationales to
+the aggregator to generate the final answer." So for a multi-answer question (RAMDocs) with
+``multi_answer_drafts="aggregate"`` the drafts are not verified and no single draft is picked:
+``aggregate_drafts`` shows the aggregator (the judge model) every draft's answers and rationale,
+in draft order, and its list of all correct answers is the result. ``route_after_drafts`` chooses
+between this and ``select_draft``; ``route_after_draft`` skips the per-draft verifier.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from factdebate.nodes.answering import ask_answer, baseline_values, flag_parse
+from factdebate.nodes.llm import CallLog, call_config, model_for
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.routing import run_context
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+
+from factdebate.core.baseline_context import SpeculativeRagContext
+from factdebate.core.baseline_state import BaselineState, BranchState
+from factdebate.core.state import Turn
+
+
+def aggregates(state: BaselineState | BranchState, ctx: SpeculativeRagContext) -> bool:
+    """Whether this run hands all drafts to the aggregator (multi-answer + ``aggregate``)."""
+    return bool(state.get("multi_answer")) and ctx.multi_answer_drafts == "aggregate"
+
+
+def route_after_draft(
+    state: BranchState, ctx: SpeculativeRagContext | None = None
+) -> Literal["verify_draft", "__end__"]:
+    """Verify the draft, unless the aggregator will read all drafts."""
+    ctx = run_context(state, SpeculativeRagContext, ctx)
+    return END if aggregates(state, ctx) else "verify_draft"
+
+
+def route_after_drafts(
+    state: BaselineState, ctx: SpeculativeRagContext | None = None
+) -> Literal["select_draft", "aggregate_drafts"]:
+    """The verifier's pick (labels; ``select``) or the aggregator over all drafts."""
+    ctx = run_context(state, SpeculativeRagContext, ctx)
+    return "aggregate_drafts" if aggregates(state, ctx) else "select_draft"
+
+
+def drafts_of(state: BaselineState) -> list[Turn]:
+    """The drafts in draft order (draft1, draft2, ..., draft10)."""
+    return sorted((t for t in state.get("turns") or [] if t["agent"].startswith("draft")),
+                  key=lambda t: int(t["agent"].removeprefix("draft") or 0))
+
+
+def render_drafts(drafts: list[Turn]) -> str:
+    """``<draft n="1">Answers: a; b. Rationale: ...</draft>`` per draft."""
+    rows = []
+    for n, t in enumerate(drafts, 1):
+        answers = "; ".join(t.get("answers") or []) or t.get("label") or "unknown"  # type: ignore[typeddict-item]
+        rationale = " ".join((t["answer"] or "").split())
+        rows.append(f'<draft n="{n}">Answers: {answers}. Rationale: {rationale}</draft>')
+    return "\n".join(rows) or "(no drafts)"
+
+
+async def aggregate_drafts(
+    state: BaselineState, runtime: Runtime[SpeculativeRagContext]
+) -> dict[str, Any]:
+    """Every correct answer according to the aggregator, from all drafts and their rationales."""
+    ctx = runtime.context
+    values = baseline_values(state, ctx) | {"drafts": render_drafts(drafts_of(state))}
+    calls = CallLog()
+    result = await ask_answer(
+        await model_for(ctx.judge_model_spec, ctx),
+        prompt_set(ctx).render("speculative_aggregate", **values), state, ctx,
+        config=call_config(calls, role="aggregator", round_=1),
+    )
+    flag_parse(calls, "aggregator", 1, result)
+    return {"label": result.label, "answers": result.answers, "rationale": result.reasoning,
+            "stopped_by": "aggregator", "round": 1, **calls.update()}

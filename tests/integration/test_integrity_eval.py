@@ -1,0 +1,289 @@
+"""Issue #13 items 3, 5, 6, 7, 8 and 15: an evaluation's ``--out`` folder is never silently wrong.
+
+Real components: the ``factdebate`` CLI in subprocesses (two at once for the lock), SQLite
+checkpoints, results files damaged the way a user's tools would (random bytes, truncation,
+deletion), a real tmpfs mount filled up (root only; skipped otherwise). The model is the scripted
+double and the framework ``standard`` (no index): bookkeeping is tested, never verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from factdebate.cli.main import app
+from factdebate.core.models.scenarios import answer_role, claim_of
+from factdebate.core.models.scripted import ScriptCall, ScriptFault
+
+FACTDEBATE = Path(sys.executable).parent / "factdebate"
+CLAIMS = [("a", "The Eiffel Tower is in Paris.", "SUPPORTS"),
+          ("b", "Mount Everest is the highest mountain.", "SUPPORTS"),
+          ("c", "Marie Curie won two Nobel Prizes.", "REFUTES"),
+          ("d", "Paris is the capital of France.", "REFUTES"),
+          ("e", "The Moon orbits the Earth.", "SUPPORTS"),
+          ("f", "Water boils at 50 degrees at sea level.", "REFUTES")]
+
+
+def _data(folder: Path, claims: list[tuple[str, str, str]] = CLAIMS) -> Path:
+    path = folder / "mini.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "claim": c, "label": lab}) + "\n"
+                            for i, c, lab in claims), encoding="utf-8")
+    return path
+
+
+def _args(data: Path, out: Path, *extra: str, model: str = "scripted:disagree") -> list[str]:
+    return ["eval", "--framework", "standard", "--dataset", str(data), "--model", model,
+            "--out", str(out), "--concurrency", "2", *extra]
+
+
+def _cli(args: list[str], home: Path, **kwargs) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FACTDEBATE_HOME": str(home)}
+    env.pop("LANGSMITH_TRACING", None)
+    return subprocess.run([str(FACTDEBATE), *args], capture_output=True, text=True, env=env,
+                          timeout=180, **kwargs)
+
+
+def _rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def _one_error_line(done: subprocess.CompletedProcess) -> str:
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    return lines[0]
+
+
+@pytest.fixture
+def finished(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A finished 4-item run: (data file, out folder)."""
+    data, out = _data(tmp_path), tmp_path / "out"
+    done = _cli(_args(data, out, "--limit", "4"), tmp_path / "home")
+    assert done.returncode == 0, done.stderr[-2000:]
+    yield data, out
+
+
+# -- 3 and 15: resume refuses incompatible changes, extends with a larger --limit ----------------
+def test_resume_refuses_changes_naming_them_and_extends_a_larger_limit(finished, tmp_path):
+    data, out = finished
+    home = tmp_path / "home"
+    before = (out / "run.json").read_text()
+    for extra, named in ((["--limit", "4", "--seed", "1"], "--seed 0 -> 1"),
+                         (["--limit", "2"], "--limit 4 -> 2"),
+                         (["--limit", "4", "--metrics", "llm_judge"], "--metrics"),
+                         (["--limit", "4", "--set", "temperature=0.5"], "settings temperature")):
+        done = _cli([*_args(data, out, *extra), "--resume"], home)
+        assert done.returncode == 2 and named in _one_error_line(done), (extra, done.stderr)
+    other = _cli(["eval", "--framework", "cot", "--dataset", str(data), "--model",
+                  "scripted:disagree", "--out", str(out), "--limit", "4", "--resume"], home)
+    assert other.returncode == 2 and "--framework 'standard' -> 'cot'" in _one_error_line(other)
+    assert (out / "run.json").read_text() == before and len(_rows(out)) == 4
+    # the data file changes under the run (one claim edited): refused, naming the file
+    data.write_text(data.read_text().replace("Paris.", "Lyon."), encoding="utf-8")
+    changed = _cli([*_args(data, out, "--limit", "4"), "--resume"], home)
+    assert changed.returncode == 2 and "the data file changed" in _one_error_line(changed)
+    data.write_text(data.read_text().replace("Lyon.", "Paris."), encoding="utf-8")
+    # a larger --limit extends the run: the 4 rows are kept, only 2 new items run
+    extended = _cli([*_args(data, out, "--limit", "6"), "--resume"], home)
+    assert extended.returncode == 0, extended.stderr[-2000:]
+    rows = _rows(out)
+    assert len(rows) == 6 and len({r["item_id"] for r in rows}) == 6
+    record = json.loads((out / "run.json").read_text())
+    assert record["limit"] == 6 and record["extensions"][0]["from_limit"] == 4
+
+
+# -- 5: one writer per folder --------------------------------------------------------------------
+def test_second_writer_is_refused_and_a_killed_runs_lock_is_taken_over(tmp_path):
+    data, out, home = _data(tmp_path), tmp_path / "out", tmp_path / "home"
+    env = {**os.environ, "FACTDEBATE_HOME": str(home)}
+    slow = _args(data, out, "--concurrency", "1", model="scripted:disagree?latency=0.5")
+    first = subprocess.Popen([str(FACTDEBATE), *slow], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ((out / "run.json").exists() and (out / ".lock").read_text().strip()
+                   if (out / ".lock").exists() else False):
+            assert time.monotonic() < deadline and first.poll() is None
+            time.sleep(0.05)
+        second = _cli([*slow, "--resume"], home)
+        assert second.returncode == 6
+        assert f"in use by process {first.pid}" in _one_error_line(second)
+        again = _cli(slow, home)  # a fresh run into the same folder: refused the same way
+        assert again.returncode == 6 and "in use" in _one_error_line(again)
+    finally:
+        first.send_signal(signal.SIGKILL)  # a killed run: its lock file keeps its pid
+        first.wait(timeout=60)
+    assert (out / ".lock").read_text().strip() == str(first.pid)
+    resumed = _cli([*slow, "--resume"], home)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"took over the lock of process {first.pid}" in resumed.stderr
+    rows = _rows(out)
+    assert len(rows) == len(CLAIMS) == len({r["item_id"] for r in rows})
+    assert (out / ".lock").read_text() == ""  # a clean end leaves no pid behind
+
+
+# -- 6: error rows count, and the exit code says so ---------------------------------------------
+def test_errors_count_as_wrong_in_all_items_accuracy_and_exit_4(scenario, tmp_path, monkeypatch):
+    def respond(call: ScriptCall):
+        if "Curie" in claim_of(call):
+            raise ScriptFault("provider exploded")
+        return answer_role(call, debater_label=0)  # SUPPORTS: right on a, b; wrong on d
+
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    data, out = _data(tmp_path, CLAIMS[:4]), tmp_path / "out"
+    result = CliRunner().invoke(app, _args(data, out, model=scenario(respond)))
+    assert result.exit_code == 4, result.output
+    assert "1 of 4 item(s) ended in an error" in result.output
+    run = json.loads((out / "summary.json").read_text())["runs"][0]
+    assert run["metrics"]["accuracy"] == pytest.approx(2 / 3)  # over the 3 finished items
+    assert run["accuracy_all"] == pytest.approx(2 / 4)  # the error counts as wrong
+    assert run["n_errors"] == 1 and run["n_items"] == 4
+
+
+# -- 7: damaged result files ---------------------------------------------------------------------
+def test_bad_results_line_is_one_error_and_repair_reruns_that_item(finished, tmp_path):
+    data, out = finished
+    lines = (out / "results.jsonl").read_bytes().splitlines(keepends=True)
+    lost = json.loads(lines[1])["item_id"]
+    lines[1] = os.urandom(40).replace(b"\n", b"x") + b"\n"
+    (out / "results.jsonl").write_bytes(b"".join(lines))
+    done = _cli([*_args(data, out, "--limit", "4"), "--resume"], tmp_path / "home")
+    line = _one_error_line(done)
+    assert done.returncode == 2 and "results.jsonl is damaged: line(s) 2" in line
+    assert "--resume --repair" in line
+    repaired = _cli([*_args(data, out, "--limit", "4"), "--resume", "--repair"], tmp_path / "home")
+    assert repaired.returncode == 0, repaired.stderr[-2000:]
+    rows = _rows(out)
+    assert sorted(r["item_id"] for r in rows) == sorted({r["item_id"] for r in rows})
+    assert lost in {r["item_id"] for r in rows} and len(rows) == 4
+    aside = list(out.glob("results.jsonl.damaged-*"))
+    assert len(aside) == 1 and len(aside[0].read_bytes().splitlines()) == 1
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "deleted"])
+def test_damaged_run_json_is_one_error_and_repair_rebuilds_it(finished, tmp_path, damage):
+    data, out = finished
+    record = json.loads((out / "run.json").read_text())
+    if damage == "empty":
+        (out / "run.json").write_text("")
+    elif damage == "truncated":
+        os.truncate(out / "run.json", 100)
+    else:
+        (out / "run.json").unlink()
+    done = _cli([*_args(data, out, "--limit", "4"), "--resume"], tmp_path / "home")
+    assert done.returncode == 2 and "--repair" in _one_error_line(done)
+    repaired = _cli([*_args(data, out, "--limit", "4"), "--resume", "--repair"], tmp_path / "home")
+    assert repaired.returncode == 0, repaired.stderr[-2000:]
+    rebuilt = json.loads((out / "run.json").read_text())
+    assert rebuilt["run_id"] == record["run_id"] and rebuilt["item_ids"] == record["item_ids"]
+    assert len(_rows(out)) == 4  # nothing ran twice
+
+
+def test_corrupt_checkpoint_database_is_one_error_and_repair_sets_it_aside(tmp_path):
+    data, out, home = _data(tmp_path), tmp_path / "out", tmp_path / "home"
+    assert _cli(_args(data, out, "--limit", "2"), home).returncode == 0
+    db = out / "checkpoints.sqlite"
+    db.write_bytes(os.urandom(db.stat().st_size))
+    done = _cli([*_args(data, out, "--limit", "4"), "--resume"], home)
+    line = _one_error_line(done)
+    assert done.returncode == 2 and "checkpoints.sqlite is damaged" in line
+    assert "--resume --repair" in line
+    repaired = _cli([*_args(data, out, "--limit", "4"), "--resume", "--repair"], home)
+    assert repaired.returncode == 0, repaired.stderr[-2000:]
+    assert list(out.glob("checkpoints.sqlite.damaged-*")) and len(_rows(out)) == 4
+
+
+# -- 8: places that cannot be written ------------------------------------------------------------
+def test_out_that_is_a_file_or_dev_null_is_one_error(tmp_path):
+    data, home = _data(tmp_path), tmp_path / "home"
+    a_file = tmp_path / "taken.txt"
+    a_file.write_text("keep me")
+    for place in (a_file, Path("/dev/null")):
+        done = _cli(_args(data, place, "--limit", "2"), home)
+        assert done.returncode == 5 and "is not a folder" in _one_error_line(done)
+    assert a_file.read_text() == "keep me"
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 200 KB tmpfs mounted for the test (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_full_disk_stops_the_run_keeps_no_disk_error_row_and_resume_finishes(tmp_path, tmpfs):
+    many = [(f"i{n}", f"Claim number {n} is true.", "SUPPORTS") for n in range(40)]
+    data, out, home = _data(tmp_path, many), tmpfs / "run", tmp_path / "home"
+    done = _cli(_args(data, out), home)
+    line = _one_error_line(done)
+    assert done.returncode == 5 and "disk is full" in line and "--resume" in line
+    rows = _rows(out) if (out / "results.jsonl").exists() else []
+    assert all(r["status"] == "ok" for r in rows)  # the fault never became a kept error row
+    assert json.loads((out / "run.json").read_text())["item_ids"]  # whole, or never written
+    subprocess.run(["mount", "-o", "remount,size=16m", str(tmpfs)], check=True)
+    resumed = _cli([*_args(data, out), "--resume"], home)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    rows = _rows(out)
+    assert len(rows) == 40 == len({r["item_id"] for r in rows})
+    assert all(r["status"] == "ok" for r in rows)
+
+
+def test_read_only_out_is_one_error(tmp_path, tmpfs):
+    subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
+    done = _cli(_args(_data(tmp_path), tmpfs / "run", "--limit", "2"), tmp_path / "home")
+    assert done.returncode == 5 and "Read-only file system" in _one_error_line(done)
+
+
+# -- 4 and 8: verify --resume with another claim/framework; unusable checkpoint places -----------
+def test_verify_resume_refuses_another_claim_or_framework(tmp_path, monkeypatch):
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    db = tmp_path / "ck" / "c.sqlite"
+    base = ["--model", "scripted:agree", "--thread-id", "t1", "--checkpoint-db", str(db)]
+    runner = CliRunner()
+    first = runner.invoke(app, ["verify", "Paris is in France", "--framework", "standard", *base,
+                                "--json"])
+    assert first.exit_code == 0, first.output
+    claim = runner.invoke(app, ["verify", "The Moon is cheese", "--framework", "standard", *base,
+                                "--resume"])
+    assert claim.exit_code == 2
+    assert "thread 't1' verifies another claim ('Paris is in France')" in claim.output
+    framework = runner.invoke(app, ["verify", "Paris is in France", "--framework", "cot", *base,
+                                    "--resume"])
+    assert framework.exit_code == 2 and "thread 't1' is a standard run, not cot" in framework.output
+    same = runner.invoke(app, ["verify", "Paris is in France", "--framework", "standard", *base,
+                               "--resume", "--json"])
+    assert same.exit_code == 0 and json.loads(same.stdout)["label"] == json.loads(
+        first.stdout)["label"]
+
+
+def test_verify_home_a_file_or_checkpoint_db_a_folder_is_one_error(tmp_path, monkeypatch):
+    a_file = tmp_path / "home-file"
+    a_file.write_text("not a folder")
+    monkeypatch.setenv("FACTDEBATE_HOME", str(a_file))
+    args = ["verify", "Paris is in France", "--framework", "standard", "--model", "scripted:agree"]
+    home = CliRunner().invoke(app, args)
+    assert home.exit_code == 5 and f"{a_file} is a file" in home.output
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    db = CliRunner().invoke(app, [*args, "--checkpoint-db", str(folder)])
+    assert db.exit_code == 5 and f"--checkpoint-db {folder} is a folder" in db.output
+    assert a_file.read_text() == "not a folder" and not list(folder.iterdir())
