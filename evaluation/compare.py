@@ -1,14 +1,25 @@
-"""``factdebate compare OUT1 OUT2``: accuracy difference on the shared items, paired bootstrap.
+"""``factdebate compare OUT1 OUT2``: accuracy difference on the shared items, two paired tests.
 
-Only items finished in both runs count (same item ids; error rows excluded). The paired bootstrap
-resamples those items with replacement (seeded) and recomputes the difference B - A; the 95%
-interval is the percentile interval and the two-sided p-value is twice the smaller tail share of
-resampled differences at or beyond zero (capped at 1).
+Only items finished in both runs count (same item ids; error rows excluded). Two views of the
+same paired data, side by side:
+
+* the paired bootstrap resamples the shared items with replacement (seeded) and recomputes the
+  difference B - A; the 95% interval is the percentile interval and the two-sided p-value is
+  twice the smaller tail share of resampled differences at or beyond zero (capped at 1);
+* McNemar's exact test looks only at the discordant items - ``b`` = A wrong and B right,
+  ``c`` = A right and B wrong - and under H0 (either is as likely) ``min(b, c)`` is
+  Binomial(b + c, 1/2): two-sided p = min(1, 2 * P(X <= min(b, c))); p = 1 when b + c = 0.
+
+A comparison on fewer than ``SMALL_N`` shared items carries a warning (both tests are then
+unreliable, the bootstrap interval especially). Each run is named by framework, dataset and model
+plus every Context setting (from ``run.json``) in which the two runs differ, so two Tool-MAD runs
+that differ only in ``stop_rule`` are told apart.
 """
 
 from __future__ import annotations
 
 import random
+from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +27,11 @@ from factdebate.evaluation.metrics import correct
 from factdebate.evaluation.reports import load_run
 
 from factdebate.core.errors import InputError
+
+SMALL_N = 30
+"""Below this many shared items a comparison gets a warning."""
+NAMED_ELSEWHERE = {"debater_model"}
+"""Context fields already in a run's name (framework/dataset (model))."""
 
 
 def run_dirs(out: Path) -> dict[str, Path]:
@@ -47,17 +63,58 @@ def paired_bootstrap(a: list[float], b: list[float], *, resamples: int = 10000,
     }
 
 
+def mcnemar_exact(a: list[float], b: list[float]) -> dict[str, Any]:
+    """McNemar's exact test on paired 0/1 outcomes: discordant counts and two-sided p."""
+    only_b = sum(1 for x, y in zip(a, b, strict=True) if not x and y)
+    only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
+    n = only_a + only_b
+    if n == 0:
+        return {"b_only_correct": 0, "a_only_correct": 0, "mcnemar_p": 1.0}
+    tail = sum(comb(n, k) for k in range(min(only_a, only_b) + 1)) / 2**n
+    return {"b_only_correct": only_b, "a_only_correct": only_a, "mcnemar_p": min(1.0, 2 * tail)}
+
+
+def differing_settings(rec_a: dict[str, Any], rec_b: dict[str, Any]) -> tuple[str, str]:
+    """``key=value`` settings of each run where the two runs' Contexts differ ("" if none)."""
+    ctx_a, ctx_b = rec_a.get("context") or {}, rec_b.get("context") or {}
+    keys = sorted(k for k in set(ctx_a) | set(ctx_b)
+                  if k not in NAMED_ELSEWHERE and ctx_a.get(k) != ctx_b.get(k))
+
+    def show(ctx: dict[str, Any]) -> str:
+        return " ".join(f"{k}={_value(ctx.get(k, '-'))}" for k in keys)
+
+    return show(ctx_a), show(ctx_b)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return "''" if value == "" else str(value)
+
+
+def run_name(record: dict[str, Any], settings: str) -> str:
+    """``framework/dataset (model)`` plus the settings that set this run apart."""
+    base = f"{record['framework']}/{record['dataset']} ({record['models']['debater']})"
+    return f"{base} {settings}" if settings else base
+
+
 def compare_runs(dir_a: Path, dir_b: Path, *, seed: int = 0) -> dict[str, Any]:
     """Paired comparison of two run folders on their shared finished items."""
     (rec_a, rows_a), (rec_b, rows_b) = load_run(dir_a), load_run(dir_b)
     scored_a = {r["item_id"]: c for r in rows_a if (c := correct(r)) is not None}
     scored_b = {r["item_id"]: c for r in rows_b if (c := correct(r)) is not None}
     shared = [i for i in rec_a["item_ids"] if i in scored_a and i in scored_b]
-    result = paired_bootstrap([float(scored_a[i]) for i in shared],
-                              [float(scored_b[i]) for i in shared], seed=seed)
-    return {"a": f"{rec_a['framework']}/{rec_a['dataset']} ({rec_a['models']['debater']})",
-            "b": f"{rec_b['framework']}/{rec_b['dataset']} ({rec_b['models']['debater']})",
-            "only_a": len(scored_a) - len(shared), "only_b": len(scored_b) - len(shared), **result}
+    a = [float(scored_a[i]) for i in shared]
+    b = [float(scored_b[i]) for i in shared]
+    result = paired_bootstrap(a, b, seed=seed) | mcnemar_exact(a, b)
+    settings_a, settings_b = differing_settings(rec_a, rec_b)
+    warnings = []
+    if result["n"] < SMALL_N:
+        warnings.append(f"only {result['n']} shared item(s) (fewer than {SMALL_N}): the interval "
+                        "and both p-values are unreliable; compare larger runs")
+    return {"a": run_name(rec_a, settings_a), "b": run_name(rec_b, settings_b),
+            "only_a": len(scored_a) - len(shared), "only_b": len(scored_b) - len(shared),
+            "warnings": warnings, **result}
 
 
 def compare_outputs(out_a: Path, out_b: Path, *, seed: int = 0) -> list[dict[str, Any]]:
@@ -70,3 +127,15 @@ def compare_outputs(out_a: Path, out_b: Path, *, seed: int = 0) -> list[dict[str
     if not pairs:
         raise InputError(f"{out_a} and {out_b} have no runs in common", "compare matching configs")
     return [compare_runs(a, b, seed=seed) for a, b in pairs]
+
+
+COLUMNS = ("A", "B", "shared n", "acc A", "acc B", "B - A", "95% CI (bootstrap)",
+           "p (bootstrap)", "B only / A only correct", "p (McNemar exact)")
+
+
+def table_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """One row of ``COLUMNS`` per comparison (every figure next to its n)."""
+    return [(r["a"], r["b"], str(r["n"]), f"{r['accuracy_a']:.3f}", f"{r['accuracy_b']:.3f}",
+             f"{r['delta']:+.3f}", f"({r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f})",
+             f"{r['p_value']:.4f}", f"{r['b_only_correct']} / {r['a_only_correct']}",
+             f"{r['mcnemar_p']:.4f}") for r in results]

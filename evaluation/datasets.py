@@ -21,13 +21,14 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from factdebate.evaluation.formats import ANSWERS_TASK, Item, read_records, to_item
 
+from factdebate.core.caching import ProcessCache
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.core.registry import Registry
 
@@ -115,8 +116,7 @@ def _infer_task(record: dict, default: str) -> str:
             "qa_conflict": ANSWERS_TASK}.get(record.get("task", ""), default)
 
 
-_LOADED_MAX = 8
-_loaded: OrderedDict[tuple[Any, ...], list[Item]] = OrderedDict()
+_loaded: ProcessCache[tuple[Any, ...], list[Item]] = ProcessCache("parsed datasets", maxsize=8)
 
 
 def load_items(name: str, data_dir: Path | str | None = None) -> list[Item]:
@@ -133,15 +133,9 @@ def load_items(name: str, data_dir: Path | str | None = None) -> list[Item]:
                                            stat.st_size, stat.st_mtime_ns)
     except OSError:
         key = None  # read_records names the problem
-    if key is not None and key in _loaded:
-        _loaded.move_to_end(key)
-        return list(_loaded[key])
-    items = _parse_items(spec, path, name)
-    if key is not None:
-        _loaded[key] = items
-        while len(_loaded) > _LOADED_MAX:
-            _loaded.popitem(last=False)
-    return list(items)
+    if key is None:
+        return _parse_items(spec, path, name)
+    return list(_loaded.get(key, lambda: _parse_items(spec, path, name)))
 
 
 def _parse_items(spec: Any, path: Path, name: str) -> list[Item]:

@@ -131,7 +131,7 @@ def _effort_table(runs: list[dict[str, Any]]) -> list[str]:
         cost = m.get("cost_usd")
         rows.append([r["framework"], r["dataset"], _num(m.get("rounds")), _num(m.get("llm_calls"), ".1f"),
                      _num(m.get("prompt_tokens"), ".0f"), _num(m.get("completion_tokens"), ".0f"),
-                     tools, "n/a" if cost is None else f"{cost:.4f}", _num(m.get("wall_time_s")),
+                     tools, "unknown" if cost is None else f"{cost:.4f}", _num(m.get("wall_time_s")),
                      str(int(m.get("errors", 0)))])
     return _table(["Framework", "Dataset", "Rounds", "LLM calls", "Prompt tok.", "Compl. tok.",
                    "Tool calls / item", "Cost USD (total)", "Wall s / item", "Errors"], rows)

@@ -11,6 +11,11 @@ back-off first (the retry resumes the item's thread from its checkpoint). ``--re
 ``run.json`` (same items, same run id), skips items that already have a row and resumes the others'
 threads, so completed graph steps are not re-run. Every framework is driven alike through the one
 output shape (``label`` or ``answers``).
+
+The folder is this run's alone while it runs (``OUT/.lock``); a resume must match the recorded run
+(a larger ``--limit`` extends it); damaged files are named and ``--repair`` recovers them; a full
+disk or a damaged checkpoint database stops the run instead of becoming error rows
+(``evaluation/run_folder.py``).
 """
 
 from __future__ import annotations

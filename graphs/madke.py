@@ -52,15 +52,15 @@ from factdebate.nodes.summarize import summarize
 from factdebate.nodes.talk_order import route_after_debater_turn, route_speakers
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.madke import MadkeContext, MadkeState, SpeakerOutput, SpeakerState
-from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.core.madke import MadkeContext, MadkeState, SpeakerState
+from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
 
 __all__ = ["MadkeContext", "build_debater_turn", "build_madke", "graph"]
 
 
 def build_debater_turn() -> StateGraph:
     """One debater's turn: select_knowledge -> speak."""
-    g = StateGraph(SpeakerState, context_schema=MadkeContext, output_schema=SpeakerOutput)
+    g = StateGraph(SpeakerState, context_schema=MadkeContext, output_schema=DebateRecord)
     g.add_node("select_knowledge", select_knowledge)
     g.add_node("speak", speak)
     g.add_edge(START, "select_knowledge")

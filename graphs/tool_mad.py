@@ -48,13 +48,13 @@ from factdebate.nodes.retrieve import retrieve
 from factdebate.nodes.score import score
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.state import DebateInput, DebateOutput, DebaterOutput, DebaterState, DebateState
+from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState, DebateState
 from factdebate.core.tool_mad import ToolMadContext
 
 
 def build_debate_turn() -> StateGraph:
     """One debater's turn: formulate_query -> retrieve -> respond -> score."""
-    g = StateGraph(DebaterState, context_schema=ToolMadContext, output_schema=DebaterOutput)
+    g = StateGraph(DebaterState, context_schema=ToolMadContext, output_schema=DebateRecord)
     g.add_node("formulate_query", formulate_query)
     g.add_node("retrieve", retrieve)
     g.add_node("respond", respond)

@@ -15,8 +15,7 @@ from typing import Any, Literal
 from factdebate.nodes.answering import ask_answer, baseline_values, flag_parse
 from factdebate.nodes.llm import CallLog, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.routing import run_context
-from langgraph.graph import END
+from factdebate.nodes.routing import END, run_context
 from langgraph.runtime import Runtime
 
 from factdebate.core.baseline_context import SpeculativeRagContext
@@ -55,7 +54,7 @@ def render_drafts(drafts: list[Turn]) -> str:
     """``<draft n="1">Answers: a; b. Rationale: ...</draft>`` per draft."""
     rows = []
     for n, t in enumerate(drafts, 1):
-        answers = "; ".join(t.get("answers") or []) or t.get("label") or "unknown"  # type: ignore[typeddict-item]
+        answers = "; ".join(t.get("answers") or []) or t.get("label") or "unknown"
         rationale = " ".join((t["answer"] or "").split())
         rows.append(f'<draft n="{n}">Answers: {answers}. Rationale: {rationale}</draft>')
     return "\n".join(rows) or "(no drafts)"

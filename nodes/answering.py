@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +23,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
-from factdebate.core.baseline_state import BaselineTurn
 from factdebate.core.context import Context
 from factdebate.core.labels import get_label_set, verdict_schema
-from factdebate.core.state import Evidence
+from factdebate.core.state import Evidence, Turn
 
 
 class AnswersOut(BaseModel):
@@ -122,17 +122,17 @@ async def ask_answer(
 def answer_turn(
     agent: str, round_: int, answer: Answer, *, query: str = "",
     evidence: list[Evidence] | None = None,
-) -> BaselineTurn:
+) -> Turn:
     """The turn recording one answer step."""
-    return BaselineTurn(agent=agent, round=round_, query=query, evidence=list(evidence or []),
+    return Turn(agent=agent, round=round_, query=query, evidence=list(evidence or []),
                         answer=answer.reasoning, label=answer.label, parse=answer.parse,
                         answers=list(answer.answers))
 
 
 def note_turn(agent: str, round_: int, text: str, *, query: str = "",
-              evidence: list[Evidence] | None = None) -> BaselineTurn:
+              evidence: list[Evidence] | None = None) -> Turn:
     """A turn without an answer (a review, a thought, a follow-up question, an observation)."""
-    return BaselineTurn(agent=agent, round=round_, query=query, evidence=list(evidence or []),
+    return Turn(agent=agent, round=round_, query=query, evidence=list(evidence or []),
                         answer=text, label=None, parse="")
 
 
@@ -144,7 +144,7 @@ def flag_parse(calls: CallLog, agent: str, round_: int, answer: Answer) -> None:
                            + (f" as {shown}" if shown else ""))
 
 
-def result_fields(turn: BaselineTurn) -> dict[str, Any]:
+def result_fields(turn: Mapping[str, Any]) -> dict[str, Any]:
     """The final-result keys taken from one turn."""
     return {"label": turn["label"], "answers": list(turn.get("answers") or []),
             "rationale": turn["answer"]}

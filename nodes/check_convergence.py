@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from factdebate.nodes.aggregate import key
-from langgraph.graph import END
+from factdebate.nodes.routing import END
 from langgraph.runtime import Runtime
 
 from factdebate.core.madam_rag import DocResponse, MadamRagContext, MadamRagState

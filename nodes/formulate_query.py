@@ -40,7 +40,7 @@ async def formulate_query(state: DebaterState, runtime: Runtime[ToolMadContext])
         messages = prompts.render("query_followup", **values)
     else:
         messages = prompts.render("query_initial", **values)
-    calls, reply_meta = CallLog(), {}
+    calls, reply_meta = CallLog(), dict[str, Any]()
     parsed, raw = await ask_structured(
         await model_for(ctx.query_model_spec, ctx),
         messages,

@@ -8,7 +8,7 @@ and fault flags behave the same in every framework.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from factdebate.nodes.answering import note_turn
 from factdebate.nodes.retrieve import resolve_backend, search_tool
@@ -18,6 +18,9 @@ from factdebate.core.baseline_context import BaselineContext
 from factdebate.core.baseline_state import BaselineState
 from factdebate.core.errors import InputError
 from factdebate.core.state import Evidence
+
+B = TypeVar("B", bound=BaselineContext)
+"""Any baseline's Context (ReAct's, Self-Ask's ...)."""
 
 
 def item_documents(documents: list[dict[str, Any]]) -> list[Evidence]:
@@ -32,7 +35,7 @@ def item_documents(documents: list[dict[str, Any]]) -> list[Evidence]:
 
 
 async def search_rag(
-    query: str, state: Any, runtime: Runtime[BaselineContext], *, round_: int
+    query: str, state: Any, runtime: Runtime[B], *, round_: int
 ) -> dict[str, Any]:
     """One call of the ``rag`` retriever: ``{"evidence", "ledger", "flags"?}``."""
     ctx = runtime.context
@@ -44,7 +47,7 @@ async def search_rag(
 
 
 async def retrieval_step(
-    agent: str, query: str, state: Any, runtime: Runtime[BaselineContext], *, limit: int
+    agent: str, query: str, state: Any, runtime: Runtime[B], *, limit: int
 ) -> dict[str, Any]:
     """One tool step of a loop (ReAct observation, Self-Ask intermediate answer) as an update.
 

@@ -80,7 +80,7 @@ async def update_memory(state: MermaidState, runtime: Runtime[MermaidContext],
     memory, _ = _memory(state, runtime, config)  # a missing store was flagged by recall_memory already
     if memory is None:
         return {}
-    records = [
+    records: list[dict[str, Any]] = [
         {"query": turn["query"], "source": turn.get("action", ""), "id": e["id"],
          "title": e["title"], "text": e["text"], "url": e["url"]}
         for turn in state.get("turns", []) if turn.get("action")

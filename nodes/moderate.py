@@ -15,8 +15,7 @@ from factdebate.nodes.check_consensus import round_turns
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_opponents
-from factdebate.nodes.routing import run_context
-from langgraph.graph import END
+from factdebate.nodes.routing import END, run_context
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 

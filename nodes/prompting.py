@@ -19,7 +19,8 @@ def common_values(state: Any, ctx: Context, kind: str) -> dict[str, Any]:
     """Placeholders shared by query, debate and judge templates."""
     prompts = prompt_set(ctx)
     instructions = label_instructions()[state["task"]]
-    tool = prompts.templates.get("tools", {}).get(kind, {"name": kind, "description": ""})
+    tools: dict[str, Any] = prompts.templates.get("tools", {})  # name -> {name, description}
+    tool = tools.get(kind, {"name": kind, "description": ""})
     return {
         "subject": instructions["subject"],
         "claim": state["claim"],

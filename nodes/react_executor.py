@@ -49,7 +49,7 @@ async def react_step(state: MermaidState, runtime: Runtime[MermaidContext]) -> d
         out["flags"].append(f"executor: step {step} reply could not be read ({raw[:120]!r})")
         return out | {"turns": [_turn(step, raw, None, "failed")]}
     if parsed.answer:
-        label = parse_label(parsed.answer, get_label_set(state["task"]))
+        label = parse_label(parsed.answer, get_label_set(state["task"] or ctx.label_set))
         if label.label is None:
             out["flags"].append(f"executor: step {step} answer {parsed.answer!r} is not a label")
             return out | {"turns": [_turn(step, parsed.thought, None, "failed")]}
@@ -72,7 +72,7 @@ async def force_answer(state: MermaidState, runtime: Runtime[MermaidContext]) ->
         await model_for(ctx.executor_model_spec, ctx),
         prompt_set(ctx).render("force_answer", **executor_values(state, ctx, [])),
         verdict_schema(state["task"]),
-        get_label_set(state["task"]),
+        get_label_set(state["task"] or ctx.label_set),
         config=call_config(calls, role="force_answer", agent="executor", round_=state["round"]),
         retries=ctx.llm_retries,
     )

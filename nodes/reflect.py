@@ -19,8 +19,7 @@ from factdebate.nodes.answering import (
 )
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.routing import run_context
-from langgraph.graph import END
+from factdebate.nodes.routing import END, run_context
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
@@ -42,7 +41,7 @@ def _latest(state: BaselineState, agents: tuple[str, ...]) -> Turn:
 
 
 def _show(turn: Turn) -> str:
-    answers = turn.get("answers")  # type: ignore[typeddict-item]
+    answers = turn.get("answers")
     verdict = ", ".join(answers) if answers else (turn["label"] or "no answer")
     return f"{verdict} - {turn['answer']}"
 

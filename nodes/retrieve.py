@@ -5,7 +5,10 @@ means Tavily when ``TAVILY_API_KEY`` is set, else the offline keyword stand-in, 
 the output. Calls are bounded by a timeout and retried with back-off (honouring a 429's
 ``Retry-After``, capped); a tool that still fails - timeout, 429, 5xx, unreachable host - yields
 no evidence, a flag and a ``tool_faults`` ledger entry, and the debate goes on. Errors only the
-user can fix (no index, a rejected API key) are raised. A retriever that asks for it
+user can fix (no index, a rejected API key) are raised, and so is a damaged local index
+(``IndexDamagedError``: missing data files, unreadable segments): its empty answer would otherwise
+look like a legitimate "nothing found", so ``verify`` stops and ``eval`` records an error row,
+while a query that matches nothing stays an ordinary empty result. A retriever that asks for it
 (``summarize``, e.g. OpenAlex) has its passages summarised by the run's model
 (nodes/summarize_evidence.py).
 """

@@ -11,9 +11,13 @@ a thread that never ran, from the Context defaults.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Final, Literal, TypeVar, cast
 
+import langgraph.graph
 from langgraph.runtime import get_runtime
+
+END: Final = cast(Literal["__end__"], langgraph.graph.END)
+"""LangGraph's ``END`` typed as the literal routers declare (LangGraph types it as ``str``)."""
 
 ROUTING_KNOBS = (
     "max_rounds", "debaters", "num_debaters", "knowledge_sources", "t_max", "samples", "drafts",

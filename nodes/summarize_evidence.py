@@ -13,10 +13,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
-
 from factdebate.nodes.llm import CallLog, call_config, model_for, with_retries
 from factdebate.prompts import load_prompts
+from langchain_core.language_models import BaseChatModel
 
 from factdebate.core.context import Context
 from factdebate.core.errors import FactDebateError

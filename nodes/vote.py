@@ -12,20 +12,20 @@ from collections import Counter
 from typing import Any, Literal
 
 from factdebate.nodes.answering import first_round, result_fields
-from factdebate.nodes.routing import run_context
-from langgraph.graph import END
+from factdebate.nodes.routing import END, run_context
 
 from factdebate.core.baseline_context import MultiAgentDebateContext
-from factdebate.core.baseline_state import BaselineState, BaselineTurn
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.state import Turn
 
 
-def _agent_order(turn: BaselineTurn) -> tuple[str, int]:
+def _agent_order(turn: Turn) -> tuple[str, int]:
     match = re.match(r"(.*?)(\d*)$", turn["agent"])
     assert match  # the pattern matches every string
     return match.group(1), int(match.group(2) or 0)
 
 
-def _key(turn: BaselineTurn, multi: bool) -> Any:
+def _key(turn: Turn, multi: bool) -> Any:
     if multi:
         answers = turn.get("answers") or []
         return tuple(sorted({a.casefold() for a in answers})) if answers else None
@@ -34,7 +34,7 @@ def _key(turn: BaselineTurn, multi: bool) -> Any:
 
 def vote(state: BaselineState) -> dict[str, Any]:
     """Majority answer of the latest round (also the running majority between Du et al. rounds)."""
-    turns: list[BaselineTurn] = state.get("turns") or []  # type: ignore[assignment]
+    turns: list[Turn] = state.get("turns") or []
     latest = max((t["round"] for t in turns), default=0)
     multi = bool(state.get("multi_answer"))
     ballots = sorted((t for t in turns if t["round"] == latest), key=_agent_order)

@@ -10,11 +10,11 @@ clients are opened once, not per call.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from factdebate.core.caching import ProcessCache
 from factdebate.core.retrievers import RETRIEVERS
 from factdebate.core.state import Evidence
 
@@ -48,18 +48,22 @@ class RetrieverSettings:
 RetrieverFactory = Callable[[RetrieverSettings], Retriever]
 """What a ``RETRIEVERS`` entry (``factdebate.core.retrievers``, re-exported here) resolves to."""
 
-_cache: dict[tuple[str, RetrieverSettings], Retriever] = {}
-_cache_lock = threading.RLock()  # re-entrant: a composite backend (hybrid) opens others
+
+def _close(retriever: Retriever) -> None:
+    close = getattr(retriever, "close", None)
+    if callable(close):
+        close()
+
+
+# get() builds under a re-entrant lock: a composite backend (hybrid) opens others meanwhile
+_retrievers: ProcessCache[tuple[str, RetrieverSettings], Retriever] = ProcessCache(
+    "retrievers", on_clear=_close)
 
 
 def get_retriever(name: str, settings: RetrieverSettings) -> Retriever:
     """The process-wide instance of backend ``name`` for ``settings`` (opened on first use)."""
     canonical = RETRIEVERS.resolve(name)
-    key = (canonical, settings)
-    with _cache_lock:
-        if key not in _cache:
-            _cache[key] = RETRIEVERS.get(canonical)(settings)
-        return _cache[key]
+    return _retrievers.get((canonical, settings), lambda: RETRIEVERS.get(canonical)(settings))
 
 
 def cached_retriever(name: str, settings: RetrieverSettings) -> Retriever | None:
@@ -69,17 +73,12 @@ def cached_retriever(name: str, settings: RetrieverSettings) -> Retriever | None
     opening may block (index files, models): a thread round trip for every search cost ~1% of a
     Tool-MAD claim's CPU in a py-spy profile of ``eval --workers``.
     """
-    return _cache.get((RETRIEVERS.resolve(name), settings))
+    return _retrievers.peek((RETRIEVERS.resolve(name), settings))
 
 
 def clear_retriever_cache() -> None:
     """Forget opened backends (tests that rebuild an index in the same process)."""
-    with _cache_lock:
-        for retriever in _cache.values():
-            close = getattr(retriever, "close", None)
-            if callable(close):
-                close()
-        _cache.clear()
+    _retrievers.clear()
 
 
 async def run_blocking(fn: Callable[..., list[Evidence]], *args: object) -> list[Evidence]:

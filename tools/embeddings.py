@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 from langchain_core.embeddings import Embeddings
 
+from factdebate.core.caching import ProcessCache
 from factdebate.core.errors import ConfigError
 
 QUERY_CACHE_SIZE = 4096
@@ -27,8 +28,7 @@ threads and 20 ms with one - the OpenMP workers spin against the event loop and 
 requests. Bulk indexing keeps torch's default.
 """
 
-_cache: dict[str, Embeddings] = {}
-_lock = threading.Lock()
+_models: ProcessCache[str, Embeddings] = ProcessCache("embedding models")
 
 
 class MiniLMEmbeddings(Embeddings):
@@ -129,15 +129,12 @@ def _torch_threads(n: int) -> Iterator[None]:
 
 def get_embeddings(spec: str = "minilm") -> Embeddings:
     """The embedding model for ``spec`` (``minilm`` or ``openai:<model>``), cached per process."""
-    with _lock:
-        if spec not in _cache:
-            _cache[spec] = _create(spec)
-        return _cache[spec]
+    return _models.get(spec, lambda: _create(spec))
 
 
 def cached_embeddings(spec: str = "minilm") -> Embeddings | None:
     """The model ``get_embeddings(spec)`` already loaded, or None (never loads; cheap)."""
-    return _cache.get(spec)
+    return _models.peek(spec)
 
 
 def embedding_dimension(embeddings: Embeddings) -> int:

@@ -45,6 +45,9 @@ def _open(path: Path) -> int:
 def hold_shared(index_dir: str | Path) -> None:
     """Take (once per process) the shared lock of ``index_dir``; kept until the process ends.
 
+    Where the lock file cannot be created (a read-only mount) nothing is locked: no build can
+    write there either.
+
     Raises:
         InUseError: ``factdebate index`` is building into ``index_dir`` right now.
     """
@@ -53,7 +56,10 @@ def hold_shared(index_dir: str | Path) -> None:
         if key in _held:
             return
         path = lock_path(key)
-        fd = _open(path)
+        try:
+            fd = _open(path)
+        except StorageError:
+            return  # a read-only place: no build can replace the index there either
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError as exc:

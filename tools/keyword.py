@@ -131,7 +131,7 @@ class KeywordRetriever:
     def _damaged(self, why: str) -> IndexDamagedError:
         return IndexDamagedError(
             f"keyword index at {self.path} is damaged: {why}",
-            "rebuild it: factdebate index CORPUS.jsonl --index-dir <that folder> --replace")
+            f"rebuild it: factdebate index CORPUS.jsonl --index-dir {self.path.parent} --replace")
 
     def search_sync(self, query: str, k: int) -> list[Evidence]:
         """Blocking search: top-``k`` passages for ``query`` by BM25, best first."""

@@ -312,7 +312,8 @@ class MilvusRetriever:
     def _damaged(self, why: str) -> IndexDamagedError:
         return IndexDamagedError(
             f"vector index at {mask_url(self.uri)} (collection {self.collection!r}) is damaged: {why}",
-            "rebuild it: factdebate index CORPUS.jsonl --index-dir <that folder> --replace")
+            f"rebuild it: factdebate index CORPUS.jsonl --index-dir "
+            f"{Path(self.uri).parent if is_local_uri(self.uri) else '<its folder>'} --replace")
 
     def _require_client(self) -> MilvusClient:
         if self._client is None:

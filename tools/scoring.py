@@ -50,8 +50,6 @@ import contextvars
 import math
 import os
 import re
-import threading
-from collections import OrderedDict
 from typing import Any, TypedDict, TypeVar
 
 from langchain_core.embeddings import Embeddings
@@ -61,6 +59,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from pydantic import BaseModel, ValidationError
 
+from factdebate.core.caching import ProcessCache
 from factdebate.core.models import negotiation
 
 T = TypeVar("T", bound=BaseModel)
@@ -228,9 +227,7 @@ class LangChainRagasEmbeddings:
 
 
 # -- metric cache --------------------------------------------------------------------------------
-_METRICS_MAX = 16
-_metrics: OrderedDict[tuple[int, int], tuple[Any, Any, dict[str, Any]]] = OrderedDict()
-_metrics_lock = threading.Lock()
+_metrics: ProcessCache[tuple[int, int], dict[str, Any]] = ProcessCache("ragas metrics", maxsize=16)
 
 
 def _import_ragas() -> Any:
@@ -246,40 +243,27 @@ def _import_ragas() -> Any:
     return ragas_metrics
 
 
+def _build_metrics(llm: BaseChatModel, embeddings: Embeddings) -> dict[str, Any]:
+    ragas = _import_ragas()
+    judge = LangChainRagasLLM(llm)
+    relevancy = ragas.answer_relevancy(judge, LangChainRagasEmbeddings(embeddings))
+    return {FAITHFULNESS: ragas.faithfulness(judge), ANSWER_RELEVANCY: relevancy}
+
+
 def _get_metrics(llm: BaseChatModel, embeddings: Embeddings) -> dict[str, Any]:
-    """ragas metric objects for this (llm, embeddings) pair, built once (LRU keyed by identity)."""
-    key = (id(llm), id(embeddings))
-    with _metrics_lock:
-        hit = _metrics.get(key)
-        if hit is None or hit[0] is not llm or hit[1] is not embeddings:
-            ragas = _import_ragas()
-            judge = LangChainRagasLLM(llm)
-            relevancy = ragas.answer_relevancy(judge, LangChainRagasEmbeddings(embeddings))
-            built = {FAITHFULNESS: ragas.faithfulness(judge), ANSWER_RELEVANCY: relevancy}
-            hit = _metrics[key] = (llm, embeddings, built)  # strong refs: ids stay unique
-            while len(_metrics) > _METRICS_MAX:
-                _metrics.popitem(last=False)
-        _metrics.move_to_end(key)
-        return hit[2]
+    """ragas metric objects for this (llm, embeddings) pair, built once (LRU keyed by identity,
+    holding both objects so their ids stay unique while cached)."""
+    return _metrics.get((id(llm), id(embeddings)), lambda: _build_metrics(llm, embeddings),
+                        pin=(llm, embeddings))
 
 
 def _cached_metrics(llm: BaseChatModel, embeddings: Embeddings) -> dict[str, Any] | None:
     """The metrics ``_get_metrics`` already built for this pair, or None; never builds.
 
-    Read without waiting for ``_metrics_lock`` (held for seconds while a worker imports ragas), so
-    a hit needs no worker-thread round trip; the LRU order is refreshed only if the lock is free.
+    Read without waiting for the cache's lock (held for seconds while a worker imports ragas), so
+    a hit needs no worker-thread round trip.
     """
-    key = (id(llm), id(embeddings))
-    hit = _metrics.get(key)
-    if hit is None or hit[0] is not llm or hit[1] is not embeddings:
-        return None
-    if _metrics_lock.acquire(blocking=False):
-        try:
-            if key in _metrics:
-                _metrics.move_to_end(key)
-        finally:
-            _metrics_lock.release()
-    return hit[2]
+    return _metrics.peek((id(llm), id(embeddings)), pin=(llm, embeddings))
 
 
 async def _run_metric(
@@ -344,18 +328,18 @@ async def stability_scores(
 
 
 # -- consistency score ---------------------------------------------------------------------------
-_cross_encoders: dict[str, Any] = {}
-_ce_lock = threading.Lock()
+_cross_encoders: ProcessCache[str, Any] = ProcessCache("cross-encoders")
+
+
+def _load_cross_encoder(path: str) -> Any:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(path, device="cpu")
 
 
 def _cross_encoder(path: str) -> Any:
-    with _ce_lock:
-        if path not in _cross_encoders:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            from sentence_transformers import CrossEncoder
-
-            _cross_encoders[path] = CrossEncoder(path, device="cpu")
-        return _cross_encoders[path]
+    return _cross_encoders.get(path, lambda: _load_cross_encoder(path))
 
 
 def _cross_encoder_scores(path: str, answer: str, contexts: list[str]) -> list[float]:

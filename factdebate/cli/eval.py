@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from factdebate.cli.output import err, fail, out
@@ -32,7 +33,7 @@ def _print_summary(summary: dict[str, Any], folder: Path) -> None:
                       f"({ci[0]:.3f}, {ci[1]:.3f})" if ci else "-",
                       f"{m['macro_f1']:.3f}" if "macro_f1" in m else "-",
                       str(int(m.get("errors", 0))),
-                      f"{m['cost_usd']:.4f}" if "cost_usd" in m else "n/a")
+                      f"{m['cost_usd']:.4f}" if m.get("cost_usd") is not None else "unknown")
     out.print(table)
     out.print(f"results: {folder}/**/results.jsonl  summary: {folder / 'summary.json'}  "
               f"report: {folder / 'report.md'}", highlight=False)
@@ -111,10 +112,24 @@ def eval_command(
     failed = sum(run.get("n_errors", 0) for run in summary["runs"])
     if failed:
         total = sum(run["n_items"] for run in summary["runs"])
-        err.print(f"[yellow]{failed} of {total} item(s) ended in an error (see results.jsonl); "
-                  f"exit code {EXIT_ITEM_ERRORS}. Rerun them with --resume --retry-errors.[/yellow]",
-                  highlight=False)
+        err.print(f"[yellow]{failed} of {total} item(s) ended in an error (first: "
+                  f"{_first_error([s.out for _, s in specs])}; all in results.jsonl); exit code "
+                  f"{EXIT_ITEM_ERRORS}. Rerun them with --resume --retry-errors.[/yellow]",
+                  highlight=False, soft_wrap=True, markup=True)
         raise typer.Exit(EXIT_ITEM_ERRORS)
+
+
+def _first_error(run_dirs: list[Path]) -> str:
+    """``Type: message`` of the first error row, on one line (what most failed items share)."""
+    from factdebate.evaluation.results import RESULTS, read_results
+
+    for folder in run_dirs:
+        for row in read_results(folder / RESULTS):
+            if row.get("status") == "error":
+                error = row.get("error") or {}
+                text = " ".join(f"{error.get('type', '')}: {error.get('message', '')}".split())
+                return escape(text[:300])
+    return "-"
 
 
 def _write_reports(folder: Path, run_dirs: list[Path]) -> dict[str, Any]:
@@ -133,21 +148,20 @@ def compare_command(
     second: Annotated[Path, typer.Argument(help="Eval output folder to compare (B).")],
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
 ) -> None:
-    """Accuracy difference B - A on the shared items, with a paired-bootstrap CI and p-value."""
-    from factdebate.evaluation.compare import compare_outputs
+    """Accuracy difference B - A on the shared items: paired-bootstrap CI and p, McNemar's exact p."""
+    from factdebate.evaluation.compare import COLUMNS, compare_outputs, table_rows
 
     try:
         results = compare_outputs(first, second, seed=seed)
     except FactDebateError as exc:
         fail(exc)
         return
-    table = Table("A", "B", "shared n", "acc A", "acc B", "B - A", "95% CI", "p (two-sided)",
-                  title="Paired bootstrap (10,000 resamples)")
-    for r in results:
-        table.add_row(r["a"], r["b"], str(r["n"]), f"{r['accuracy_a']:.3f}", f"{r['accuracy_b']:.3f}",
-                      f"{r['delta']:+.3f}", f"({r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f})",
-                      f"{r['p_value']:.4f}")
+    table = Table(*COLUMNS, title="Paired comparison (bootstrap: 10,000 resamples; McNemar exact)")
+    for row in table_rows(results):
+        table.add_row(*row)
     out.print(table)
+    for warning in (w for r in results for w in r["warnings"]):
+        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
 
 
 def ls_datasets() -> None:

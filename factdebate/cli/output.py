@@ -7,7 +7,10 @@ from rich.console import Console
 
 from factdebate.core.errors import FactDebateError
 
-out = Console()
+PIPED_WIDTH = 1000
+"""Width of stdout when it is not a terminal (a pipe, a file): rich would otherwise assume 80
+columns and cut wide tables (``compare``'s run names) into ellipses."""
+out = Console() if Console().is_terminal else Console(width=PIPED_WIDTH)
 err = Console(stderr=True)
 
 

@@ -1,29 +1,16 @@
 """State of the baseline graphs (issue #3): ``DebateState`` plus the baselines' working keys.
 
-Every baseline returns the shared ``DebateOutput``; the extra keys here carry what single-agent
-and retrieval baselines work from (the evidence, Astute RAG's internal and consolidated passages)
-and per-branch payloads of the fanned-out steps (self-consistency samples, Speculative RAG drafts).
+Every baseline returns the shared ``DebateOutput`` (its turns may carry ``answers``); the extra
+keys here carry what single-agent and retrieval baselines work from (the evidence, Astute RAG's
+internal and consolidated passages) and per-branch payloads of the fanned-out steps
+(self-consistency samples, Speculative RAG drafts).
 """
 
 from __future__ import annotations
 
-import operator
-from typing import (
-    Annotated,
-    Any,
-    NotRequired,  # pydantic (Studio schemas) needs these on 3.11
-)
+from typing import NotRequired  # pydantic (Studio schemas) needs it on 3.11
 
-from typing_extensions import TypedDict
-
-from factdebate.core.state import DebateState, Evidence, RoundScore, Turn, add_ledger, merge_scores
-
-
-class BaselineTurn(Turn, total=False):
-    """A ``Turn`` that may also carry a multi-answer result."""
-
-    answers: list[str]
-    """Answers of this step in multi-answer mode (``answer_mode="answers"``)."""
+from factdebate.core.state import DebateRecord, DebateState, Evidence
 
 
 class BaselineState(DebateState):
@@ -39,8 +26,11 @@ class BaselineState(DebateState):
     """Astute RAG: the consolidated, source-attributed passages of the last consolidation pass."""
 
 
-class BranchState(TypedDict):
-    """Payload of one fanned-out branch (a self-consistency sample, a Speculative RAG draft)."""
+class BranchState(DebateRecord):
+    """Payload of one fanned-out branch (a self-consistency sample, a Speculative RAG draft).
+
+    It returns its ``DebateRecord`` (its turn, verifier scores, calls, caveats) to the parent.
+    """
 
     agent: str
     """Branch id (``sample3``, ``draft2``)."""
@@ -64,20 +54,3 @@ class BranchState(TypedDict):
     """Draft label."""
     answers: NotRequired[list[str]]
     """Draft answers (multi-answer mode)."""
-    turns: Annotated[list[Turn], operator.add]
-    """This branch's turn, handed back to the parent graph."""
-    scores: Annotated[dict[str, list[RoundScore]], merge_scores]
-    """Verifier scores, handed back to the parent graph."""
-    ledger: Annotated[dict[str, Any], add_ledger]
-    """Calls made in this branch."""
-    flags: Annotated[list[str], operator.add]
-    """Caveats raised in this branch."""
-
-
-class BranchOutput(TypedDict):
-    """What a branch writes back into the parent state (reducer keys only)."""
-
-    turns: list[Turn]
-    scores: dict[str, list[RoundScore]]
-    ledger: dict[str, Any]
-    flags: list[str]

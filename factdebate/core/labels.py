@@ -182,5 +182,6 @@ def verdict_schema(label_set_name: str) -> type[BaseModel]:
         f"Verdict_{label_set_name}",
         __doc__="A reasoned verdict on the claim.",
         reasoning=(str, Field(description="Short reasoning grounded in the evidence.")),
-        label=(Literal[labels], Field(description="One label from the allowed set.")),
+        label=(Literal[labels],  # type: ignore[arg-type]  # a Literal built at run time
+               Field(description="One label from the allowed set.")),
     )

@@ -6,11 +6,9 @@ The shared knowledge pool is retrieved once per question, so it lives in the gra
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import (
     Annotated,
-    Any,
     Literal,
     NotRequired,  # pydantic (Studio schemas) needs these on 3.11
 )
@@ -19,7 +17,7 @@ from typing_extensions import TypedDict
 
 from factdebate.core.context import JudgedContext
 from factdebate.core.settings import knob
-from factdebate.core.state import DebateState, Evidence, Turn, add_ledger
+from factdebate.core.state import DebateRecord, DebateState, Evidence, Turn
 
 KnowledgeSources = Literal["none", "wiki", "search", "both"]
 OrderlyView = Literal["latest", "previous_round"]
@@ -108,8 +106,11 @@ class SourceTask(TypedDict):
     """Leakage guard."""
 
 
-class SpeakerState(TypedDict):
-    """State of one debater's turn (the ``debater_turn`` subgraph, entered with ``Send``)."""
+class SpeakerState(DebateRecord):
+    """State of one debater's turn (the ``debater_turn`` subgraph, entered with ``Send``).
+
+    It returns its ``DebateRecord`` (this turn, its calls and caveats) to the parent.
+    """
 
     agent: str
     """Debater id (``debater1`` ...)."""
@@ -129,17 +130,3 @@ class SpeakerState(TypedDict):
     """The other debaters' latest answers (empty in the simultaneous-talk round)."""
     selected: list[Evidence]
     """Knowledge this debater selected this round (the whole pool with AKS off)."""
-    turns: Annotated[list[Turn], operator.add]
-    """This turn, handed back to the parent graph."""
-    ledger: Annotated[dict[str, Any], add_ledger]
-    """Calls made in this turn."""
-    flags: Annotated[list[str], operator.add]
-    """Caveats raised in this turn."""
-
-
-class SpeakerOutput(TypedDict):
-    """What a debater turn writes back into the parent state."""
-
-    turns: list[Turn]
-    ledger: dict[str, Any]
-    flags: list[str]

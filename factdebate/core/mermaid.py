@@ -46,7 +46,7 @@ class MermaidContext(Context):
         "tool functions called directly (no server process).", operator=True,
     )
     mcp_url: str = knob(
-        "", "Streamable-HTTP URL of a running MCP tool server, e.g. http://127.0.0.1:8765/mcp; "
+        "", "Streamable-HTTP URL of a running MCP tool server, e.g. http://127.0.0.1:8391/mcp; "
         "empty = spawn mcp_command over stdio.", env="FACTDEBATE_MCP_URL", operator=True,
     )
     mcp_command: str = knob(

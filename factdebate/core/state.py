@@ -60,6 +60,8 @@ class Turn(TypedDict):
     """Verdict mapped onto the task's label set; None only when parsing failed outright."""
     parse: str
     """How the label was obtained: ``structured``, ``explicit``, ``guessed`` or ``failed``."""
+    answers: NotRequired[list[str]]
+    """Answers of this turn in multi-answer mode (baselines with ``answer_mode="answers"``)."""
 
 
 class RoundScore(TypedDict, total=False):
@@ -73,6 +75,8 @@ class RoundScore(TypedDict, total=False):
     """RAGAS answer relevancy of the answer w.r.t. the claim (stability mode)."""
     consistency: float
     """Similarity(evidence, answer) (consistency mode)."""
+    verifier: float
+    """Speculative RAG: the verifier's score of a draft (0 = unsupported, 1 = fully supported)."""
 
 
 def merge_scores(
@@ -98,6 +102,26 @@ def add_ledger(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dic
     return out
 
 
+class DebateRecord(TypedDict):
+    """The reducer block: what nodes and parallel branches append to, inherited by every state.
+
+    One definition for every graph: ``DebateState`` and each framework's state inherit it, and a
+    fanned-out branch (a debater turn, a self-consistency sample, a Speculative RAG draft) returns
+    it to its parent (the turn subgraphs' ``output_schema``), where the reducers merge branches
+    that finish in the same super-step.
+    """
+
+    turns: Annotated[list[Turn], operator.add]
+    """Every turn (debater answer, sample, draft, ReAct step), in completion order."""
+    scores: Annotated[dict[str, list[RoundScore]], merge_scores]
+    """Per-agent list of per-round scores."""
+    ledger: Annotated[dict[str, Any], add_ledger]
+    """LLM calls, prompt/completion tokens, per-tool call and fault counts."""
+    flags: Annotated[list[str], operator.add]
+    """Anything a user should know about how the result was obtained (guessed parses, tool
+    faults, stand-in backends)."""
+
+
 class DebateInput(TypedDict):
     """What a caller (CLI, evaluation runner, LangGraph server client) sends."""
 
@@ -114,20 +138,11 @@ class DebateInput(TypedDict):
     """Leakage guard: passages with these titles are dropped from every retrieval."""
 
 
-class DebateState(DebateInput):
-    """Everything a debate graph carries between nodes."""
+class DebateState(DebateInput, DebateRecord):
+    """Everything a debate graph carries between nodes (the inputs, the record, the result)."""
 
     round: Annotated[int, operator.add]
     """Current round; advanced by returning ``{"round": 1}``."""
-    turns: Annotated[list[Turn], operator.add]
-    """Every debater turn of every round, in completion order."""
-    scores: Annotated[dict[str, list[RoundScore]], merge_scores]
-    """Per-agent list of per-round scores."""
-    ledger: Annotated[dict[str, Any], add_ledger]
-    """LLM calls, prompt/completion tokens, per-tool call and fault counts."""
-    flags: Annotated[list[str], operator.add]
-    """Anything a user should know about how the result was obtained (guessed parses, tool
-    faults, stand-in backends)."""
     label: str | None
     """Final verdict."""
     answers: list[str]
@@ -142,8 +157,8 @@ class DebateState(DebateInput):
     run did (nodes/routing.py)."""
 
 
-class DebateOutput(TypedDict):
-    """The one result shape every framework returns."""
+class DebateOutput(DebateRecord):
+    """The one result shape every framework returns: the result plus the full record."""
 
     claim: str
     """The verified claim (echoed for the results file)."""
@@ -156,19 +171,14 @@ class DebateOutput(TypedDict):
     round: int
     """Rounds used."""
     stopped_by: str
-    """``consensus`` or ``judge``."""
-    turns: list[Turn]
-    """Full debate history (answers and evidence)."""
-    scores: dict[str, list[RoundScore]]
-    """Per-agent per-round scores."""
-    ledger: dict[str, Any]
-    """Token and tool-call ledger."""
-    flags: list[str]
-    """Caveats about this result."""
+    """``consensus``, ``judge`` or a framework's own word."""
 
 
-class DebaterState(TypedDict):
-    """State of one debater's turn (the ``debate_turn`` subgraph, fanned out with ``Send``)."""
+class DebaterState(DebateRecord):
+    """State of one debater's turn (the ``debate_turn`` subgraph, fanned out with ``Send``).
+
+    It returns its ``DebateRecord`` (this turn, its scores, calls and caveats) to the parent.
+    """
 
     agent: str
     """Debater id."""
@@ -196,23 +206,6 @@ class DebaterState(TypedDict):
     """Label of this round's answer."""
     parse: str
     """How the label was parsed."""
-    turns: Annotated[list[Turn], operator.add]
-    """This turn, handed back to the parent graph."""
-    scores: Annotated[dict[str, list[RoundScore]], merge_scores]
-    """This turn's scores, handed back to the parent graph."""
-    ledger: Annotated[dict[str, Any], add_ledger]
-    """Calls made in this turn."""
-    flags: Annotated[list[str], operator.add]
-    """Caveats raised in this turn."""
-
-
-class DebaterOutput(TypedDict):
-    """What a debater turn writes back into the parent ``DebateState``."""
-
-    turns: list[Turn]
-    scores: dict[str, list[RoundScore]]
-    ledger: dict[str, Any]
-    flags: list[str]
 
 
 INPUT_KEYS: tuple[str, ...] = tuple(DebateInput.__annotations__)

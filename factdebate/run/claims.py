@@ -10,7 +10,6 @@ import asyncio
 import os
 import subprocess
 import uuid
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from functools import cache
@@ -22,6 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import StateSnapshot
 
+from factdebate.core.caching import ProcessCache
 from factdebate.core.context import Context, factdebate_home, masked
 from factdebate.core.errors import InputError
 from factdebate.core.ledger import empty_ledger
@@ -44,8 +44,8 @@ turn's writes, so a run resumes at the turn boundary (a turn cut short by a cras
 of paying a checkpoint for every node inside every turn (measured: 49 -> 13 checkpoint writes per
 3-round Tool-MAD claim)."""
 
-_COMPILED_MAX = 32
-_compiled: OrderedDict[tuple[str, int, int], tuple[Any, Any, CompiledStateGraph]] = OrderedDict()
+_compiled: ProcessCache[tuple[str, int, int], CompiledStateGraph] = ProcessCache(
+    "compiled graphs", maxsize=32)
 
 
 def compiled_graph(
@@ -56,15 +56,11 @@ def compiled_graph(
     Compiling a graph costs ~10-30 ms of CPU; an evaluation runs it per item. Keyed by identity
     with strong references, so a key cannot be reused by another object while cached.
     """
-    key = (name, id(checkpointer), id(store))
-    hit = _compiled.get(key)
-    if hit is None or hit[0] is not checkpointer or hit[1] is not store:
-        graph = build_framework(name).compile(checkpointer=checkpointer, store=store, name=name)
-        hit = _compiled[key] = (checkpointer, store, graph)
-        while len(_compiled) > _COMPILED_MAX:
-            _compiled.popitem(last=False)
-    _compiled.move_to_end(key)
-    return hit[2]
+    return _compiled.get(
+        (name, id(checkpointer), id(store)),
+        lambda: build_framework(name).compile(checkpointer=checkpointer, store=store, name=name),
+        pin=(checkpointer, store),
+    )
 
 
 @asynccontextmanager

@@ -24,13 +24,13 @@ from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import MultiAgentDebateContext
 from factdebate.core.baseline_state import BaselineState
-from factdebate.core.state import DebateInput, DebateOutput, DebaterOutput, DebaterState
+from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState
 
 
 def build_debate_turn() -> StateGraph:
     """One agent's turn: respond (no tool)."""
     g = StateGraph(DebaterState, context_schema=MultiAgentDebateContext,
-                   output_schema=DebaterOutput)
+                   output_schema=DebateRecord)
     g.add_node("respond", respond)
     g.add_edge(START, "respond")
     g.add_edge("respond", END)

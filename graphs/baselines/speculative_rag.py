@@ -28,13 +28,13 @@ from factdebate.nodes.verify_drafts import select_draft, verify_draft
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import SpeculativeRagContext
-from factdebate.core.baseline_state import BaselineState, BranchOutput, BranchState
-from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.core.baseline_state import BaselineState, BranchState
+from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
 
 
 def build_draft_branch() -> StateGraph:
     """One draft: draft -> verify_draft (skipped when the aggregator reads all drafts)."""
-    g = StateGraph(BranchState, context_schema=SpeculativeRagContext, output_schema=BranchOutput)
+    g = StateGraph(BranchState, context_schema=SpeculativeRagContext, output_schema=DebateRecord)
     g.add_node("draft", draft)
     g.add_node("verify_draft", verify_draft)
     g.add_edge(START, "draft")

@@ -102,8 +102,10 @@ def test_resume_refuses_changes_naming_them_and_extends_a_larger_limit(finished,
 
 # -- 5: one writer per folder --------------------------------------------------------------------
 def test_second_writer_is_refused_and_a_killed_runs_lock_is_taken_over(tmp_path):
-    data, out, home = _data(tmp_path), tmp_path / "out", tmp_path / "home"
+    claims = [(f"i{n}", f"Claim number {n} is true.", "SUPPORTS") for n in range(24)]
+    data, out, home = _data(tmp_path, claims), tmp_path / "out", tmp_path / "home"
     env = {**os.environ, "FACTDEBATE_HOME": str(home)}
+    # >= 12 s of model latency: still running while the two refused commands start and end
     slow = _args(data, out, "--concurrency", "1", model="scripted:disagree?latency=0.5")
     first = subprocess.Popen([str(FACTDEBATE), *slow], env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True)
@@ -121,12 +123,13 @@ def test_second_writer_is_refused_and_a_killed_runs_lock_is_taken_over(tmp_path)
     finally:
         first.send_signal(signal.SIGKILL)  # a killed run: its lock file keeps its pid
         first.wait(timeout=60)
+    assert first.returncode == -signal.SIGKILL and len(_rows(out)) < len(claims)
     assert (out / ".lock").read_text().strip() == str(first.pid)
-    resumed = _cli([*slow, "--resume"], home)
+    resumed = _cli([*slow, "--resume", "--concurrency", "8"], home)  # concurrency may change
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"took over the lock of process {first.pid}" in resumed.stderr
     rows = _rows(out)
-    assert len(rows) == len(CLAIMS) == len({r["item_id"] for r in rows})
+    assert len(rows) == len(claims) == len({r["item_id"] for r in rows})
     assert (out / ".lock").read_text() == ""  # a clean end leaves no pid behind
 
 
@@ -141,7 +144,8 @@ def test_errors_count_as_wrong_in_all_items_accuracy_and_exit_4(scenario, tmp_pa
     data, out = _data(tmp_path, CLAIMS[:4]), tmp_path / "out"
     result = CliRunner().invoke(app, _args(data, out, model=scenario(respond)))
     assert result.exit_code == 4, result.output
-    assert "1 of 4 item(s) ended in an error" in result.output
+    assert "1 of 4 item(s) ended in an error (first: ScriptFault: provider exploded" in " ".join(
+        result.output.split())
     run = json.loads((out / "summary.json").read_text())["runs"][0]
     assert run["metrics"]["accuracy"] == pytest.approx(2 / 3)  # over the 3 finished items
     assert run["accuracy_all"] == pytest.approx(2 / 4)  # the error counts as wrong

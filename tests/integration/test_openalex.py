@@ -182,6 +182,7 @@ def test_medical_configs_build_every_runs_context(config, checks):
     from pathlib import Path
 
     from factdebate.evaluation.config import load_config
+
     from factdebate.run.frameworks import context_class
     from factdebate.run.setup import build_context
 

@@ -52,7 +52,8 @@ def test_framework_knobs_are_where_their_graphs_read_them():
     fields_of = {name: {f.name for f in fields(context_class(name))} for name in FRAMEWORKS.names()}
     assert {"t_max", "mcp_url", "mcp_command", "decomposer_model"} <= fields_of["mermaid"]
     assert "max_rounds" not in fields_of["mermaid"] and "judge_model" not in fields_of["mermaid"]
-    assert {"num_debaters", "wiki_pool_size", "search_pool_size", "judge_model", "max_rounds"} <= fields_of["madke"]
+    assert {"num_debaters", "wiki_pool_size", "search_pool_size", "judge_model",
+            "max_rounds"} <= fields_of["madke"]
     assert {"aggregator", "num_documents", "judge_model"} <= fields_of["madam_rag"]
     assert {"judge_model", "max_rounds"} <= fields_of["mad"]  # moderator + judge
     assert "judge_model" not in fields_of["multi_agent_debate"]  # Du et al.: a vote, no judge

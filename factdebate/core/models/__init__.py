@@ -23,12 +23,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import threading
 from typing import Any
 from urllib.parse import parse_qsl
 
 from langchain_core.language_models import BaseChatModel
 
+from factdebate.core.caching import ProcessCache
 from factdebate.core.errors import ConfigError
 from factdebate.core.registry import Registry
 
@@ -40,8 +40,7 @@ PROVIDERS.register("scripted", "factdebate.core.models.scripted:load_scripted_mo
 # init_chat_model providers we document; any other init_chat_model provider is passed through.
 _API_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
-_cache: dict[tuple[str, str, float], BaseChatModel] = {}
-_lock = threading.Lock()
+_models: ProcessCache[tuple[str, str, float], BaseChatModel] = ProcessCache("chat models")
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -57,11 +56,8 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 def load_model(spec: str, *, base_url: str = "", temperature: float = 0.0) -> BaseChatModel:
     """The chat model for ``spec`` (cached per process)."""
-    key = (spec, base_url, temperature)
-    with _lock:
-        if key not in _cache:
-            _cache[key] = _create(spec, base_url=base_url, temperature=temperature)
-        return _cache[key]
+    return _models.get((spec, base_url, temperature),
+                       lambda: _create(spec, base_url=base_url, temperature=temperature))
 
 
 def cached_model(
@@ -72,13 +68,12 @@ def cached_model(
     Lock-free (one atomic dict read), so the event loop can ask without waiting for a load that
     holds the lock in a worker thread: ``factdebate.nodes.llm.model_for`` skips its thread hop on a hit.
     """
-    return _cache.get((spec, base_url, temperature))
+    return _models.peek((spec, base_url, temperature))
 
 
 def clear_model_cache() -> None:
     """Forget loaded models (tests)."""
-    with _lock:
-        _cache.clear()
+    _models.clear()
 
 
 _PACKAGES = {

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from factdebate.core.caching import ProcessCache
 from factdebate.core.errors import BackendUnavailableError
 
 MAX_CTX = 8192
@@ -131,19 +132,19 @@ class EnginePool:
             return engine
 
 
-_pools: dict[str, EnginePool] = {}
-_pools_lock = threading.Lock()
+def _close_pool(pool: EnginePool) -> None:
+    for engine in pool.engines:
+        engine.llama.close()
+
+
+_pools: ProcessCache[str, EnginePool] = ProcessCache("llama.cpp engine pools", on_clear=_close_pool)
 
 
 @atexit.register
 def close_all() -> None:
     """Free every loaded model while llama-cpp-python can still do it (not at interpreter
     teardown, where its ``__del__`` fails on already-cleared module globals)."""
-    with _pools_lock:
-        for pool in _pools.values():
-            for engine in pool.engines:
-                engine.llama.close()
-        _pools.clear()
+    _pools.clear()
 
 
 def get_engine(path: str, *, n_threads: int = 0, n_engines: int = 0) -> EnginePool:
@@ -151,10 +152,8 @@ def get_engine(path: str, *, n_threads: int = 0, n_engines: int = 0) -> EnginePo
 
     The first caller for a file decides its threads and pool size (0 = the defaults).
     """
-    with _pools_lock:
-        if path not in _pools:
-            threads = n_threads or default_threads()
-            _pools[path] = EnginePool(
-                path, n_threads=threads, size=n_engines or default_engines(threads)
-            )
-        return _pools[path]
+    def new_pool() -> EnginePool:
+        threads = n_threads or default_threads()
+        return EnginePool(path, n_threads=threads, size=n_engines or default_engines(threads))
+
+    return _pools.get(path, new_pool)
