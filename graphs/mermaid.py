@@ -5,15 +5,15 @@ prompts in Appendix A.1-A.2, toolset in A.3.
 
 Algorithm 1, as wired here::
 
-    decompose -> recall_memory -> react_step <-> call_tool ... -> update_memory -> END
+    decompose -> recall_memory -> execute_step <-> call_tool ... -> update_memory -> END
                                    |  (no answer by T_max)
                                    +-> force_answer -> update_memory
 
 * ``decompose``: D_c = (triplets, topic); the subjects/objects are the memory keys (l.3-4).
 * ``recall_memory``: M_c = Recall(M, entities) from the LangGraph store (l.7).
-* ``react_step``: (thought, action) = pi([c; D_c; M_c; H_{t-1}]) (l.12); an Answer action ends
+* ``execute_step``: (thought, action) = pi([c; D_c; M_c; H_{t-1}]) (l.12); an Answer action ends
   the loop (l.13-15). ``call_tool``: o_t = tau(a_t) through the MCP tool server (l.17-18). The
-  loop is graph-level (``route_after_react_step``/``route_after_call_tool``), one checkpoint per
+  loop is graph-level (``route_after_execute_step``/``route_after_call_tool``), one checkpoint per
   step, at most T_max steps.
 * ``force_answer``: ForceAnswer at T_max (l.25-27).
 * ``update_memory``: the tools' evidence stored under the entities (l.28-29).
@@ -44,10 +44,10 @@ from factdebate.nodes.call_tool import call_tool
 from factdebate.nodes.decompose import decompose
 from factdebate.nodes.memory import recall_memory, update_memory
 from factdebate.nodes.react_executor import (
+    execute_step,
     force_answer,
-    react_step,
     route_after_call_tool,
-    route_after_react_step,
+    route_after_execute_step,
 )
 from langgraph.graph import END, START, StateGraph
 
@@ -63,18 +63,18 @@ def build_mermaid() -> StateGraph:
                    output_schema=DebateOutput)
     g.add_node("decompose", decompose)
     g.add_node("recall_memory", recall_memory)
-    g.add_node("react_step", react_step)
+    g.add_node("execute_step", execute_step)
     g.add_node("call_tool", call_tool)
     g.add_node("force_answer", force_answer)
     g.add_node("update_memory", update_memory)
     g.add_edge(START, "decompose")
     g.add_edge("decompose", "recall_memory")
-    g.add_edge("recall_memory", "react_step")
+    g.add_edge("recall_memory", "execute_step")
     g.add_conditional_edges(
-        "react_step", route_after_react_step,
-        ["call_tool", "react_step", "force_answer", "update_memory"],
+        "execute_step", route_after_execute_step,
+        ["call_tool", "execute_step", "force_answer", "update_memory"],
     )
-    g.add_conditional_edges("call_tool", route_after_call_tool, ["react_step", "force_answer"])
+    g.add_conditional_edges("call_tool", route_after_call_tool, ["execute_step", "force_answer"])
     g.add_edge("force_answer", "update_memory")
     g.add_edge("update_memory", END)
     return g

@@ -3,8 +3,9 @@
 Items that bring documents (RAMDocs, PubMedQA) use them as they are - no retrieval. Otherwise the
 claim is the query and the Context's ``rag_backend`` returns the top ``num_documents`` passages
 through the shared ``search_tool`` (timeouts, retries, ``tool_calls`` counts, fault flags). Item
-documents are reduced to the ``Evidence`` fields: dataset annotations such as RAMDocs' ``type``
-(correct/misinfo/noise) and ``answer`` are gold information and never reach a prompt.
+documents are reduced to the ``Evidence`` fields (``factdebate.core.state.item_documents``, shared
+with the baselines): dataset annotations such as RAMDocs' ``type`` and ``answer`` never reach a
+prompt.
 """
 
 from __future__ import annotations
@@ -14,29 +15,8 @@ from typing import Any
 from factdebate.nodes.retrieve import resolve_backend, search_tool
 from langgraph.runtime import Runtime
 
-from factdebate.core.errors import InputError
 from factdebate.core.madam_rag import MadamRagContext, MadamRagState
-from factdebate.core.state import Evidence
-
-
-def item_documents(raw: Any) -> list[Evidence]:
-    """The item's documents as ``Evidence`` (text required; only Evidence fields kept)."""
-    if not isinstance(raw, list):
-        raise InputError(f"documents must be a list, got {type(raw).__name__}",
-                         "pass documents as [{'text': ...}, ...]")
-    docs: list[Evidence] = []
-    for i, doc in enumerate(raw, 1):
-        if isinstance(doc, str):
-            doc = {"text": doc}
-        text = doc.get("text") if isinstance(doc, dict) else None
-        if not isinstance(text, str) or not text.strip():
-            raise InputError(f"document {i} has no text", "give every document a non-empty 'text'")
-        docs.append(Evidence(
-            id=str(doc.get("id") or f"doc{i}"), title=str(doc.get("title") or ""), text=text,
-            source=str(doc.get("source") or "item"), url=str(doc.get("url") or ""),
-            score=float(doc.get("score") or 0.0),
-        ))
-    return docs
+from factdebate.core.state import item_documents
 
 
 async def gather_documents(

@@ -57,7 +57,7 @@ def render_steps(turns: Sequence[Turn]) -> str:
     return "\n".join(lines)
 
 
-def render_history(state: MermaidState, empty: str) -> str:
+def render_executor_history(state: MermaidState, empty: str) -> str:
     """Recalled memory, then the previous steps."""
     parts = []
     if state.get("recalled"):
@@ -82,7 +82,7 @@ def executor_values(state: MermaidState, ctx: MermaidContext, tools: Sequence[To
     return common_values(state, ctx, "executor") | {
         "background": render_background(state.get("decomposition") or {},
                                         str(texts["no_background"])),
-        "history": render_history(state, str(texts["no_memory"])),
+        "history": render_executor_history(state, str(texts["no_memory"])),
         "tools": render_tools(tools, str(texts["no_tools"])),
         "t_max": ctx.t_max,
     }

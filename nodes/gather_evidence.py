@@ -17,21 +17,10 @@ from langgraph.runtime import Runtime
 from factdebate.core.baseline_context import BaselineContext
 from factdebate.core.baseline_state import BaselineState
 from factdebate.core.errors import InputError
-from factdebate.core.state import Evidence
+from factdebate.core.state import item_documents
 
 B = TypeVar("B", bound=BaselineContext)
 """Any baseline's Context (ReAct's, Self-Ask's ...)."""
-
-
-def item_documents(documents: list[dict[str, Any]]) -> list[Evidence]:
-    """The item's documents as ``Evidence``; only title and text (RAMDocs' ``type``/``answer``
-    fields are gold annotations and must never reach a prompt)."""
-    return [
-        Evidence(id=str(d.get("id") or f"doc{i}"), title=str(d.get("title") or f"Document {i}"),
-                 text=str(d.get("text") or ""), source="item", url=str(d.get("url") or ""),
-                 score=0.0)
-        for i, d in enumerate(documents, 1)
-    ]
 
 
 async def search_rag(
@@ -74,5 +63,5 @@ async def gather_evidence(state: BaselineState, runtime: Runtime[BaselineContext
             "pass documents=[{title, text}, ...] or set evidence_source=retrieve",
         )
     if documents and source != "retrieve":
-        return {"evidence": item_documents(list(documents))}  # type: ignore[arg-type]
+        return {"evidence": item_documents(list(documents))}
     return await search_rag(state["claim"], state, runtime, round_=1)

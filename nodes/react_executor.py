@@ -1,13 +1,13 @@
-"""MERMAID's ReAct executor nodes ``react_step`` and ``force_answer`` (paper §3.2, Alg. 1, A.2).
+"""MERMAID's ReAct executor nodes ``execute_step`` and ``force_answer`` (paper §3.2, Alg. 1, A.2).
 
-``react_step`` is one (thought, action) = pi(P_{t-1}) call: the executor sees the claim, the
+``execute_step`` is one (thought, action) = pi(P_{t-1}) call: the executor sees the claim, the
 decomposition, the recalled memory and every previous step, and replies with a tool action or an
-answer. The loop is the graph's: ``react_step -> call_tool -> react_step ...`` wired by
-``route_after_react_step`` / ``route_after_call_tool``, so every step is checkpointed. An answer
+answer. The loop is the graph's: ``execute_step -> call_tool -> execute_step ...`` wired by
+``route_after_execute_step`` / ``route_after_call_tool``, so every step is checkpointed. An answer
 is mapped onto the task's label set with ``parse_label``; a reply with neither a valid action nor
 a readable answer is a step with an empty observation (Alg. 1 l.20). If no answer has come by
 step T_max, ``force_answer`` asks for a verdict on the whole history (ForceAnswer, l.26).
-(The single-agent ReAct baseline has its own ``nodes/react_step.py``.)
+(The single-agent ReAct baseline's step is ``react_step`` in ``nodes/react_step.py``.)
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _turn(step: int, thought: str, label: str | None, parse: str) -> ReactTurn:
                      label=label, parse=parse, action="", reason="")
 
 
-async def react_step(state: MermaidState, runtime: Runtime[MermaidContext]) -> dict[str, Any]:
+async def execute_step(state: MermaidState, runtime: Runtime[MermaidContext]) -> dict[str, Any]:
     """One Thought -> Action step: a pending tool action, or the final answer."""
     ctx = runtime.context
     step = state.get("round", 0) + 1
@@ -84,21 +84,21 @@ async def force_answer(state: MermaidState, runtime: Runtime[MermaidContext]) ->
             **calls.update()}
 
 
-def route_after_react_step(
+def route_after_execute_step(
     state: MermaidState, ctx: MermaidContext | None = None
-) -> Literal["call_tool", "react_step", "force_answer", "update_memory"]:
+) -> Literal["call_tool", "execute_step", "force_answer", "update_memory"]:
     """Answer -> store evidence; action -> run the tool; else next step, or force at T_max."""
     if state.get("label") and state.get("stopped_by") == "answer":
         return "update_memory"
     if state.get("pending"):
         return "call_tool"
     t_max = run_context(state, MermaidContext, ctx).t_max
-    return "force_answer" if state["round"] >= t_max else "react_step"
+    return "force_answer" if state["round"] >= t_max else "execute_step"
 
 
 def route_after_call_tool(
     state: MermaidState, ctx: MermaidContext | None = None
-) -> Literal["react_step", "force_answer"]:
+) -> Literal["execute_step", "force_answer"]:
     """Another step while t < T_max, else the forced answer."""
     t_max = run_context(state, MermaidContext, ctx).t_max
-    return "force_answer" if state["round"] >= t_max else "react_step"
+    return "force_answer" if state["round"] >= t_max else "execute_step"

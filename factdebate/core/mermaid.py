@@ -99,5 +99,5 @@ class MermaidState(DebateState):
     recalled: list[MemoryRecord]
     """Records recalled from the evidence memory for this claim."""
     pending: dict[str, str] | None
-    """The action chosen by the last ``react_step`` (thought, name, input, reason), awaiting
+    """The action chosen by the last ``execute_step`` (thought, name, input, reason), awaiting
     ``call_tool``; None otherwise."""

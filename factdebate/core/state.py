@@ -25,6 +25,8 @@ from typing import (
 from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
+from factdebate.core.errors import InputError
+
 
 class Evidence(TypedDict):
     """One retrieved passage, as every retriever returns it (tools/base.py)."""
@@ -219,6 +221,32 @@ def complete_input(item: dict[str, Any]) -> dict[str, Any]:
     an omitted ``options`` or ``exclude_titles`` would otherwise keep the previous claim's value.
     """
     return {**dict.fromkeys(INPUT_KEYS), **item}
+
+
+def item_documents(raw: Any) -> list[Evidence]:
+    """The documents an item brings (RAMDocs, PubMedQA) as ``Evidence``, for every framework.
+
+    A document is a dict with a non-empty ``text`` (or a bare string); only ``Evidence`` fields
+    are kept, so dataset annotations such as RAMDocs' ``type`` (correct/misinfo/noise) and
+    ``answer`` are gold information that never reaches a prompt. Raises ``InputError`` naming the
+    first unusable document.
+    """
+    if not isinstance(raw, list):
+        raise InputError(f"documents must be a list, got {type(raw).__name__}",
+                         "pass documents as [{'text': ...}, ...]")
+    docs: list[Evidence] = []
+    for i, doc in enumerate(raw, 1):
+        if isinstance(doc, str):
+            doc = {"text": doc}
+        text = doc.get("text") if isinstance(doc, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"document {i} has no text", "give every document a non-empty 'text'")
+        docs.append(Evidence(
+            id=str(doc.get("id") or f"doc{i}"), title=str(doc.get("title") or ""), text=text,
+            source=str(doc.get("source") or "item"), url=str(doc.get("url") or ""),
+            score=float(doc.get("score") or 0.0),
+        ))
+    return docs
 
 
 def _empty(hint: Any) -> Any:

@@ -51,6 +51,15 @@ FRAMEWORKS.register(
     context="factdebate.core.madam_rag:MadamRagContext",
 )
 
+FRAMEWORKS.register(
+    "check_text",
+    "factdebate.graphs.check_text:build_check_text",
+    aliases=("check-text",),
+    paper="Whole-text check (issue #17): claim extraction, a debate per claim, cited verdict",
+    prompt_set="check_text",
+    title="check_text",
+    context="factdebate.core.check_text:CheckTextContext",
+)
 
 # Baselines (issue #3): graphs/baselines/, prompts/baselines/, factdebate/baseline_context.py.
 _BASELINES = (

@@ -38,38 +38,21 @@ def build_context(
 def ensure_index(ctx: Context, explicit_index: bool) -> None:
     """Check the Context's index; build the demo-corpus index only where no index exists at all.
 
-    The demo corpus goes only into the default index folder (no ``--index-dir``, no
+    The rule is :func:`factdebate.tools.demo_index.ensure_index` (shared with the server's
+    start-up): the demo corpus goes only into the default index folder (no ``--index-dir``, no
     ``--set index_dir=...``, no ``$FACTDEBATE_INDEX_DIR``, no Milvus URI) and only when that folder
-    is absent or empty. A damaged index anywhere is an error naming the damage and the rebuild
-    command: it is never deleted or replaced here. On success this process holds the index's
-    shared lock (``tools/index_lock.py``), so ``factdebate index`` cannot swap it mid-run.
+    is absent or empty; a damaged index is an error naming the damage. On success this process
+    holds the index's shared lock.
 
     Raises:
         ConfigError: No index at an explicitly named place.
         IndexDamagedError: The index folder holds a damaged index.
         InUseError: ``factdebate index`` is building it right now.
     """
-    from factdebate.core.context import default_index_dir
-    from factdebate.core.errors import IndexDamagedError
-    from factdebate.tools.index_lock import hold_shared
-    from factdebate.tools.indexing import inspect_index
+    from factdebate.tools.demo_index import ensure_index as find_or_build
 
-    path = ctx.index_path
-    state = inspect_index(path)
-    if state.status == "damaged":
-        raise IndexDamagedError(
-            f"the index at {path} is damaged: {state.reason}",
-            f"rebuild it: factdebate index CORPUS.jsonl --index-dir {path} --replace "
-            "(or point --index-dir at another index)")
-    if state.status == "absent":
-        default = path.expanduser().absolute() == default_index_dir().expanduser().absolute()
-        if explicit_index or ctx.index_dir or ctx.milvus_uri or not default:
-            raise ConfigError(f"no index in {path}",
-                              f"run: factdebate index CORPUS.jsonl --index-dir {path}")
-        _err.print(f"[yellow]No index yet: indexing the bundled demo corpus into {path} "
-                   "(once).[/yellow]")
-        build_index(DEMO_CORPUS, ctx)
-    hold_shared(path)
+    find_or_build(ctx, explicit_index=explicit_index,
+                  announce=lambda line: _err.print(f"[yellow]{line}[/yellow]"))
 
 
 def build_index(corpus: Path, ctx: Context) -> dict[str, Any]:

@@ -93,8 +93,8 @@ async def test_every_step_is_checkpointed(scenario):
     graph = build_mermaid().compile(checkpointer=saver)
     history = [s async for s in graph.aget_state_history({"configurable": {"thread_id": "steps"}})]
     nexts = [s.next for s in reversed(history)]
-    assert ("react_step",) in nexts and ("call_tool",) in nexts
-    assert nexts.count(("react_step",)) == 2  # one checkpoint before each ReAct step
+    assert ("execute_step",) in nexts and ("call_tool",) in nexts
+    assert nexts.count(("execute_step",)) == 2  # one checkpoint before each ReAct step
 
 
 async def test_forced_answer_at_t_max(scenario):

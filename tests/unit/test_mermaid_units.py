@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 from factdebate.nodes.call_tool import mcp_connection
-from factdebate.nodes.react_executor import route_after_call_tool, route_after_react_step
+from factdebate.nodes.react_executor import route_after_call_tool, route_after_execute_step
 from factdebate.prompts import load_prompts
 from factdebate.prompts.mermaid.schemas import Decomposition
 from factdebate.tools.evidence_memory import EvidenceMemory, entity_key, mentions
@@ -23,12 +23,12 @@ def rt(t_max: int = 5) -> SimpleNamespace:
 
 
 def test_routers_follow_algorithm_one():
-    assert route_after_react_step({"label": "SUPPORTS", "stopped_by": "answer", "round": 1},
+    assert route_after_execute_step({"label": "SUPPORTS", "stopped_by": "answer", "round": 1},
                                   rt()) == "update_memory"
-    assert route_after_react_step({"pending": {"name": "x"}, "round": 5}, rt()) == "call_tool"
-    assert route_after_react_step({"pending": None, "round": 2}, rt()) == "react_step"
-    assert route_after_react_step({"pending": None, "round": 5}, rt()) == "force_answer"
-    assert route_after_call_tool({"round": 4}, rt()) == "react_step"
+    assert route_after_execute_step({"pending": {"name": "x"}, "round": 5}, rt()) == "call_tool"
+    assert route_after_execute_step({"pending": None, "round": 2}, rt()) == "execute_step"
+    assert route_after_execute_step({"pending": None, "round": 5}, rt()) == "force_answer"
+    assert route_after_call_tool({"round": 4}, rt()) == "execute_step"
     assert route_after_call_tool({"round": 5}, rt()) == "force_answer"
 
 

@@ -67,3 +67,4 @@ SCENARIOS: Registry[ScenarioFactory] = Registry("scripted scenario")
 """Scenario name -> factory of its responder (``scripted:<name>``)."""
 SCENARIOS.register("agree", "factdebate.core.models.scenario_replies:agree")
 SCENARIOS.register("disagree", "factdebate.core.models.scenario_replies:disagree")
+SCENARIOS.register("check_text", "factdebate.core.models.scenarios_check_text:check_text")

@@ -1,0 +1,167 @@
+"""Evaluation run folders for the web page: list them, read their results, open a transcript.
+
+The folders are the operator's: only folders under ``FACTDEBATE_RUNS_DIR`` (set in the server's
+environment) are served, and only to holders of an API key (the routes in
+:mod:`factdebate.server.webapp` check it). A run is named by its path relative to that root
+(``toolmad_fever`` or ``toolmad_table3/fever_tool_mad``); absolute paths, ``..``, hidden
+segments, backslashes and anything that resolves outside the root (a symlink) are refused.
+
+Files are read in a worker thread: the server's event loop must not block (``langgraph dev``
+turns blocking calls in it into errors).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from factdebate.core.errors import FactDebateError
+from factdebate.evaluation.checkpointers import SQLITE_FILE
+from factdebate.evaluation.results import RESULTS, read_results
+from factdebate.evaluation.run_folder import read_run_record
+
+RUNS_DIR_ENV = "FACTDEBATE_RUNS_DIR"
+MAX_DEPTH = 3
+"""How deep under the root run folders are looked for (a config run nests one level)."""
+MAX_ROWS = 20_000
+_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,127}")
+_RECORD_KEYS = ("framework", "dataset", "created_at", "started_at", "git_sha", "models",
+                "dataset_version", "prompt_version", "limit", "seed")
+
+
+class Refused(Exception):
+    """A request the browser cannot serve (status and one-line detail for the client)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def runs_root() -> Path | None:
+    """The operator's ``FACTDEBATE_RUNS_DIR`` (resolved), or None when it is not set."""
+    raw = os.environ.get(RUNS_DIR_ENV, "").strip()
+    return Path(raw).expanduser().resolve() if raw else None
+
+
+def _root() -> Path:
+    root = runs_root()
+    if root is None:
+        raise Refused(404, f"this server serves no evaluation runs; the operator sets "
+                      f"{RUNS_DIR_ENV} to the folder that holds them")
+    return root
+
+
+def run_folder(name: str) -> Path:
+    """The run folder ``name`` (relative to the root), checked to lie inside it.
+
+    Raises:
+        Refused: 400 for a name that is not a plain relative path, 404 when no run is there.
+    """
+    root = _root()
+    parts = name.split("/")
+    if not name or len(parts) > MAX_DEPTH or not all(_SEGMENT.fullmatch(p) for p in parts):
+        raise Refused(400, f"run {name!r} is not a run folder name; use a path relative to "
+                      "the runs folder, as the list shows it")
+    folder = (root / name).resolve()
+    if not folder.is_relative_to(root) or not (folder / RESULTS).is_file():
+        raise Refused(404, f"no evaluation run {name!r} in the runs folder")
+    return folder
+
+
+def _summary(root: Path, folder: Path) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    try:
+        record = read_run_record(folder)
+    except (FactDebateError, OSError, ValueError):
+        pass  # a run without a readable run.json is still listed
+    summary: dict[str, Any] = {}
+    try:
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    return {"run": folder.relative_to(root).as_posix(),
+            "framework": record.get("framework", ""), "dataset": record.get("dataset", ""),
+            "metrics": summary.get("metrics") if isinstance(summary, dict) else None,
+            "modified": (folder / RESULTS).stat().st_mtime}
+
+
+def _list(root: Path) -> dict[str, Any]:
+    runs = []
+    if root.is_dir():
+        for results in root.glob("**/" + RESULTS):
+            rel = results.parent.relative_to(root)
+            if len(rel.parts) > MAX_DEPTH or any(p.startswith(".") for p in rel.parts):
+                continue
+            if results.parent.resolve().is_relative_to(root):
+                runs.append(_summary(root, results.parent))
+    runs.sort(key=lambda r: r["modified"], reverse=True)
+    return {"root": root.name, "runs": runs}
+
+
+async def list_runs() -> dict[str, Any]:
+    """Every run folder under the root (newest first) with its framework, dataset, metrics."""
+    return await asyncio.to_thread(_list, _root())
+
+
+def _results(name: str) -> dict[str, Any]:
+    folder = run_folder(name)
+    try:
+        rows = read_results(folder / RESULTS)
+    except FactDebateError as exc:
+        raise Refused(422, str(exc)) from None
+    try:
+        record = read_run_record(folder)
+    except (FactDebateError, OSError, ValueError):
+        record = {}
+    return {"run": name, "record": {k: record[k] for k in _RECORD_KEYS if k in record},
+            "rows": rows[:MAX_ROWS], "truncated": len(rows) > MAX_ROWS,
+            "transcripts": (folder / SQLITE_FILE).is_file()}
+
+
+async def results(name: str) -> dict[str, Any]:
+    """The run's record (framework, dataset, models ...) and its result rows."""
+    return await asyncio.to_thread(_results, name)
+
+
+def _final_state(db: Path, thread_id: str) -> dict[str, Any] | None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        saved = SqliteSaver(conn).get_tuple(
+            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    finally:
+        conn.close()
+    return None if saved is None else dict(saved.checkpoint.get("channel_values") or {})
+
+
+def _transcript(name: str, item: str) -> dict[str, Any]:
+    folder = run_folder(name)
+    row = next((r for r in read_results(folder / RESULTS) if r["item_id"] == item), None)
+    if row is None:
+        raise Refused(404, f"run {name!r} has no item {item!r}")
+    db = folder / SQLITE_FILE
+    if not db.is_file():
+        raise Refused(404, f"run {name!r} keeps no transcripts here ({SQLITE_FILE} is missing: "
+                      "a --server run keeps them on that server's threads)")
+    try:
+        values = _final_state(db, str(row.get("thread_id") or ""))
+    except sqlite3.Error as exc:
+        raise Refused(422, f"cannot read {name}/{SQLITE_FILE} ({exc})") from None
+    if values is None:
+        raise Refused(404, f"no transcript of item {item!r} in {name}/{SQLITE_FILE}")
+    keys = ("claim", "turns", "scores", "label", "answers", "rationale", "round", "stopped_by",
+            "flags", "ledger")
+    return {"run": name, "item": item, "row": row,
+            "state": {k: values[k] for k in keys if k in values}}
+
+
+async def transcript(name: str, item: str) -> dict[str, Any]:
+    """An item's row and its final debate state (turns, scores, verdict) from the checkpoints."""
+    return await asyncio.to_thread(_transcript, name, item)

@@ -1,0 +1,142 @@
+"""Verifying a text's claims with a framework and aggregating them into a text-level verdict.
+
+``route_after_collect_claims`` fans the claims to verify out with ``Send``: each is one
+``verify_claim`` task, so LangGraph saves its result as soon as it finishes and a resumed run
+redoes only the claims that had not finished. ``verify_claim`` runs the verifier framework's
+compiled graph (looked up in the graphs layer and passed in) with a Context built from the text
+check's shared fields plus ``verifier_settings``. ``aggregate_claims`` marks every sentence with
+its claims' verdicts, numbers the cited evidence across the text and counts the verdicts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from factdebate.core.check_text import (
+    CheckTextContext,
+    CheckTextState,
+    ClaimResult,
+    ClaimTask,
+    category_of,
+    text_label,
+    text_verdict,
+    verifier_context,
+)
+from factdebate.core.state import Evidence, Turn, complete_input
+
+SNIPPET_CHARS = 300
+"""Characters of a cited passage kept in the citation list (the debate keeps the full text)."""
+
+
+def route_after_collect_claims(state: CheckTextState) -> list[Send] | Literal["aggregate"]:
+    """One ``verify_claim`` branch per claim to verify; none -> straight to ``aggregate``."""
+    sends = [Send("verify_claim", ClaimTask(key=c["key"], claim=c["claim"], task=state["task"]))
+             for c in state.get("claims") or [] if c["status"] == "verify"]
+    return sends or "aggregate"
+
+
+def verify_claim_node(lookup: Callable[[str], Any]) -> Callable[..., Any]:
+    """``verify_claim`` running the framework that ``lookup(name)`` compiles."""
+
+    async def verify_claim(state: ClaimTask, runtime: Runtime[CheckTextContext],
+                           config: RunnableConfig) -> dict[str, Any]:
+        """One claim through the verifier framework (a nested, checkpointed graph)."""
+        ctx = runtime.context
+        graph = lookup(ctx.framework)
+        vctx = verifier_context(ctx, graph.context_schema)
+        run_config: RunnableConfig = {
+            **config, "run_name": f"{ctx.framework}:claim",
+            "metadata": {**(config.get("metadata") or {}), "fd_claim": state["key"]}}
+        out = await graph.ainvoke(complete_input({"claim": state["claim"], "task": state["task"]}),
+                                  run_config, context=vctx)
+        turns = list(out.get("turns") or [])
+        result = ClaimResult(
+            label=out.get("label"), rationale=out.get("rationale") or "",
+            rounds=int(out.get("round") or 0), stopped_by=out.get("stopped_by") or "",
+            turns=turns, scores=dict(out.get("scores") or {}),
+            evidence=cited_evidence(turns, ctx.citations_per_claim),
+            flags=list(out.get("flags") or []), ledger=dict(out.get("ledger") or {}))
+        return {"results": {state["key"]: result}, "ledger": result["ledger"]}
+
+    return verify_claim
+
+
+def _evidence_key(e: Evidence) -> str:
+    return e.get("url") or e.get("id") or e.get("title") or e.get("text", "")[:80]
+
+
+def cited_evidence(turns: list[Turn], limit: int) -> list[Evidence]:
+    """Up to ``limit`` distinct passages of the debate, the final round's first."""
+    ordered = sorted(turns, key=lambda t: -int(t.get("round") or 0))
+    seen: dict[str, Evidence] = {}
+    for turn in ordered:
+        for e in turn.get("evidence") or []:
+            seen.setdefault(_evidence_key(e), e)
+    return list(seen.values())[:limit]
+
+
+def _sentence_mark(categories: list[str]) -> str:
+    for mark in ("refuted", "unverifiable", "no_verdict", "skipped", "supported",
+                 "not_check_worthy"):
+        if mark in categories:
+            return mark
+    return "no_claim"
+
+
+def aggregate_claims(state: CheckTextState, runtime: Runtime[CheckTextContext]) -> dict[str, Any]:
+    """Per-claim verdicts and citations, per-sentence marks, counts and the text-level verdict."""
+    results = state.get("results") or {}
+    citations: dict[str, dict[str, Any]] = {}
+    claims = []
+    for n, entry in enumerate(state.get("claims") or [], start=1):
+        result = results.get(entry["key"])
+        category = (category_of(result["label"]) if result else
+                    "skipped" if entry["status"] == "skipped" else "not_check_worthy")
+        numbers = []
+        for e in (result or {}).get("evidence", []):
+            cite = citations.setdefault(_evidence_key(e), {
+                "n": len(citations) + 1, "title": e.get("title", ""), "source": e.get("source", ""),
+                "url": e.get("url", ""), "id": e.get("id", ""),
+                "snippet": " ".join((e.get("text") or "").split())[:SNIPPET_CHARS]})
+            numbers.append(cite["n"])
+        claims.append({**entry, **(result or {}), "number": n, "category": category,
+                       "citations": numbers})
+    sentences = []
+    for s in state.get("sentences") or []:
+        own = [c for c in claims if s["index"] in c["sentences"]]
+        sentences.append({**s, "mark": _sentence_mark([c["category"] for c in own]),
+                          "claims": [c["number"] for c in own],
+                          "citations": sorted({n for c in own for n in c["citations"]})})
+    counts = Counter(c["category"] for c in claims)
+    counts_out = {k: counts.get(k, 0) for k in ("supported", "refuted", "unverifiable",
+                                                 "no_verdict", "skipped", "not_check_worthy")}
+    counts_out |= {"claims": len(claims), "verified": len(results), "sentences": len(sentences)}
+    verdict = text_verdict(counts_out)
+    summary = (f"{verdict}: {counts_out['supported']} supported, {counts_out['refuted']} refuted, "
+               f"{counts_out['unverifiable']} unverifiable"
+               + (f", {counts_out['no_verdict']} without verdict" if counts_out["no_verdict"] else "")
+               + f" of {len(results)} verified claim(s)"
+               + (f", {counts_out['skipped']} skipped" if counts_out["skipped"] else ""))
+    check = {"text": state["text"], "framework": runtime.context.framework, "verdict": verdict,
+             "counts": counts_out, "sentences": sentences, "claims": claims,
+             "citations": list(citations.values())}
+    return {"check": check, "label": text_label(verdict, state["task"], counts_out), "rationale": summary,
+            "round": max((c.get("rounds", 0) for c in claims), default=0),
+            "stopped_by": "check_text", "claim": state["text"], "flags": merged_flags(claims)}
+
+
+def merged_flags(claims: list[dict[str, Any]]) -> list[str]:
+    """The verifiers' flags: one shared by several claims once, naming them; others prefixed."""
+    where: dict[str, list[int]] = {}
+    for c in claims:
+        for flag in dict.fromkeys(c.get("flags") or []):
+            where.setdefault(flag, []).append(c["number"])
+    return [f"claim {numbers[0]}: {flag}" if len(numbers) == 1
+            else f"{flag} (claims {', '.join(map(str, numbers))})"
+            for flag, numbers in where.items()]
