@@ -29,12 +29,15 @@ DEMO_ARGS ?= --scoring consistency
 demo: install
 	$(VENV)/bin/factdebate verify "$(DEMO_CLAIM)" $(DEMO_ARGS)
 
-# The crash-safety test starts a throwaway PostgreSQL server from Debian's postgresql package:
-# installed here when missing and possible (root with apt-get); otherwise that test says why it skips.
+# The crash-safety test starts a throwaway PostgreSQL server from Debian's postgresql package, the
+# web page's browser test drives Debian's chromium: both installed here when missing and possible
+# (root with apt-get); otherwise those tests say why they skip.
 test: install
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1 \
 	  && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; fi
+	@if ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi
 	$(PY) .ci/lint_imports.py
 	$(PY) -m pytest $(PYTEST_ARGS)
 

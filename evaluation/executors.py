@@ -26,17 +26,21 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """In-process graph with the run's ``AsyncSqliteSaver`` (``OUT/checkpoints.sqlite``)."""
+    """In-process graph with the run's checkpointer (``OUT/checkpoints.sqlite`` or PostgreSQL)
+    and its memory store (MERMAID's evidence memory, ``evaluation/memory_store.py``; None = the
+    run uses no memory)."""
 
-    def __init__(self, framework: str, checkpointer: Any) -> None:
+    def __init__(self, framework: str, checkpointer: Any, store: Any = None) -> None:
         self.framework = framework
         self.checkpointer = checkpointer
+        self.store = store
 
     async def __call__(self, item: DebateInput, ctx: Context, *, thread_id: str,
                        config_extra: dict[str, Any]) -> dict[str, Any]:
         """``run_claim`` resuming the item's thread if it has a checkpoint."""
         return await run_claim(self.framework, item, ctx, checkpointer=self.checkpointer,
-                               thread_id=thread_id, resume="auto", config_extra=config_extra)
+                               thread_id=thread_id, resume="auto", config_extra=config_extra,
+                               store=self.store)
 
 
 class ServerRunError(RuntimeError):

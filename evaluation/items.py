@@ -17,6 +17,7 @@ from typing import Any
 from factdebate.evaluation.executors import LangSmithExperiment
 from factdebate.evaluation.formats import Item
 from factdebate.evaluation.judging import estimate_cost, measure
+from factdebate.evaluation.memory_store import memory_configurable
 from factdebate.evaluation.metrics import correct
 from factdebate.evaluation.results import base_row, error_row, ok_row
 from factdebate.evaluation.run_folder import run_store_fault
@@ -94,6 +95,9 @@ class ItemRunner:
                          "item_id": item.id, "prompt_version": self.record["prompt_version"],
                          "eval_run_id": self.record["run_id"]},
             "tags": ["factdebate-eval"]}
+        scope = memory_configurable(self.record)
+        if scope:  # the run's own memory stream (evaluation/memory_store.py)
+            extra["configurable"] = scope
         if self.experiment:
             extra |= self.experiment.config_for(item.id)
         return extra

@@ -4,6 +4,12 @@ Tables: accuracy as frameworks x datasets (Tool-MAD Table III), accuracy with it
 (Table IV), per-class and macro F1 (MERMAID Table 1), multi-answer EM/P/R/F1 (MADAM-RAG Table 1 and
 Fig. 3), Co2/Cons (MADKE Table 3), and effort: rounds, calls, tokens, tool calls, cost, wall time.
 Plots (``evaluation/plots.py``) are linked from the report.
+
+Caveats travel with the figures (``evaluation/caveats.py``): each run's models per role, whether a
+test double answered, rows on the offline search stand-in and error rows head the report and are
+in ``summary.json``; every figure in a table stands next to its n (a cell ``62.0 (n=100)`` in the
+frameworks x datasets table, an ``N`` column in the others); MERMAID runs get an "Evidence memory"
+table (tool calls with vs without memory, MERMAID Fig. 3).
 """
 
 from __future__ import annotations
@@ -13,6 +19,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from factdebate.evaluation.caveats import (
+    caveat_lines,
+    memory_summary,
+    memory_table_rows,
+    run_caveats,
+)
 from factdebate.evaluation.formats import ANSWERS_TASK
 from factdebate.evaluation.metrics import (
     bootstrap_ci,
@@ -50,7 +62,8 @@ def summarize_run(run_dir: Path) -> dict[str, Any]:
         if row.get("subset") and (c := correct(row)) is not None:
             subsets[row["subset"]].append(float(c))
     return {
-        "run_id": record["run_id"], "framework": record["framework"], "dataset": record["dataset"],
+        "run_id": record["run_id"], "name": run_dir.name, "framework": record["framework"],
+        "dataset": record["dataset"],
         "dataset_version": record["dataset_version"], "task": record.get("task"),
         "model": record["models"]["debater"], "prompt_version": record["prompt_version"],
         "settings": {k: record["context"][k] for k in CONTEXT_KEYS if k in record["context"]},
@@ -65,6 +78,8 @@ def summarize_run(run_dir: Path) -> dict[str, Any]:
         "subsets": {k: {"n": len(v), "accuracy": sum(v) / len(v)} for k, v in sorted(subsets.items())},
         "tool_calls_per_item": dict(sorted(tools.items())),
         "stopped_by": dict(Counter(r.get("stopped_by", "") for r in ok)),
+        "caveats": run_caveats(record, rows),
+        "memory": memory_summary(record, ok),
         "run_dir": str(run_dir),
     }
 
@@ -84,43 +99,59 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def _main_table(runs: list[dict[str, Any]]) -> list[str]:
     datasets = list(dict.fromkeys(r["dataset"] for r in runs))
-    by_system: dict[str, dict[str, float | None]] = defaultdict(dict)
+    by_system: dict[str, dict[str, tuple[float | None, int]]] = defaultdict(dict)
     for r in runs:
-        by_system[f"{r['framework']} ({r['model']})"][r["dataset"]] = r["metrics"].get("accuracy")
+        by_system[_system(r, runs)][r["dataset"]] = (r["metrics"].get("accuracy"), r["n_ok"])
     rows = []
     for system, accs in by_system.items():
-        known = [v for v in accs.values() if v is not None]
+        known = [v for v, _ in accs.values() if v is not None]
         avg = sum(known) / len(known) if len(known) == len(datasets) else None
-        rows.append([system, *(_pct(accs.get(d)) for d in datasets), _pct(avg)])
-    return _table(["Framework (model)", *datasets, "Average"], rows)
+        cells = [_with_n(*accs[d]) if d in accs else "-" for d in datasets]
+        rows.append([system, *cells,
+                     _with_n(avg, sum(n for _, n in accs.values())) if avg is not None else "-"])
+    return _table(["Framework (model)", *datasets, "Average (n = items over datasets)"], rows)
+
+
+def _with_n(value: float | None, n: int) -> str:
+    """A percentage with the number of items it is over (never a figure without its n)."""
+    return "-" if value is None else f"{_pct(value)} (n={n})"
+
+
+def _system(run: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    """Row name of a run: framework and model, plus the run's name when several runs share them."""
+    base = f"{run['framework']} ({run['model']})"
+    twins = [r for r in runs if (r["framework"], r["model"], r["dataset"])
+             == (run["framework"], run["model"], run["dataset"])]
+    return f"{base} [{run['name']}]" if len(twins) > 1 else base
 
 
 def _ci_table(runs: list[dict[str, Any]]) -> list[str]:
     rows = []
     for r in runs:
         ci = r["accuracy_ci95"]
-        rows.append([r["framework"], r["dataset"], str(r["n_ok"]), _num(r["metrics"].get("accuracy")),
+        rows.append([r["name"], r["dataset"], str(r["n_ok"]), _num(r["metrics"].get("accuracy")),
                      f"({ci[0]:.2f}, {ci[1]:.2f})" if ci else "-",
                      f"{_num(r.get('accuracy_all'))} (n={r['n_items']}, errors={r.get('n_errors', 0)})"])
-    return _table(["Framework", "Dataset", "N", "Acc.", "95% C.I",
+    return _table(["Run", "Dataset", "N", "Acc.", "95% C.I",
                    "Acc. over all sampled items (errors = wrong)"], rows)
 
 
 def _f1_table(runs: list[dict[str, Any]]) -> list[str]:
     labelled = [r for r in runs if r["per_class_f1"]]
     classes = sorted({c for r in labelled for c in r["per_class_f1"]})
-    rows = [[r["framework"], r["dataset"], _pct(r["metrics"].get("accuracy")),
+    rows = [[r["name"], r["dataset"], str(r["n_ok"]), _pct(r["metrics"].get("accuracy")),
              *(_pct(r["per_class_f1"].get(c)) for c in classes), _pct(r["metrics"].get("macro_f1"))]
             for r in labelled]
-    return _table(["Framework", "Dataset", "Acc.", *(f"{c} F1" for c in classes), "Macro-F1"], rows)
+    return _table(["Run", "Dataset", "N", "Acc.", *(f"{c} F1" for c in classes), "Macro-F1"],
+                  rows)
 
 
 def _metric_table(runs: list[dict[str, Any]], columns: dict[str, str], pct: bool) -> list[str]:
     chosen = [r for r in runs if any(k in r["metrics"] for k in columns)]
     fmt = _pct if pct else _num
-    rows = [[r["framework"], r["dataset"], *(fmt(r["metrics"].get(k)) for k in columns)]
+    rows = [[r["name"], r["dataset"], str(r["n_ok"]), *(fmt(r["metrics"].get(k)) for k in columns)]
             for r in chosen]
-    return _table(["Framework", "Dataset", *columns.values()], rows) if chosen else []
+    return _table(["Run", "Dataset", "N", *columns.values()], rows) if chosen else []
 
 
 def _effort_table(runs: list[dict[str, Any]]) -> list[str]:
@@ -129,11 +160,11 @@ def _effort_table(runs: list[dict[str, Any]]) -> list[str]:
         m = r["metrics"]
         tools = ", ".join(f"{k} {v:.1f}" for k, v in r["tool_calls_per_item"].items()) or "-"
         cost = m.get("cost_usd")
-        rows.append([r["framework"], r["dataset"], _num(m.get("rounds")), _num(m.get("llm_calls"), ".1f"),
+        rows.append([r["name"], r["dataset"], str(r["n_ok"]), _num(m.get("rounds")), _num(m.get("llm_calls"), ".1f"),
                      _num(m.get("prompt_tokens"), ".0f"), _num(m.get("completion_tokens"), ".0f"),
                      tools, "unknown" if cost is None else f"{cost:.4f}", _num(m.get("wall_time_s")),
                      str(int(m.get("errors", 0)))])
-    return _table(["Framework", "Dataset", "Rounds", "LLM calls", "Prompt tok.", "Compl. tok.",
+    return _table(["Run", "Dataset", "N", "Rounds", "LLM calls", "Prompt tok.", "Compl. tok.",
                    "Tool calls / item", "Cost USD (total)", "Wall s / item", "Errors"], rows)
 
 
@@ -141,9 +172,11 @@ def render_report(runs: list[dict[str, Any]], plots: dict[str, str]) -> str:
     """The Markdown report."""
     lines = ["# Evaluation report", ""]
     for r in runs:
-        lines.append(f"- `{r['run_id']}`: {r['framework']} on {r['dataset']} ({r['dataset_version']}), "
-                     f"{r['n_ok']}/{r['n_items']} items finished, model `{r['model']}`, "
-                     f"prompts {r['prompt_version']}, settings {json.dumps(r['settings'])}")
+        lines.append(f"- `{r['name']}` (`{r['run_id']}`): {r['framework']} on {r['dataset']} "
+                     f"({r['dataset_version']}), {r['n_ok']}/{r['n_items']} items finished, model "
+                     f"`{r['model']}`, prompts {r['prompt_version']}, settings "
+                     f"{json.dumps(r['settings'])}")
+    lines += ["", "## Caveats", "", *(line for r in runs for line in caveat_lines(r))]
     lines += ["", "## Accuracy (EM, %) - Tool-MAD Table III shape", "", *_main_table(runs),
               "## Accuracy and 95% bootstrap CI (1000 resamples) - Tool-MAD Table IV shape", "",
               *_ci_table(runs), "## Per-class F1 (%) - MERMAID Table 1 shape", "", *_f1_table(runs)]
@@ -161,9 +194,14 @@ def render_report(runs: list[dict[str, Any]], plots: dict[str, str]) -> str:
     if judged:
         lines += ["## Generative-answer scores", "", *judged]
     lines += ["## Effort and cost", "", *_effort_table(runs)]
+    memory = memory_table_rows(runs)
+    if memory:
+        lines += ["## Evidence memory - MERMAID Fig. 3 shape (search tool calls)", "",
+                  *_table(["Run", "Memory", "N", "Tool calls (total)", "Tool calls / item",
+                           "Memory hits", "Items with hits", "Change in calls"], memory)]
     for r in runs:
         if r["subsets"]:
-            lines += [f"Subsets of {r['framework']} / {r['dataset']}: " + ", ".join(
+            lines += [f"Subsets of {r['name']} ({r['dataset']}): " + ", ".join(
                 f"{k} {_pct(v['accuracy'])}% (n={v['n']})" for k, v in r["subsets"].items()), ""]
     lines += ["## Plots", ""]
     lines += [f"![{name}]({path})" if path.endswith(".png") else f"- {name}: {path}"

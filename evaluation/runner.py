@@ -38,6 +38,7 @@ from factdebate.evaluation.items import (  # noqa: F401 - RunSpec, is_rate_limit
     is_rate_limit,
 )
 from factdebate.evaluation.judging import EXTRA_METRICS
+from factdebate.evaluation.memory_store import memory_record, open_memory_store, sequential
 from factdebate.evaluation.metrics import correct
 from factdebate.evaluation.progress import EvalProgress
 from factdebate.evaluation.results import (
@@ -92,6 +93,8 @@ def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str) -> 
         "models": ctx.model_specs(),
         "metrics": spec.metrics, "metric_model":
             spec.metric_model or ctx.model_specs().get("judge", ctx.debater_model),
+        "memory": memory_record(ctx, checkpointer=spec.checkpointer, server=spec.server,
+                                run_id=run_id),
         "server": spec.server, "langsmith": spec.langsmith, "git_sha": git_sha(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -123,6 +126,10 @@ def _prepare(spec: RunSpec, ctx: Context) -> tuple[dict[str, Any], list[Item]]:
                 raise
             record = _rebuilt_record(spec, fresh)
         continued = check_resume(record, fresh, spec.out)
+        if continued is not record and sequential(record):
+            # memory order: the recorded stream first, a larger --limit's new items after it
+            old = record["item_ids"]
+            continued["item_ids"] = old + [i for i in continued["item_ids"] if i not in set(old)]
         if continued is not record or not run_file.exists() or record.get("rebuilt"):
             write_json_atomic(run_file, continued)
         by_id = {it.id: it for it in all_items}
@@ -147,7 +154,10 @@ def _rebuilt_record(spec: RunSpec, fresh: dict[str, Any]) -> dict[str, Any]:
                          "from one run with these flags", "choose another --out")
     run_id = run_ids.pop() if run_ids else (
         f"{spec.framework}-{uuid.uuid4().hex[:8]}".replace("/", "_"))
-    return dict(fresh, run_id=run_id, rebuilt=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    rebuilt = dict(fresh, run_id=run_id, rebuilt=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    if (fresh.get("memory") or {}).get("scope") == "":  # the memory stream is the run's
+        rebuilt["memory"] = dict(fresh["memory"], scope=run_id)
+    return rebuilt
 
 
 async def run_eval(spec: RunSpec, console: Console | None = None,
@@ -215,8 +225,9 @@ async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
         else:
             _ensure_index(spec.framework, ctx)
             async with open_checkpointer(spec.checkpointer, spec.out,
-                                         repair=spec.repair) as saver:
-                executor = LocalExecutor(spec.framework, saver)
+                                         repair=spec.repair) as saver, \
+                    open_memory_store(record, spec.checkpointer, spec.out) as store:
+                executor = LocalExecutor(spec.framework, saver, store)
                 await _run_items(spec, ctx, record, executor, experiment, pending, done, console,
                                  on_row)
     finally:
@@ -241,7 +252,8 @@ async def _run_in_workers(spec: RunSpec, ctx: Context, record: dict[str, Any],
                     "example_ids": {k: str(v) for k, v in experiment.example_ids.items()}}
     # the checkpoint schema (and SQLite's WAL mode) is set up here once: workers setting up a new
     # database at the same moment fail with "database is locked"
-    async with open_checkpointer(spec.checkpointer, spec.out, repair=spec.repair):
+    async with open_checkpointer(spec.checkpointer, spec.out, repair=spec.repair), \
+            open_memory_store(record, spec.checkpointer, spec.out):
         pass
     owned = pool is None
     pool = pool or WorkerPool(spec.workers)
@@ -319,21 +331,32 @@ async def _run_items(spec: RunSpec, ctx: Context, record: dict[str, Any], execut
     writer = ResultsWriter(spec.out / RESULTS)
     semaphore = asyncio.Semaphore(spec.concurrency)
     title = f"{spec.framework} / {record['dataset']}"
+    stream = sequential(record)
+    if stream and pending and console is not None and (spec.concurrency > 1 or spec.workers > 1):
+        console.print("evidence memory on: items run one at a time in the recorded order "
+                      "(run.json item_ids), so results do not depend on timing", highlight=False,
+                      soft_wrap=True)
     with EvalProgress(title, total=len(done) + len(pending), rows=list(done.values()),
                       console=console) as progress:
 
-        async def one(item: Item) -> None:
+        async def one(item: Item, position: int) -> None:
             async with semaphore:
                 if pool is not None:  # the item runs in a worker process
                     row = await _pooled_row(pool, item, runner)
                 else:
                     row = await runner.run(item)
+            if stream:
+                row["memory_stream_position"] = position
             await writer.append(row)
             progress.add(row)
             if on_row:
                 on_row(row)
 
         try:
-            await asyncio.gather(*(one(it) for it in pending))
+            if stream:  # evaluation/memory_store.py: why one at a time
+                for position, item in enumerate(pending, start=len(done)):
+                    await one(item, position)
+            else:
+                await asyncio.gather(*(one(it, -1) for it in pending))
         finally:
             writer.close()

@@ -15,7 +15,10 @@ How it works:
 * Each worker runs items exactly as the in-process runner does (``ItemRunner``: rate-limit retries,
   ``--metrics``, error rows) in its own event loop, against the run's checkpointer - SQLite in WAL
   mode (several processes may write one database) or PostgreSQL - so ``--resume`` is unchanged:
-  a thread's checkpoints do not depend on which process wrote them.
+  a thread's checkpoints do not depend on which process wrote them. With MERMAID's evidence
+  memory on, the workers also open the run's memory store, and the coordinator hands out items
+  one at a time in the recorded order: one memory stream, independent of ``--workers``
+  (``evaluation/memory_store.py`` says why).
 * A Milvus Lite folder can be open in one process only (``DataDirLockedError``). The coordinator
   opens it - Milvus Lite 3 serves it over gRPC on loopback inside that process (with
   ``factdebate/patches/milvus_lite.py``) - and the workers connect to that URI as to a Milvus server. The
@@ -93,6 +96,7 @@ def _error_message(exc: BaseException) -> tuple[str, str, str]:
 class _Run:
     runner: Any
     saver_cm: Any
+    store_cm: Any
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
 
@@ -176,6 +180,7 @@ async def _serve(conn: Connection) -> None:
             tracing = run.runner.experiment
             if tracing is not None:
                 tracing.close()
+            await run.store_cm.__aexit__(None, None, None)
             await run.saver_cm.__aexit__(None, None, None)
             conn.send(("closed", key, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
         else:  # "stop", or "eof": the coordinator is gone - stop at once, as a kill would
@@ -186,6 +191,7 @@ async def _open_run(payload: dict[str, Any]) -> _Run:
     from factdebate.evaluation.checkpointers import open_checkpointer
     from factdebate.evaluation.executors import LocalExecutor
     from factdebate.evaluation.items import ItemRunner, check_models
+    from factdebate.evaluation.memory_store import open_memory_store
 
     spec, ctx, record = payload["spec"], payload["ctx"], payload["record"]
     if payload.get("milvus_uri"):
@@ -194,14 +200,22 @@ async def _open_run(payload: dict[str, Any]) -> _Run:
     await asyncio.to_thread(warm_retrievers, spec.framework, ctx)
     saver_cm = open_checkpointer(spec.checkpointer, spec.out)
     saver = await saver_cm.__aenter__()
+    # MERMAID's evidence memory: the coordinator sends memory items one at a time, in order
+    # (evaluation/memory_store.py), so the workers share one stream without racing on it
+    store_cm = open_memory_store(record, spec.checkpointer, spec.out)
+    try:
+        store = await store_cm.__aenter__()
+    except BaseException:
+        await saver_cm.__aexit__(None, None, None)
+        raise
     tracing = None
     if payload.get("langsmith_project"):
         tracing = _WorkerTracing(payload["langsmith_project"], payload["example_ids"])
-    runner = ItemRunner(spec, ctx, record, LocalExecutor(spec.framework, saver), tracing)
+    runner = ItemRunner(spec, ctx, record, LocalExecutor(spec.framework, saver, store), tracing)
     # models, indexes and modules stay for the worker's life: keep them out of the cyclic GC's
     # full collections (~0.4 s each over ~700k objects, about one per 20 Tool-MAD claims)
     gc.freeze()
-    return _Run(runner=runner, saver_cm=saver_cm)
+    return _Run(runner=runner, saver_cm=saver_cm, store_cm=store_cm)
 
 
 async def _run_item(conn: Connection, run: _Run, seq: int, item: Any) -> None:

@@ -90,7 +90,8 @@ async def aggregate(state: MadamRagState, runtime: Runtime[MadamRagContext]) -> 
         answers, explanation = concatenate(responses), render_responses(responses, blocks)
     else:
         answers, explanation = await _ask_aggregator(state, ctx, responses, blocks, calls)
-    label = get_label_set(state["task"]).normalise(answers[0]) if len(answers) == 1 else None
+    label_set = get_label_set(state["task"] or ctx.label_set)
+    label = label_set.normalise(answers[0]) if len(answers) == 1 else None
     return {"answers": answers, "rationale": explanation, "label": label,
             "aggregates": [Aggregate(round=state["round"], answers=answers,
                                      explanation=explanation)],

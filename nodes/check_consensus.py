@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.routing import run_context
-from langgraph.graph import END
+from factdebate.nodes.routing import END, run_context
 from langgraph.runtime import Runtime
 
 from factdebate.core.state import DebateState, RoundScore, Turn

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.render import render_opponents
 from langgraph.runtime import Runtime
@@ -41,14 +41,8 @@ async def formulate_query(state: DebaterState, runtime: Runtime[ToolMadContext])
     else:
         messages = prompts.render("query_initial", **values)
     calls, reply_meta = CallLog(), dict[str, Any]()
-    parsed, raw = await ask_structured(
-        await model_for(ctx.query_model_spec, ctx),
-        messages,
-        QueryOut,
-        config=call_config(calls, role="query", agent=state["agent"], round_=state["round"]),
-        retries=ctx.llm_retries,
-        metadata=reply_meta,
-    )
+    parsed, raw = await ask(ctx, ctx.query_model_spec, messages, QueryOut, calls=calls, role="query",
+                            agent=state["agent"], round_=state["round"], metadata=reply_meta)
     query = (parsed.query if isinstance(parsed, QueryOut) else "").strip()
     # a reply the embedded model had to cut out of a repetition loop is junk even when it parses
     if not query or reply_meta.get("repetition_cut"):

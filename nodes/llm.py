@@ -23,7 +23,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -183,6 +183,35 @@ async def ask_structured(
     if metadata is not None:
         metadata.update(getattr(raw, "response_metadata", None) or {})
     return out.get("parsed"), _reply_text(raw)
+
+
+S = TypeVar("S", bound=BaseModel)
+
+
+async def ask(
+    ctx: Context,
+    spec: str,
+    messages: list[BaseMessage],
+    schema: type[S],
+    *,
+    calls: CallLog,
+    role: str,
+    agent: str = "",
+    round_: int = 0,
+    metadata: dict[str, Any] | None = None,
+) -> tuple[S | None, str]:
+    """One structured call of a node's role model: ``(reply as schema or None, raw text)``.
+
+    The call every node makes, written once: the model of ``spec`` with the Context's base URL and
+    temperature (``model_for``), counted in ``calls`` and tagged with ``role``/``agent``/``round_``
+    (``call_config``), transient faults retried ``ctx.llm_retries`` times (``ask_structured``).
+    """
+    parsed, raw = await ask_structured(
+        await model_for(spec, ctx), messages, schema,
+        config=call_config(calls, role=role, agent=agent, round_=round_),
+        retries=ctx.llm_retries, metadata=metadata,
+    )
+    return (parsed if isinstance(parsed, schema) else None), raw
 
 
 async def ask_verdict(

@@ -11,7 +11,11 @@ Whose memory: under the LangGraph server, the authenticated user's (langgraph-ap
 one user cannot poison what another user's runs recall; one memory for everyone only when the
 operator sets ``FACTDEBATE_SHARED_MEMORY=1``; the CLI's own otherwise. Which memory: the one of
 the index build the run's tools read (:func:`index_fingerprint`), so passages remembered from one
-index are not recalled by runs against another.
+index are not recalled by runs against another. Which stream: a run may narrow its memory to a
+scope (``config["configurable"]["fd_memory_scope"]``, one more namespace segment after the index
+fingerprint): each evaluation run streams its claims through a memory of its own (its run id), so
+one run's results never depend on what another run stored in a shared database (PostgreSQL). A
+scope only narrows the namespace: it cannot reach another owner's memory.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ NO_ENTITIES_FLAG = "memory: no entities to key the memory by (decomposer off or 
 
 
 SHARED_MEMORY_ENV = "FACTDEBATE_SHARED_MEMORY"
+MEMORY_SCOPE_KEY = "fd_memory_scope"
+"""``configurable`` key naming the run's memory scope (the evaluation runner's run id)."""
 
 
 def memory_owner(config: RunnableConfig | None, env: dict[str, str] | None = None) -> str:
@@ -50,7 +56,12 @@ def memory_owner(config: RunnableConfig | None, env: dict[str, str] | None = Non
 def run_memory_namespace(context: MermaidContext, config: RunnableConfig | None) -> tuple[str, ...]:
     """The namespace prefix this run recalls from and writes to."""
     fingerprint = index_fingerprint(context.index_path, source=context.wiki_backend)
-    return memory_namespace(memory_owner(config), fingerprint)
+    namespace = memory_namespace(memory_owner(config), fingerprint)
+    scope = ((config or {}).get("configurable") or {}).get(MEMORY_SCOPE_KEY)
+    # "scope:" cannot be an entity key (keys hold no punctuation), so scoped and unscoped
+    # memories of one owner never match each other's prefix searches
+    # (LangGraph namespace labels may not contain ".", which run ids may)
+    return (*namespace, "scope:" + str(scope).replace(".", "_")) if scope else namespace
 
 
 def _memory(state: MermaidState, runtime: Runtime[MermaidContext],

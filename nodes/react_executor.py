@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from factdebate.nodes.call_tool import enabled_tools
 from factdebate.nodes.executor_prompt import executor_values
-from factdebate.nodes.llm import CallLog, ask_structured, ask_verdict, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask, ask_verdict, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import run_context
 from factdebate.prompts.mermaid.schemas import ReactStep
@@ -37,13 +37,8 @@ async def execute_step(state: MermaidState, runtime: Runtime[MermaidContext]) ->
     step = state.get("round", 0) + 1
     values = executor_values(state, ctx, await enabled_tools(ctx)) | {"step": step}
     calls = CallLog()
-    parsed, raw = await ask_structured(
-        await model_for(ctx.executor_model_spec, ctx),
-        prompt_set(ctx).render("execute", **values),
-        ReactStep,
-        config=call_config(calls, role="executor", agent="executor", round_=step),
-        retries=ctx.llm_retries,
-    )
+    parsed, raw = await ask(ctx, ctx.executor_model_spec, prompt_set(ctx).render("execute", **values),
+                            ReactStep, calls=calls, role="executor", agent="executor", round_=step)
     out: dict[str, Any] = {"round": 1, **calls.update()}
     if not isinstance(parsed, ReactStep):
         out["flags"].append(f"executor: step {step} reply could not be read ({raw[:120]!r})")

@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from factdebate.core.context import Context, default_index_dir
-from factdebate.core.errors import ConfigError, IndexDamagedError
 from factdebate.tools import DEMO_CORPUS_DIR
 from factdebate.tools.index_lock import hold_shared
 from factdebate.tools.index_state import IndexState, inspect_index
+
+from factdebate.core.context import Context, default_index_dir
+from factdebate.core.errors import ConfigError, IndexDamagedError
 
 DEMO_CORPUS = DEMO_CORPUS_DIR / "passages.jsonl"
 

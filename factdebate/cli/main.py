@@ -119,20 +119,17 @@ def interrupted_run(exc: Exception, thread_id: str) -> BackendUnavailableError:
 
 async def _verify(framework: str, claim: str, ctx: Context, thread_id: str | None,
                   resume: bool, checkpoint_db: Path | None) -> dict[str, Any]:
-    from langgraph.store.sqlite.aio import AsyncSqliteStore
-
     from factdebate.run.claims import (
         default_checkpoint_db,
         default_memory_db,
         open_sqlite_saver,
+        open_sqlite_store,
         run_claim,
     )
 
     db = checkpoint_place(checkpoint_db or default_checkpoint_db())
     checkpoint_place(default_memory_db())
-    async with open_sqlite_saver(db) as saver, \
-            AsyncSqliteStore.from_conn_string(str(default_memory_db())) as store:
-        await store.setup()
+    async with open_sqlite_saver(db) as saver, open_sqlite_store(default_memory_db()) as store:
         if resume and thread_id:
             await check_thread(saver, thread_id, framework, claim)
         return await run_claim(framework, {"claim": claim}, ctx, checkpointer=saver,
@@ -268,3 +265,7 @@ def ls_context(
 from factdebate.cli.eval import register as _register_evaluation  # noqa: E402
 
 _register_evaluation(app, ls_app)  # eval, compare, ls datasets, ls metrics
+
+from factdebate.cli.check import check as _check_command  # noqa: E402
+
+app.command("check")(_check_command)  # check a whole text (issue #17)

@@ -22,6 +22,7 @@ from typing_extensions import TypedDict
 from factdebate.core.context import JudgedContext, knob
 from factdebate.core.errors import ConfigError
 from factdebate.core.labels import NEI, LABEL_SETS
+from factdebate.core.schema_docs import described
 from factdebate.core.state import Evidence, RoundScore, Turn, add_ledger
 
 MAX_TEXT_CHARS = 20_000
@@ -236,6 +237,7 @@ def merge_results(left: dict[str, ClaimResult] | None,
     return {**(left or {}), **(right or {})}
 
 
+@described  # docstrings -> Studio field descriptions
 class CheckTextInput(TypedDict):
     """What a caller sends: the text (``claim`` is accepted too, as ``verify``/``eval`` send it)."""
 
@@ -274,6 +276,7 @@ class CheckTextState(CheckTextInput):
     """Caveats (unreadable extraction replies, skipped claims, the verifiers' flags)."""
 
 
+@described  # docstrings -> Studio field descriptions
 class CheckTextOutput(TypedDict):
     """The result: the text-level verdict in the shape every framework returns, plus ``check``."""
 

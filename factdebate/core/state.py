@@ -26,8 +26,10 @@ from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
 from factdebate.core.errors import InputError
+from factdebate.core.schema_docs import described  # docstrings -> Studio field descriptions
 
 
+@described
 class Evidence(TypedDict):
     """One retrieved passage, as every retriever returns it (tools/base.py)."""
 
@@ -45,6 +47,7 @@ class Evidence(TypedDict):
     """Backend's relevance score (higher is better; scales differ across backends)."""
 
 
+@described
 class Turn(TypedDict):
     """One debater's contribution in one round."""
 
@@ -66,6 +69,7 @@ class Turn(TypedDict):
     """Answers of this turn in multi-answer mode (baselines with ``answer_mode="answers"``)."""
 
 
+@described
 class RoundScore(TypedDict, total=False):
     """Scores of one debater's answer in one round (keys depend on the scoring mode)."""
 
@@ -104,6 +108,7 @@ def add_ledger(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dic
     return out
 
 
+@described
 class DebateRecord(TypedDict):
     """The reducer block: what nodes and parallel branches append to, inherited by every state.
 
@@ -124,6 +129,7 @@ class DebateRecord(TypedDict):
     faults, stand-in backends)."""
 
 
+@described
 class DebateInput(TypedDict):
     """What a caller (CLI, evaluation runner, LangGraph server client) sends."""
 

@@ -88,6 +88,23 @@ async def open_sqlite_saver(path: Path | str) -> AsyncIterator[BaseCheckpointSav
         yield saver
 
 
+@asynccontextmanager
+async def open_sqlite_store(path: Path | str) -> AsyncIterator[BaseStore]:
+    """LangGraph's ``AsyncSqliteStore`` on ``path``, set up, in WAL mode.
+
+    The store of MERMAID's evidence memory: ``$FACTDEBATE_HOME/memory.sqlite`` for ``verify``,
+    ``OUT/memory.sqlite`` for an evaluation run. WAL lets evaluation worker processes open the
+    same file (their writes are serialised by SQLite; ``busy_timeout`` waits instead of failing).
+    """
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    async with AsyncSqliteStore.from_conn_string(str(path)) as store:
+        await store.conn.execute("PRAGMA busy_timeout=30000")
+        await store.conn.execute("PRAGMA journal_mode=WAL")
+        await store.setup()
+        yield store
+
+
 def event_loop_kind() -> str:
     """``uvloop`` when it is installed and ``$FACTDEBATE_EVENT_LOOP`` is not ``asyncio``."""
     if os.environ.get("FACTDEBATE_EVENT_LOOP", "").strip().lower() == "asyncio":
@@ -152,8 +169,8 @@ async def run_claim(
     """Run (or resume) one item and return the result object of the output contract.
 
     ``resume="auto"`` resumes the thread if it holds a checkpoint and starts it otherwise (the
-    evaluation runner's per-item threads). ``config_extra`` adds run-config keys (``metadata`` is
-    merged; ``callbacks``, ``run_id``, ``tags``, ``run_name`` are set). ``store`` is the LangGraph
+    evaluation runner's per-item threads). ``config_extra`` adds run-config keys (``metadata`` and
+    ``configurable`` are merged; ``callbacks``, ``run_id``, ``tags``, ``run_name`` are set). ``store`` is the LangGraph
     store the graph's nodes see as ``runtime.store`` (MERMAID's evidence memory).
     """
     name = FRAMEWORKS.resolve(framework)
@@ -168,6 +185,7 @@ async def run_claim(
     }
     extra = dict(config_extra or {})
     config["metadata"] |= extra.pop("metadata", {})
+    config["configurable"] |= extra.pop("configurable", {})  # keys besides the thread id
     config |= extra
     fresh_ok = False
     if resume == "auto":
@@ -239,6 +257,7 @@ def result_object(
         "ledger": ledger,
         "flags": values.get("flags") or [],
         "turns": values.get("turns") or [],
+        **({"check": values["check"]} if values.get("check") else {}),  # check_text (#17)
         "thread_id": thread_id,
         "models": ctx.model_specs(),
         "prompt_version": prompt_version,

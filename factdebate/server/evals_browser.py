@@ -74,6 +74,14 @@ def run_folder(name: str) -> Path:
     return folder
 
 
+def _metrics(summary: Any) -> dict[str, Any] | None:
+    """The first run's metrics of a ``summary.json`` (``{"runs": [{"metrics": ...}]}``)."""
+    runs = summary.get("runs") if isinstance(summary, dict) else None
+    first = runs[0] if isinstance(runs, list) and runs and isinstance(runs[0], dict) else {}
+    metrics = first.get("metrics")
+    return metrics if isinstance(metrics, dict) else None
+
+
 def _summary(root: Path, folder: Path) -> dict[str, Any]:
     record: dict[str, Any] = {}
     try:
@@ -87,7 +95,7 @@ def _summary(root: Path, folder: Path) -> dict[str, Any]:
         pass
     return {"run": folder.relative_to(root).as_posix(),
             "framework": record.get("framework", ""), "dataset": record.get("dataset", ""),
-            "metrics": summary.get("metrics") if isinstance(summary, dict) else None,
+            "metrics": _metrics(summary),
             "modified": (folder / RESULTS).stat().st_mtime}
 
 

@@ -40,6 +40,7 @@ from factdebate.core.settings import choices_of, default_of, field_types
 from factdebate.run.frameworks import FRAMEWORKS, context_class
 from factdebate.server import evals_browser
 from factdebate.server.auth import authenticate
+from factdebate.server.lifespan import lifespan
 
 STATIC = Path(__file__).with_name("static")
 TEXT_GRAPH = "check_text"
@@ -91,7 +92,8 @@ def _kind(hint: Any) -> str:
     for kind, name in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str")):
         if hint is kind:
             return name
-    return "list" if getattr(hint, "__origin__", None) is list else "str"
+    origin = getattr(hint, "__origin__", hint)
+    return {list: "list", dict: "dict"}.get(origin, "str")
 
 
 def _field(f: Any, hint: Any) -> dict[str, Any]:
@@ -171,5 +173,5 @@ app = Starlette(routes=[
     Route("/app/api/evals/results", evals_results, methods=["GET"]),
     Route("/app/api/evals/transcript", evals_transcript, methods=["GET"]),
     Mount("/app", StaticFiles(directory=STATIC, html=True), name="app"),
-])
+], lifespan=lifespan)  # the index is found or built before the first request
 """The custom app langgraph-api merges with its own (``langgraph.json`` ``http.app``)."""

@@ -28,12 +28,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_langgraph_dev(work: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    """``langgraph dev`` on a free port from a copy of langgraph.json (state stays in ``work``).
-
-    Returns the process and its URL once ``/ok`` answers; the caller stops it with
-    :func:`stop_server`.
-    """
+def langgraph_dev_command(work: Path, port: int) -> list[str]:
+    """``langgraph dev`` on ``port`` with a copy of langgraph.json in ``work/app`` (paths absolute),
+    so the server's ``.langgraph_api`` state stays in ``work``; run it with ``cwd=work / "app"``."""
     app_dir = work / "app"
     app_dir.mkdir()
     config = json.loads((REPO / "langgraph.json").read_text())
@@ -42,17 +39,31 @@ def start_langgraph_dev(work: Path, env: dict[str, str]) -> tuple[subprocess.Pop
     if "auth" in config:
         config["auth"]["path"] = str(REPO / config["auth"]["path"].removeprefix("./"))
     (app_dir / "langgraph.json").write_text(json.dumps(config))
+    return [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port),
+            "--config", str(app_dir / "langgraph.json")]
+
+
+def server_env(env: dict[str, str]) -> dict[str, str]:
+    """This process's environment plus ``env``, without analytics and tracing."""
+    return {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false", **env}
+
+
+def start_langgraph_dev(work: Path, env: dict[str, str],
+                       timeout: float = 90.0) -> tuple[subprocess.Popen, str]:
+    """``langgraph dev`` on a free port from a copy of langgraph.json (state stays in ``work``).
+
+    Returns the process and its URL once ``/ok`` answers (within ``timeout`` seconds: a server
+    that builds the demo index at start-up needs more); the caller stops it with
+    :func:`stop_server`.
+    """
     port = free_port()
     log = (work / "server.log").open("w")
     proc = subprocess.Popen(
-        [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port),
-         "--config", str(app_dir / "langgraph.json")],
-        cwd=app_dir, env={**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-                          "LANGSMITH_TRACING": "false", **env},
+        langgraph_dev_command(work, port), cwd=work / "app", env=server_env(env),
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             break

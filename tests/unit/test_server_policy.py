@@ -116,7 +116,13 @@ def test_index_fingerprint_names_the_build(tmp_path: Path):
     assert index_fingerprint(index) != first  # a rebuild (poisoned or not) starts afresh
 
 
-async def test_one_users_mermaid_memory_is_not_recalled_by_another(scenario):
+async def test_one_users_mermaid_memory_is_not_recalled_by_another(scenario, monkeypatch):
+    # The test's tools (in-process, static wiki and search) are operator-only settings that a real
+    # server would take from its environment; the first-node guard that refuses client-set operator
+    # fields on server runs has its own tests (test_server_guard.py), so it is lifted here.
+    import factdebate.nodes.decompose as decompose
+
+    monkeypatch.setattr(decompose, "guard_server_run", lambda ctx: None)
     store = InMemoryStore()
     graph = build_mermaid().compile(checkpointer=InMemorySaver(), store=store)
     spec = scenario(searching_responder([]))

@@ -1,0 +1,222 @@
+"""``factdebate check FILE|-``: check a whole text (issue #17) and report every sentence's verdict.
+
+Extracts the text's check-worthy claims, debates each with ``--framework`` (Tool-MAD by default)
+and prints the text with each sentence marked by its verdict and numbered citations below
+(``--json``: one JSON object; ``--out report.html``: a self-contained HTML report). Progress is
+shown per claim. The run is checkpointed under ``--thread-id``; ``--resume`` continues it and
+debates only the claims that had not finished.
+
+Limits (one line each, never a traceback): an empty text, a text over
+``factdebate.core.check_text.MAX_TEXT_CHARS`` characters, a binary or non-UTF-8 file are refused;
+a text without check-worthy claims is a result ("no check-worthy claims"); claims over
+``--max-claims`` are reported as skipped with their number.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from dataclasses import fields
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from factdebate.cli.output import err, fail, out
+from factdebate.core.check_text import MAX_TEXT_CHARS, CheckTextContext
+from factdebate.core.errors import BackendUnavailableError, FactDebateError, InputError
+
+CHECKS_FILE_BYTES = MAX_TEXT_CHARS * 4
+"""A file larger than this cannot hold a text within the limit (4 bytes per character at most)."""
+
+
+def read_text(source: str) -> str:
+    """The text of FILE, or of stdin for ``-``: UTF-8, not binary, within the size limit."""
+    from factdebate.nodes.extract_claims import clean_text
+
+    where = "stdin" if source == "-" else source
+    if source == "-":
+        data = sys.stdin.buffer.read(CHECKS_FILE_BYTES + 1)
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise InputError(f"{source} is not a file", "give a text file path, or - for stdin")
+        with path.open("rb") as handle:
+            data = handle.read(CHECKS_FILE_BYTES + 1)
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise InputError(f"{where} is binary (a NUL byte at offset {nul})",
+                         "pass a UTF-8 text file")
+    if len(data) > CHECKS_FILE_BYTES:
+        raise InputError(f"{where} is over {CHECKS_FILE_BYTES} bytes, more than a text of "
+                         f"{MAX_TEXT_CHARS} characters can take",
+                         f"split it into parts of at most {MAX_TEXT_CHARS} characters")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                         f"{exc.start})", "convert it first, e.g. iconv -f latin1 -t utf-8") from exc
+    return clean_text(text)
+
+
+def check_context(overrides: dict[str, Any], sets: list[str],
+                  verifier: dict[str, Any]) -> CheckTextContext:
+    """The Context: ``--set`` fields of the text check go to it, any other to the verifier's."""
+    from factdebate.run.setup import build_context
+
+    own = {f.name for f in fields(CheckTextContext)}
+    mine = [p for p in sets if p.partition("=")[0] in own]
+    for pair in (p for p in sets if p.partition("=")[0] not in own):
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise InputError(f"--set {pair!r} is not field=value", "write --set field=value")
+        verifier[name] = raw
+    if verifier:
+        overrides["verifier_settings"] = verifier
+    ctx = build_context(overrides, mine, CheckTextContext)
+    assert isinstance(ctx, CheckTextContext)
+    return ctx
+
+
+def check(
+    source: Annotated[str, typer.Argument(metavar="FILE|-", help="Text file ('-' reads stdin).")],
+    framework: Annotated[str, typer.Option(help="Framework that debates each claim.")] = "tool_mad",
+    model: Annotated[str | None, typer.Option(help="Model spec of every role.")] = None,
+    judge_model: Annotated[str | None, typer.Option(help="Judge model spec.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
+    rounds: Annotated[int | None, typer.Option(help="Max debate rounds per claim.")] = None,
+    max_claims: Annotated[int | None, typer.Option(help="Claims debated at most (default 20).")] = None,
+    label_set: Annotated[str | None, typer.Option(help="fever | binary | averitec.")] = None,
+    rag_backend: Annotated[str | None, typer.Option(help="milvus | keyword | hybrid.")] = None,
+    search_backend: Annotated[str | None, typer.Option(help="auto|tavily|local_search.")] = None,
+    index_dir: Annotated[str | None, typer.Option(help="Index folder.")] = None,
+    set_: Annotated[list[str], typer.Option("--set", help="Context field=value (the text "  # noqa: B006
+                    "check's, else the verifier's).")] = [],
+    thread_id: Annotated[str | None, typer.Option(help="Name of this run's checkpoint thread.")] = None,
+    resume: Annotated[bool, typer.Option(help="Resume --thread-id from its checkpoint.")] = False,
+    checkpoint_db: Annotated[Path | None, typer.Option(help="SQLite checkpoint file.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    out_html: Annotated[Path | None, typer.Option("--out", help="Write a self-contained HTML "
+                        "report, e.g. report.html.")] = None,
+) -> None:
+    """Check a whole text: extract its claims, debate each, mark every sentence with a verdict."""
+    try:
+        if resume and not thread_id:
+            raise InputError("--resume needs --thread-id", "name the run to resume")
+        if out_html is not None and not out_html.parent.is_dir():
+            raise InputError(f"--out {out_html}: folder {out_html.parent} does not exist",
+                             "create it or write the report elsewhere")
+        text = read_text(source)
+        from factdebate.run.frameworks import FRAMEWORKS
+
+        name = FRAMEWORKS.resolve(framework)
+        ctx = check_context(
+            {"framework": name, "debater_model": model, "judge_model": judge_model,
+             "model_base_url": base_url, "max_claims": max_claims, "label_set": label_set,
+             "rag_backend": rag_backend, "search_backend": search_backend,
+             "index_dir": index_dir}, list(set_), {"max_rounds": rounds} if rounds else {})
+        if FRAMEWORKS.entry(name).meta.get("needs_index", True):
+            from factdebate.run.setup import ensure_index
+
+            ensure_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
+        thread_id = thread_id or uuid.uuid4().hex
+        result = _run(text, ctx, thread_id, resume, checkpoint_db)
+        if out_html is not None:
+            from factdebate.evaluation.html_report import write_check_html
+
+            write_check_html(result, out_html)
+            err.print(f"report written to {out_html}", highlight=False)
+    except FactDebateError as exc:
+        fail(exc)
+        return
+    if as_json:
+        print(json.dumps(result, ensure_ascii=False, default=str))
+    else:
+        from factdebate.cli.check_report import print_check
+
+        print_check(out, result)
+
+
+def _run(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,
+         checkpoint_db: Path | None) -> dict[str, Any]:
+    from factdebate.cli.verify_checks import storage_failure
+    from factdebate.run.claims import default_checkpoint_db, run_async
+
+    try:
+        return run_async(_check(text, ctx, thread_id, resume, checkpoint_db))
+    except FactDebateError:
+        raise
+    except Exception as exc:  # a provider or tool fault that outlived its retries
+        detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        raise storage_failure(exc, checkpoint_db or default_checkpoint_db()) or \
+            BackendUnavailableError(
+                f"the check stopped ({detail}); finished claims are checkpointed under thread "
+                f"{thread_id}", f"fix the cause, then rerun with --resume --thread-id {thread_id}",
+            ) from exc
+
+
+async def _check(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,
+                 checkpoint_db: Path | None) -> dict[str, Any]:
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    from factdebate.cli.check_report import CheckProgress
+    from factdebate.cli.verify_checks import checkpoint_place
+    from factdebate.core.context import masked
+    from factdebate.prompts import load_prompts
+    from factdebate.run.claims import (
+        DURABILITY,
+        compiled_graph,
+        default_checkpoint_db,
+        default_memory_db,
+        model_metadata,
+        open_sqlite_saver,
+        result_object,
+        unfinished,
+    )
+
+    db = checkpoint_place(checkpoint_db or default_checkpoint_db())
+    checkpoint_place(default_memory_db())
+    version = load_prompts(ctx.prompt_set).version
+    config: dict[str, Any] = {
+        "configurable": {"thread_id": thread_id}, "run_name": "check_text:check",
+        "metadata": {"framework": "check_text", "verifier": ctx.framework,
+                     "prompt_version": version, "fd_context": masked(ctx), **model_metadata(ctx)}}
+    async with open_sqlite_saver(db) as saver, \
+            AsyncSqliteStore.from_conn_string(str(default_memory_db())) as store:
+        await store.setup()
+        graph = compiled_graph("check_text", saver, store)
+        snapshot = await graph.aget_state(config)
+        payload: dict[str, Any] | None = {"text": text}
+        if resume:
+            _check_resumable(snapshot, thread_id, text)
+            payload = None
+        elif snapshot.created_at:
+            raise InputError(f"thread id {thread_id!r} already holds a run",
+                             "pass --resume to continue it, or choose a new --thread-id")
+        with CheckProgress(err) as progress:
+            if resume:
+                progress.seed(snapshot.values)
+            if payload is not None or unfinished(snapshot):
+                async for chunk in graph.astream(payload, config, context=ctx,
+                                                 stream_mode="updates", durability=DURABILITY):
+                    for node, update in chunk.items():
+                        progress.update(node, update if isinstance(update, dict) else None)
+        values = (await graph.aget_state(config)).values
+    return result_object("check_text", values, ctx, thread_id=thread_id, prompt_version=version)
+
+
+def _check_resumable(snapshot: Any, thread_id: str, text: str) -> None:
+    """Refuse to resume a thread that is missing, not a text check, or checks another text."""
+    if not snapshot.created_at:
+        raise InputError(f"no checkpointed run with thread id {thread_id!r}",
+                         "check --thread-id and --checkpoint-db, or drop --resume")
+    started_as = (snapshot.metadata or {}).get("framework")
+    if started_as and started_as != "check_text":
+        raise InputError(f"thread {thread_id!r} is a {started_as} run, not a text check",
+                         f"resume it with: factdebate verify --framework {started_as} --resume")
+    stored = (snapshot.values or {}).get("text")
+    if isinstance(stored, str) and stored.strip() != text.strip():
+        raise InputError(f"thread {thread_id!r} checks another text ({stored[:60]!r}...)",
+                         "resume it with that text, or drop --resume to check this one")

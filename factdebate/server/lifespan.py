@@ -1,0 +1,57 @@
+"""The LangGraph server's start-up: find or build the index before the first request.
+
+:func:`lifespan` is the lifespan of the custom app named in ``langgraph.json`` ``http.app``
+(:mod:`factdebate.server.webapp`): langgraph-api merges it into its own and runs it after the
+graphs are loaded and before the server answers requests, so a fresh ``langgraph dev`` (no index
+yet) builds the bundled demo index once (~35 s) and its first run succeeds. The rule is the CLI's
+(:func:`factdebate.tools.demo_index.ensure_index`): the demo index only in the default folder and
+only where no index exists at all; an index folder or Milvus URI the operator configured must hold
+an index; a damaged index is never replaced. The index is the operator's (``FACTDEBATE_INDEX_DIR``,
+``FACTDEBATE_MILVUS_URI``, ``FACTDEBATE_HOME``): clients cannot choose it. On success one line
+names the served index, and the process holds the index's shared lock (``factdebate index
+--replace`` is refused while the server runs).
+
+A problem stops the start with one line on stderr naming it and the remedy, e.g.
+``factdebate: the server cannot start: the index at /srv/index is damaged: manifest.json is
+missing. rebuild it: ...``; the process then exits with the error's exit code (2 configuration,
+3 index damaged or unreachable, 6 in use) without a traceback: raising from a lifespan makes
+Starlette and uvicorn log the whole traceback around the line. Nothing happens at import time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+
+from factdebate.core.context import Context
+from factdebate.core.errors import FactDebateError
+
+
+def _say(line: str) -> None:
+    print(f"factdebate: {line}", file=sys.stderr, flush=True)
+
+
+def prepare_index() -> None:
+    """Find or build the operator's index (blocking; the lifespan runs it in a thread)."""
+    from factdebate.tools.demo_index import ensure_index
+
+    state = ensure_index(Context(), announce=_say)
+    passages = (state.manifest or {}).get("passages", "?")
+    _say(f"serving the index at {state.path} ({passages} passages)")
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    """Prepare the index, or stop the server with one line naming the problem."""
+    try:
+        await asyncio.to_thread(prepare_index)
+    except FactDebateError as exc:
+        _say(f"the server cannot start: {exc}")
+        os._exit(exc.exit_code)  # a raise here would bury the line under a lifespan traceback
+    yield
+

