@@ -160,7 +160,8 @@ def _effort_table(runs: list[dict[str, Any]]) -> list[str]:
         m = r["metrics"]
         tools = ", ".join(f"{k} {v:.1f}" for k, v in r["tool_calls_per_item"].items()) or "-"
         cost = m.get("cost_usd")
-        rows.append([r["name"], r["dataset"], str(r["n_ok"]), _num(m.get("rounds")), _num(m.get("llm_calls"), ".1f"),
+        rows.append([r["name"], r["dataset"], str(r["n_ok"]), _num(m.get("rounds")),
+                     _num(m.get("llm_calls"), ".1f"),
                      _num(m.get("prompt_tokens"), ".0f"), _num(m.get("completion_tokens"), ".0f"),
                      tools, "unknown" if cost is None else f"{cost:.4f}", _num(m.get("wall_time_s")),
                      str(int(m.get("errors", 0)))])

@@ -154,16 +154,36 @@ async def extract_claims(state: SentenceTask,
         await model_for(ctx.extraction_model_spec, ctx), messages, ClaimsOut,
         config=call_config(calls, role="extract", round_=sentence["index"] + 1),
         retries=ctx.llm_retries, metadata=reply_meta)
+    replied = parsed.claims if isinstance(parsed, ClaimsOut) else []
     claims = [ExtractedClaim(sentence=sentence["index"], claim=_tidy(c.claim),
                              check_worthy=bool(c.check_worthy), reason=c.reason.strip())
-              for c in (parsed.claims if isinstance(parsed, ClaimsOut) else [])
-              if _tidy(c.claim)]
-    if parsed is None or reply_meta.get("repetition_cut"):
+              for c in replied if grounded(c.claim, f"{state['context']} {sentence['text']}")]
+    where = f"extract: sentence {sentence['index'] + 1}"
+    why = ("an unreadable reply" if parsed is None or reply_meta.get("repetition_cut") else
+           "only claims not drawn from the text" if replied and not claims else "")
+    if why:
         claims = [ExtractedClaim(sentence=sentence["index"], claim=_tidy(sentence["text"]),
-                                 check_worthy=True, reason="extraction reply unreadable")]
-        calls.flags.append(f"extract: sentence {sentence['index'] + 1} gave an unreadable "
-                           "reply; the sentence itself is verified as one claim")
+                                 check_worthy=True, reason=f"extraction gave {why}")]
+        calls.flags.append(f"{where} gave {why}; the sentence itself is verified as one claim")
+    elif len(claims) < len(replied):
+        calls.flags.append(f"{where}: {len(replied) - len(claims)} claim(s) not drawn from the "
+                           "text were dropped")
     return {"extracted": claims[:MAX_CLAIMS_PER_SENTENCE], **calls.update()}
+
+
+_WORD = re.compile(r"\w{4,}")
+
+
+def grounded(claim: str, source: str) -> bool:
+    """True if ``claim`` is non-empty and shares a word of four letters or more with ``source``.
+
+    A claim with no word of its sentence or context is not drawn from the text: a small model
+    copying the prompt's placeholder, or inventing a fact. It is dropped, never verified.
+    """
+    words = {w.casefold() for w in _WORD.findall(claim)}
+    if not _tidy(claim):
+        return False
+    return not words or bool(words & {w.casefold() for w in _WORD.findall(source)})
 
 
 def _tidy(claim: str) -> str:

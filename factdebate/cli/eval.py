@@ -35,36 +35,64 @@ def _print_summary(summary: dict[str, Any], folder: Path) -> None:
                       str(int(m.get("errors", 0))),
                       f"{m['cost_usd']:.4f}" if m.get("cost_usd") is not None else "unknown")
     out.print(table)
+    for run in summary["runs"]:  # the report's caveats (evaluation/caveats.py), the loudest one
+        doubled = (run.get("caveats") or {}).get("test_double_roles")
+        if doubled:
+            out.print(f"note: {run.get('name', run['framework'])}: {', '.join(doubled)} answered "
+                      "by the scripted test double, not a model", highlight=False, soft_wrap=True)
     out.print(f"results: {folder}/**/results.jsonl  summary: {folder / 'summary.json'}  "
               f"report: {folder / 'report.md'}", highlight=False)
 
 
 def eval_command(
-    framework: Annotated[str | None, typer.Option(help="Registered framework.")] = None,
-    dataset: Annotated[str | None, typer.Option(help="Registered dataset or a JSONL/JSON file.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Items (stratified, seeded sample).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Sampling and bootstrap seed.")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Items run at once.")] = None,
+    framework: Annotated[str | None, typer.Option(
+        help="Registered framework.", show_default="none: required unless --config")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        help="Registered dataset or a JSONL/JSON file.",
+        show_default="none: required unless --config")] = None,
+    limit: Annotated[int | None, typer.Option(
+        help="Items (stratified, seeded sample); without --limit the whole dataset runs.",
+        show_default="all items")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="Sampling and bootstrap seed.", show_default="0")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        help="Items run at once (MERMAID with memory on: one at a time, in order).",
+        show_default="4")] = None,
     workers: Annotated[int | None, typer.Option(
-        help="Processes running items (default 1; up to one per core when our CPU, not the "
-             "model, limits throughput).")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
+        help="Processes running items (up to one per core when our CPU, not the model, limits "
+             "throughput).", show_default="1")] = None,
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out", help="Output folder.",
+        show_default="runs/<framework>__<dataset>__<time>")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
     retry_errors: Annotated[bool, typer.Option(help="With --resume: rerun error rows.")] = False,
     repair: Annotated[bool, typer.Option(
         help="With --resume: set aside unreadable result rows, a damaged run.json or checkpoint "
              "database, and rerun the affected items.")] = False,
-    config: Annotated[Path | None, typer.Option(help="run.yaml: frameworks x datasets.")] = None,
-    model: Annotated[str | None, typer.Option(help="Model spec of every role.")] = None,
-    data_dir: Annotated[str | None, typer.Option(help="Benchmark data folder.")] = None,
+    config: Annotated[Path | None, typer.Option(
+        help="run.yaml: frameworks x datasets (its values stand where no flag is given).",
+        show_default="none")] = None,
+    model: Annotated[str | None, typer.Option(
+        help="Model spec of every role.",
+        show_default="the framework Context's debater_model ($FACTDEBATE_MODEL or local:smollm2)",
+    )] = None,
+    data_dir: Annotated[str | None, typer.Option(
+        help="Benchmark data folder.", show_default="$FACTDEBATE_DATA_DIR")] = None,
     langsmith: Annotated[bool, typer.Option(help="Upload dataset + experiment.")] = False,
-    server: Annotated[str | None, typer.Option(help="LangGraph server URL.")] = None,
-    server_api_key: Annotated[str | None, typer.Option(help="API key of --server.")] = None,
-    metrics: Annotated[str | None, typer.Option(help="Extra: llm_judge,ragas.")] = None,
-    metric_model: Annotated[str | None, typer.Option(help="Model of --metrics.")] = None,
+    server: Annotated[str | None, typer.Option(
+        help="LangGraph server URL.", show_default="none: items run in this process")] = None,
+    server_api_key: Annotated[str | None, typer.Option(
+        help="API key of --server.", show_default="$FACTDEBATE_API_KEY or $LANGGRAPH_API_KEY",
+    )] = None,
+    metrics: Annotated[str | None, typer.Option(
+        help="Extra: llm_judge,ragas.", show_default="none")] = None,
+    metric_model: Annotated[str | None, typer.Option(
+        help="Model of --metrics.", show_default="the run's judge model")] = None,
     checkpointer: Annotated[str | None, typer.Option(
-        help="sqlite (OUT/checkpoints.sqlite) | postgres ($FACTDEBATE_POSTGRES_URI).")] = None,
-    set_: Annotated[list[str], typer.Option("--set", help="Any Context field=value.")] = [],  # noqa: B006
+        help="sqlite (OUT/checkpoints.sqlite; MERMAID's memory in OUT/memory.sqlite) | postgres "
+             "($FACTDEBATE_POSTGRES_URI; checkpoints and memory).", show_default="sqlite")] = None,
+    set_: Annotated[list[str], typer.Option(
+        "--set", help="Any Context field=value.", show_default="none")] = [],  # noqa: B006
 ) -> None:
     """Evaluate a framework on a dataset (or a --config experiment); writes results and reports."""
     from factdebate.evaluation.config import load_config, with_flags

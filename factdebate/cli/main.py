@@ -19,7 +19,7 @@ for _var, _val in (("RAGAS_DO_NOT_TRACK", "true"), ("HF_HUB_OFFLINE", "1"),
 
 import typer  # noqa: E402
 
-from factdebate.cli.output import err, fail, out  # noqa: E402
+from factdebate.cli.output import err, fail, out, quiet_libraries  # noqa: E402
 from factdebate.cli.verify_checks import (  # noqa: E402
     check_thread,
     checkpoint_place,
@@ -34,34 +34,73 @@ from factdebate.core.errors import (  # noqa: E402
 )
 from factdebate.run.setup import build_context, ensure_index  # noqa: E402
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Verify claims by multi-agent debate (Tool-MAD and friends).")
+app = typer.Typer(add_completion=False, no_args_is_help=True)
 ls_app = typer.Typer(help="List registered names.", no_args_is_help=True)
 app.add_typer(ls_app, name="ls")
+
+
+@app.callback()
+def main(
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Show the libraries' loading output too (model-weight progress "
+        "bars, Hugging Face warnings); hidden by default.")] = False,
+) -> None:
+    """Verify claims by multi-agent debate (Tool-MAD and friends)."""
+    quiet_libraries(not verbose)
+
+
+def _tm(field: str, empty: str = "") -> str:
+    """``--help``'s default of a flag that fills a Context field: Tool-MAD's Context default."""
+    from factdebate.core.tool_mad import ToolMadContext
+
+    value = getattr(ToolMadContext(), field)
+    text = ",".join(value) if isinstance(value, list) else str(value)
+    return text or empty
+
+
 @app.command()
 def verify(
     claim: Annotated[str, typer.Argument(help="The claim to verify ('-' reads stdin).")],
     framework: Annotated[str, typer.Option(help="Registered framework.")] = "tool_mad",
-    model: Annotated[str | None, typer.Option(help="Model spec of every role.")] = None,
-    judge_model: Annotated[str | None, typer.Option(help="Judge model spec.")] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
-    rounds: Annotated[int | None, typer.Option(help="Max debate rounds T.")] = None,
-    top_k: Annotated[int | None, typer.Option(help="Passages per retrieval.")] = None,
-    debaters: Annotated[str | None, typer.Option(help="Comma list, e.g. rag,search.")] = None,
-    scoring: Annotated[str | None, typer.Option(help="stability | consistency | none.")] = None,
+    model: Annotated[str | None, typer.Option(
+        help="Model spec of every role.", show_default=_tm("debater_model"))] = None,
+    judge_model: Annotated[str | None, typer.Option(
+        help="Judge model spec.", show_default="--model")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible base URL.", show_default="the provider's own")] = None,
+    rounds: Annotated[int | None, typer.Option(
+        help="Max debate rounds T.", show_default=_tm("max_rounds"))] = None,
+    top_k: Annotated[int | None, typer.Option(
+        help="Passages per retrieval.", show_default=_tm("top_k"))] = None,
+    debaters: Annotated[str | None, typer.Option(
+        help="Comma list, e.g. rag,search.", show_default=_tm("debaters"))] = None,
+    scoring: Annotated[str | None, typer.Option(
+        help="stability | consistency | none.", show_default=_tm("scoring_mode"))] = None,
     query_formulation: Annotated[bool | None, typer.Option(
-        "--query-formulation/--no-query-formulation", help="Reformulate queries per round.")] = None,
-    label_set: Annotated[str | None, typer.Option(help="fever|binary|averitec|...")] = None,
-    rag_backend: Annotated[str | None, typer.Option(help="milvus | keyword.")] = None,
-    search_backend: Annotated[str | None, typer.Option(help="auto|tavily|local_search.")] = None,
-    index_dir: Annotated[str | None, typer.Option(help="Index folder.")] = None,
-    set_: Annotated[list[str], typer.Option("--set", help="Any Context field=value.")] = [],  # noqa: B006
-    thread_id: Annotated[str | None, typer.Option(help="Name of this run's checkpoint thread.")] = None,
+        "--query-formulation/--no-query-formulation", help="Reformulate queries per round.",
+        show_default=_tm("query_formulation"))] = None,
+    label_set: Annotated[str | None, typer.Option(
+        help="fever|binary|averitec|...", show_default=_tm("label_set"))] = None,
+    rag_backend: Annotated[str | None, typer.Option(
+        help="milvus | keyword.", show_default=_tm("rag_backend"))] = None,
+    search_backend: Annotated[str | None, typer.Option(
+        help="auto|tavily|local_search.", show_default=_tm("search_backend"))] = None,
+    index_dir: Annotated[str | None, typer.Option(
+        help="Index folder.", show_default="$FACTDEBATE_HOME/index")] = None,
+    set_: Annotated[list[str], typer.Option(
+        "--set", help="Any Context field=value.", show_default="none")] = [],  # noqa: B006
+    thread_id: Annotated[str | None, typer.Option(
+        help="Name of this run's checkpoint thread.", show_default="a new random id")] = None,
     resume: Annotated[bool, typer.Option(help="Resume --thread-id from its checkpoint.")] = False,
-    checkpoint_db: Annotated[Path | None, typer.Option(help="SQLite checkpoint file.")] = None,
+    checkpoint_db: Annotated[Path | None, typer.Option(
+        help="SQLite checkpoint file.", show_default="$FACTDEBATE_HOME/checkpoints.sqlite")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Verify CLAIM and print the verdict with its evidence."""
+    """Verify CLAIM and print the verdict with its evidence.
+
+    The defaults shown are Tool-MAD's Context; 'factdebate ls context --framework NAME' lists
+    another framework's.
+    """
     try:
         from factdebate.nodes.prepare import clean_claim
 
@@ -139,9 +178,12 @@ async def _verify(framework: str, claim: str, ctx: Context, thread_id: str | Non
 @app.command()
 def index(
     corpus: Annotated[Path, typer.Argument(help="JSONL of {doc_id, title, text}.")],
-    index_dir: Annotated[str | None, typer.Option(help="Index folder.")] = None,
-    milvus_uri: Annotated[str | None, typer.Option(help="Milvus Lite folder or server URI.")] = None,
-    embedding_model: Annotated[str | None, typer.Option(help="minilm | openai:<model>.")] = None,
+    index_dir: Annotated[str | None, typer.Option(
+        help="Index folder.", show_default="$FACTDEBATE_HOME/index")] = None,
+    milvus_uri: Annotated[str | None, typer.Option(
+        help="Milvus Lite folder or server URI.", show_default="<index-dir>/milvus.db")] = None,
+    embedding_model: Annotated[str | None, typer.Option(
+        help="minilm | openai:<model>.", show_default=_tm("embedding_model"))] = None,
     replace: Annotated[bool, typer.Option(
         help="Overwrite an index built from another corpus (or a damaged one).")] = False,
 ) -> None:
@@ -175,12 +217,15 @@ def bench(
     out: Annotated[Path, typer.Option(help="Folder for <bench>.json and work files.")] = Path(
         "bench-results"),
     data_dir: Annotated[Path | None, typer.Option(
-        help="Benchmark data folder (default $FACTDEBATE_DATA_DIR).")] = None,
+        help="Benchmark data folder.", show_default="$FACTDEBATE_DATA_DIR")] = None,
     latency: Annotated[float | None, typer.Option(
-        help="Scripted-model latency per call, s (default: overhead 0.1, scaling 1.0).")] = None,
-    claims: Annotated[int | None, typer.Option(help="Claims per benchmark (its default).")] = None,
+        help="Scripted-model latency per call, s.",
+        show_default="overhead 0.1, scaling 1.0")] = None,
+    claims: Annotated[int | None, typer.Option(
+        help="Claims per benchmark.", show_default="each benchmark's own")] = None,
     workers: Annotated[int | None, typer.Option(
-        help="Scaling: eval worker processes (default 1: the budget is for one process).")] = None,
+        help="Scaling: eval worker processes (the budget is for one process).",
+        show_default="1")] = None,
     limit: Annotated[int, typer.Option(help="Retrieval: claims per gold set.")] = 300,
     pad_to: Annotated[int, typer.Option(help="Retrieval: passages for the latency run.")] = 100_000,
     markdown: Annotated[Path, typer.Option(help="Markdown file to regenerate.")] = Path(

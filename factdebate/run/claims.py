@@ -169,9 +169,10 @@ async def run_claim(
     """Run (or resume) one item and return the result object of the output contract.
 
     ``resume="auto"`` resumes the thread if it holds a checkpoint and starts it otherwise (the
-    evaluation runner's per-item threads). ``config_extra`` adds run-config keys (``metadata`` and
-    ``configurable`` are merged; ``callbacks``, ``run_id``, ``tags``, ``run_name`` are set). ``store`` is the LangGraph
-    store the graph's nodes see as ``runtime.store`` (MERMAID's evidence memory).
+    evaluation runner's per-item threads). ``config_extra`` adds run-config keys (``metadata``
+    and ``configurable`` are merged; ``callbacks``, ``run_id``, ``tags``, ``run_name`` are set).
+    ``store`` is the LangGraph store the graph's nodes see as ``runtime.store`` (MERMAID's
+    evidence memory).
     """
     name = FRAMEWORKS.resolve(framework)
     graph = compiled_graph(name, checkpointer, store)

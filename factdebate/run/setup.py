@@ -7,16 +7,13 @@ importing the CLI.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from factdebate.core.context import Context, context_fields, make_context
 from factdebate.core.errors import ConfigError
-from factdebate.tools import DEMO_CORPUS_DIR
 
-DEMO_CORPUS = DEMO_CORPUS_DIR / "passages.jsonl"
 _err = Console(stderr=True)
 
 
@@ -52,12 +49,5 @@ def ensure_index(ctx: Context, explicit_index: bool) -> None:
     from factdebate.tools.demo_index import ensure_index as find_or_build
 
     find_or_build(ctx, explicit_index=explicit_index,
-                  announce=lambda line: _err.print(f"[yellow]{line}[/yellow]"))
+                  announce=lambda line: _err.print(line, style="yellow", markup=False))
 
-
-def build_index(corpus: Path, ctx: Context) -> dict[str, Any]:
-    """Index ``corpus`` into the Context's index folder (and Milvus server, if set)."""
-    from factdebate.tools.indexing import build_indexes
-
-    return build_indexes(corpus, ctx.index_path, milvus_uri=ctx.milvus_uri or None,
-                         embedding_model=ctx.embedding_model)

@@ -45,12 +45,6 @@ async def check(ctx: CheckTextContext, payload: Any, *, saver: Any = None,
     return await graph.ainvoke(payload, {"configurable": {"thread_id": thread}}, context=ctx)
 
 
-def debated_claims(spec: str) -> list[str]:
-    model = load_model(spec)
-    return [c for c in (claim_of(ScriptCall(r.index, r.role, r.agent, r.round, None, []))
-                        for r in model.timeline) if c]
-
-
 async def test_extract_fan_out_aggregate(scenario):
     seen: list[tuple[str, str]] = []
 
@@ -79,7 +73,7 @@ async def test_extract_fan_out_aggregate(scenario):
     assert "I think Paris is lovely." not in debated
     assert [s["mark"] for s in report["sentences"]] == [
         "supported", "refuted", "not_check_worthy", "supported"]
-    assert report["counts"] | {} == {"supported": 1, "refuted": 1, "unverifiable": 1,
+    assert report["counts"] == {"supported": 1, "refuted": 1, "unverifiable": 1,
                                      "no_verdict": 0, "skipped": 0, "not_check_worthy": 1,
                                      "claims": 4, "verified": 3, "sentences": 4}
     assert report["verdict"] == "contains refuted claims" and out["label"] == "REFUTES"
@@ -134,6 +128,18 @@ async def test_other_framework_and_its_settings(scenario):
 async def test_bad_input_is_one_line(scenario, payload, overrides, error, words):
     with pytest.raises(error, match=words):
         await check(ctx_for(scenario(respond_check_text), **overrides), payload)
+
+
+async def test_claims_not_drawn_from_the_text_are_dropped(scenario):
+    def respond(call: ScriptCall) -> Any:
+        if call.role == "extract":  # a small model copying the prompt's placeholder
+            return {"claims": [{"claim": "<one self-contained fact>", "check_worthy": True,
+                                "reason": "<a few words>"}]}
+        return respond_check_text(call)
+
+    out = await check(ctx_for(scenario(respond)), {"text": "Mount Everest is 8,849 metres high."})
+    assert [c["claim"] for c in out["check"]["claims"]] == ["Mount Everest is 8,849 metres high."]
+    assert any("only claims not drawn from the text" in f for f in out["flags"])
 
 
 def test_context_refuses_itself_and_qa_tasks():
@@ -220,3 +226,26 @@ async def test_resume_after_kill_mid_fan_out_reruns_only_unfinished_claims(scena
                       "Mount Everest is 8,849 metres high.": "SUPPORTS",
                       "Marie Curie won the Nobel Prize in 1903.": "SUPPORTS"}
     assert out["check"]["counts"]["verified"] == 3
+
+
+async def test_eval_html_drills_into_every_item(scenario, tmp_path):
+    import json
+
+    from factdebate.evaluation.html_report import write_eval_html
+
+    spec = scenario(respond_check_text)
+    async with open_sqlite_saver(tmp_path / "checkpoints.sqlite") as saver:
+        out = await check(ctx_for(spec), {"claim": TEXT}, saver=saver, thread="run:item-1")
+    rows = [{"item_id": "item-1", "status": "ok", "thread_id": "run:item-1", "claim": TEXT,
+             "gold": {"label": "REFUTES"}, "prediction": {"label": out["label"]}},
+            {"item_id": "item-2", "status": "ok", "thread_id": "run:missing", "claim": "c",
+             "gold": {"label": "SUPPORTS"}, "prediction": {"label": "SUPPORTS", "rationale": "r"},
+             "rounds": 1, "stopped_by": "consensus", "contexts": ["Paris: capital"]},
+            {"item_id": "item-3", "status": "error", "thread_id": "x", "claim": "<b>c</b>",
+             "gold": {"label": "SUPPORTS"}, "error": {"message": "boom"}}]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    html = write_eval_html(tmp_path).read_text(encoding="utf-8")
+    for n in range(1, 5):  # item 1's four claims, each with its own drill-down
+        assert f"id='i1-claim-{n}'" in html
+    assert "id='i2-claim-1'" in html and "Paris: capital" in html
+    assert "error: boom" in html and "&lt;b&gt;c&lt;/b&gt;" in html and "<b>c</b>" not in html

@@ -43,18 +43,36 @@ def langgraph_dev_command(work: Path, port: int) -> list[str]:
             "--config", str(app_dir / "langgraph.json")]
 
 
+TINY_CORPUS = [
+    {"doc_id": "d1", "title": "Eiffel Tower", "text": "The Eiffel Tower stands in Paris."},
+    {"doc_id": "d2", "title": "Berlin", "text": "Berlin is the capital of Germany."},
+    {"doc_id": "d3", "title": "Nile", "text": "The Nile flows north into the Mediterranean."},
+]
+
+
+def tiny_index(work: Path) -> Path:
+    """A real 3-passage index (Milvus Lite + keyword) in ``work/index``, for servers under test that
+    need an index but not the demo build (~35-70 s at a fresh server's start)."""
+    from factdebate.tools.indexing import build_indexes
+
+    corpus = work / "tiny-corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps(p) for p in TINY_CORPUS) + "\n", encoding="utf-8")
+    build_indexes(corpus, work / "index")
+    return work / "index"
+
+
 def server_env(env: dict[str, str]) -> dict[str, str]:
     """This process's environment plus ``env``, without analytics and tracing."""
     return {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false", **env}
 
 
 def start_langgraph_dev(work: Path, env: dict[str, str],
-                       timeout: float = 90.0) -> tuple[subprocess.Popen, str]:
+                       timeout: float = 240.0) -> tuple[subprocess.Popen, str]:
     """``langgraph dev`` on a free port from a copy of langgraph.json (state stays in ``work``).
 
-    Returns the process and its URL once ``/ok`` answers (within ``timeout`` seconds: a server
-    that builds the demo index at start-up needs more); the caller stops it with
-    :func:`stop_server`.
+    Returns the process and its URL once ``/ok`` answers (within ``timeout`` seconds: on a fresh
+    ``FACTDEBATE_HOME`` the start-up first builds the demo index, ~35-70 s on a busy machine);
+    the caller stops it with :func:`stop_server`.
     """
     port = free_port()
     log = (work / "server.log").open("w")

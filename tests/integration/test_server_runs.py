@@ -44,7 +44,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]
     proc, url = start_langgraph_dev(work, {
         **NO_INDEX_CONFIGURED, "FACTDEBATE_HOME": str(work / "home"), "FACTDEBATE_AUTH": "off",
         "FACTDEBATE_ALLOW_SCRIPTED": "1",
-    }, timeout=240)  # start-up builds the demo index (~35 s on a busy 2-core machine)
+    })  # start-up builds the demo index (servers.py waits long enough for it)
     try:
         yield url, work
     finally:

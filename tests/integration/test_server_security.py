@@ -10,6 +10,7 @@ refused setting must leave the marker absent and the counter at zero.
 from __future__ import annotations
 
 import http.server
+import json
 import sys
 import threading
 import time
@@ -20,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.servers import LANGGRAPH, start_langgraph_dev, stop_server
+from tests.integration.servers import LANGGRAPH, REPO, start_langgraph_dev, stop_server, tiny_index
 
 pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
 
@@ -76,6 +77,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "FACTDEBATE_API_KEYS": f"alice:{KEYS['alice']}, bob:{KEYS['bob']}",
         "FACTDEBATE_API_KEYS_FILE": str(keys_file),
         "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(work / "home"),
+        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
     })
     try:
         yield url
@@ -218,7 +220,8 @@ async def test_assistants_are_private_and_the_graphs_own_are_read_only(server: s
     aid = mine["assistant_id"]
     assert mine["metadata"]["owner"] == "alice"
     bob_sees = {a["graph_id"]: a["assistant_id"] for a in await bob.assistants.search(limit=100)}
-    assert aid not in bob_sees.values() and len(bob_sees) == 17  # the graphs' own only
+    graphs = json.loads((REPO / "langgraph.json").read_text())["graphs"]
+    assert aid not in bob_sees.values() and len(bob_sees) == len(graphs)  # the graphs' own only
     for attempt in (bob.assistants.get(aid), bob.assistants.update(aid, context={"top_k": 1}),
                     bob.assistants.delete(aid),  # nor run it
                     bob.runs.wait(None, aid, input={"claim": "Paris is in France."},

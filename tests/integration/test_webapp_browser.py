@@ -30,14 +30,20 @@ pytestmark = pytest.mark.skipif(
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789ab"
 CORPUS = [
-    {"doc_id": "d1", "title": "Eiffel Tower", "text": "The Eiffel Tower is 330 metres tall and stands in Paris."},
-    {"doc_id": "d2", "title": "Berlin", "text": "Berlin is the capital of Germany, with 3.7 million inhabitants."},
+    {"doc_id": "d1", "title": "Eiffel Tower",
+     "text": "The Eiffel Tower is 330 metres tall and stands in Paris."},
+    {"doc_id": "d2", "title": "Berlin",
+     "text": "Berlin is the capital of Germany, with 3.7 million inhabitants."},
     {"doc_id": "d3", "title": "Nile", "text": "The Nile flows north into the Mediterranean."},
 ]
 EVAL_ITEMS = [
-    {"id": "e1", "dataset": "mini", "task": "fever", "claim": "The Eiffel Tower is in Paris.", "label": "SUPPORTS"},
-    {"id": "e2", "dataset": "mini", "task": "fever", "claim": "Berlin is in France.", "label": "REFUTES"},
+    {"id": "e1", "dataset": "mini", "task": "fever", "claim": "The Eiffel Tower is in Paris.",
+     "label": "SUPPORTS"},
+    {"id": "e2", "dataset": "mini", "task": "fever", "claim": "Berlin is in France.",
+     "label": "REFUTES"},
 ]
+
+PAGE_TOP = "el => el.getBoundingClientRect().top + window.scrollY"
 
 
 @pytest.fixture(scope="module")
@@ -55,15 +61,17 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path 
         [str(Path(sys.executable).parent / "factdebate"), "eval", "--framework", "cot",
          "--dataset", str(items), "--model", "scripted:agree", "--out", str(runs / "cot_mini")],
         env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    build_indexes(corpus, work / "index")
-    assert evaluation.wait(timeout=60) == 0, evaluation.stderr.read()
+    build_indexes(corpus, work / "index")  # the server checks it at start
+    proc, url = start_langgraph_dev(work, {
+        **env, "FACTDEBATE_INDEX_DIR": str(work / "index"), "FACTDEBATE_RUNS_DIR": str(runs),
+        "FACTDEBATE_API_KEYS": f"alice:{ALICE},bob:{BOB}"})
+    if evaluation.wait(timeout=60) != 0:
+        stop_server(proc)
+        pytest.fail(f"factdebate eval failed: {evaluation.stderr.read().decode()[-2000:]}")
     secret = work / "secret"  # a run folder outside the root, linked into it: never served
     secret.mkdir()
     (secret / "results.jsonl").write_text((runs / "cot_mini" / "results.jsonl").read_text())
     (runs / "outside").symlink_to(secret, target_is_directory=True)
-    proc, url = start_langgraph_dev(work, {
-        **env, "FACTDEBATE_INDEX_DIR": str(work / "index"), "FACTDEBATE_RUNS_DIR": str(runs),
-        "FACTDEBATE_API_KEYS": f"alice:{ALICE},bob:{BOB}"})
     try:
         yield {"url": url, "runs": runs, "work": work}
     finally:
@@ -98,9 +106,18 @@ def sign_in(page, server, key: str) -> None:
     page.wait_for_selector("#verify-form", state="visible")
 
 
+def open_settings(page) -> None:
+    if not page.locator(".settings").evaluate("details => details.open"):
+        page.click(".settings summary")
+
+
 def verify(page, claim: str, model: str, framework: str = "tool_mad") -> None:
     page.select_option("#framework", framework)
     page.fill("#model", model)
+    if framework == "tool_mad":  # a run setting from the form (fewer model calls than ragas)
+        open_settings(page)
+        page.select_option("#set-scoring_mode", "consistency")
+        page.click(".settings summary")  # closed again
     page.fill("#subject", claim)
     page.focus("#subject")
     page.keyboard.press("Control+Enter")
@@ -129,10 +146,11 @@ def test_wrong_key_shows_the_servers_message(page, server, tmp_path):
 def test_a_claim_streams_round_by_round_then_the_verdict(page, server, tmp_path):
     sign_in(page, server, ALICE)
     assert page.inner_text("#who") == "alice"
-    verify(page, "The Eiffel Tower is in Paris.", "scripted:disagree?latency=0.3")
+    verify(page, "The Eiffel Tower is in Paris.", "scripted:disagree?latency=0.15")
     first = page.wait_for_selector(".pane .round[data-key=round-1] .turn:not(.pending)")
     assert page.is_hidden(".pane .verdict")  # round 1 is shown while the debate goes on
-    top = first.bounding_box()["y"]
+    top = first.evaluate(PAGE_TOP)
+    first.scroll_into_view_if_needed()
     page.screenshot(path=tmp_path / "streaming.png")
     page.wait_for_selector(".pane .round[data-key=round-2]")
     page.wait_for_selector(".pane[data-status=done]")
@@ -141,14 +159,14 @@ def test_a_claim_streams_round_by_round_then_the_verdict(page, server, tmp_path)
     assert sorted(round1.locator(".turn .agent").all_inner_texts()) == ["rag", "search"]
     assert "The Eiffel Tower is in Paris." in round1.locator(".query").first.inner_text()
     assert "Eiffel Tower" in round1.locator(".evidence").first.inner_text()
-    assert "faithfulness" in round1.locator(".score").first.inner_text()
+    assert "consistency" in round1.locator(".score").first.inner_text()
     assert "debaters disagree" in round1.locator(".consensus").inner_text()
     assert "the judge decides" in page.locator(".round[data-key=round-3] .consensus").inner_text()
     verdict = page.locator(".pane .verdict")
     assert verdict.locator(".chip").first.inner_text() == "SUPPORTS"
     assert "decided by judge after 3 rounds" in verdict.inner_text()
     assert "Eiffel Tower" in verdict.locator(".sources").inner_text()
-    assert first.bounding_box()["y"] == top  # nothing above round 1 moved while streaming
+    assert first.evaluate(PAGE_TOP) == top  # nothing above round 1 moved while streaming
     page.screenshot(path=tmp_path / "claim-done.png", full_page=True)
 
     page.select_option(".pane .compare select", "cot")  # the same claim, another framework
@@ -162,7 +180,7 @@ def test_a_claim_streams_round_by_round_then_the_verdict(page, server, tmp_path)
 
 def test_stop_then_resume_finishes_the_debate(page, server, tmp_path):
     sign_in(page, server, ALICE)
-    verify(page, "Berlin is the capital of Germany.", "scripted:disagree?latency=0.5")
+    verify(page, "Berlin is the capital of Germany.", "scripted:disagree?latency=0.4")
     page.wait_for_selector(".pane .round[data-key=round-1] .turn:not(.pending)")
     page.click(".pane .stop")
     page.wait_for_selector(".pane[data-status=stopped]")
@@ -204,7 +222,7 @@ def test_server_errors_show_as_their_one_line_message(page, server):
                                   "server's model allow-list. use one of: local:smollm2, scripted:*")
     page.check("#mode-text")  # a failed run: the error event of the stream
     page.fill("#model", "scripted:check_text")
-    page.click(".settings summary")
+    open_settings(page)
     page.fill("#set-label_set", "medqa")
     page.fill("#subject", "The Nile flows north.")
     page.click("#verify-btn")

@@ -119,7 +119,7 @@ function renderSettings() {
       input = h("input", { id, type: "text", "data-field": f.name, value: Array.isArray(f.default) ? f.default.join(",") : f.default });
     }
     box.append(h("div", { class: "field" }, h("label", { for: id, text: f.name }), input,
-      h("small", { class: "muted", text: f.description })));
+      h("small", { class: "muted", title: f.description, text: f.description })));
   }
 }
 

@@ -1,0 +1,89 @@
+"""The CLI a user meets first: defaults in ``--help``, ``ls context`` per framework, quiet loading."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from factdebate.cli.main import app
+
+REPO = Path(__file__).resolve().parents[2]
+FACTDEBATE = Path(sys.executable).parent / "factdebate"
+DATA = os.environ.get("FACTDEBATE_DATA_DIR")
+TQDM_BAR = re.compile(r"\d+/\d+ \[\d\d:\d\d")  # "103/103 [00:00<00:00, ...]"
+COMMANDS = [("verify",), ("index",), ("bench",), ("eval",), ("compare",), ("ls", "context")]
+
+
+def command(path: tuple[str, ...]) -> click.Command:
+    cmd: click.Command = typer.main.get_command(app)
+    for name in path:
+        cmd = cmd.commands[name]  # type: ignore[attr-defined]
+    return cmd
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_help_shows_every_default(path):
+    missing = []
+    for param in command(path).params:
+        if not isinstance(param, click.Option) or param.name == "help":
+            continue
+        shown = isinstance(param.show_default, str) or (
+            param.show_default is not False and param.default is not None)
+        if not shown:
+            missing.append(param.opts[0])
+    assert missing == [], f"{' '.join(path)}: no default shown for {missing}"
+
+
+def test_eval_help_says_no_limit_runs_the_whole_dataset():
+    result = CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    limit = next(line for line in result.output.splitlines() if "--limit" in line)
+    assert "whole dataset" in limit and "all items" in limit
+    verify = CliRunner().invoke(app, ["verify", "--help"], env={"COLUMNS": "200"}).output
+    rounds = next(line for line in verify.splitlines() if "--rounds" in line)
+    assert "[default: (3)]" in rounds  # Tool-MAD's Context default
+
+
+def test_ls_context_lists_the_frameworks_own_fields():
+    runner = CliRunner()
+    fields = {}
+    for framework in ("tool_mad", "mermaid", "madke"):
+        result = runner.invoke(app, ["ls", "context", "--framework", framework])
+        assert result.exit_code == 0, result.output
+        fields[framework] = {line.split("=", 1)[0] for line in result.output.splitlines()}
+    assert {"t_max", "memory", "memory_only", "tool_provider"} <= fields["mermaid"]
+    assert not {"t_max", "memory"} & fields["tool_mad"]
+    assert {"scoring_mode", "max_rounds"} <= fields["tool_mad"]
+    assert "scoring_mode" not in fields["mermaid"]
+    assert fields["madke"] - fields["tool_mad"] and fields["madke"] != fields["mermaid"]
+    assert {"debater_model", "label_set"} <= fields["mermaid"] & fields["madke"]  # shared ones
+    bad = runner.invoke(app, ["ls", "context", "--framework", "nope"])
+    assert bad.exit_code != 0 and "unknown framework 'nope'" in bad.output
+
+
+@pytest.mark.skipif(not DATA, reason="FACTDEBATE_DATA_DIR is not set (CI sets it to ../shared/data)")
+def test_library_loading_output_only_with_verbose(wiki_index: Path, tmp_path: Path):
+    env = {**os.environ, "FACTDEBATE_HOME": str(tmp_path / "home"), "FACTDEBATE_DATA_DIR": DATA}
+    for name in ("HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE", "TRANSFORMERS_VERBOSITY"):
+        env.pop(name, None)
+    stderr = {}
+    for flags in ([], ["--verbose"]):
+        args = [str(FACTDEBATE), *flags, "eval", "--framework", "tool_mad", "--dataset", "fever",
+                "--limit", "2", "--model", "scripted:agree", "--set", f"index_dir={wiki_index}",
+                "--out", str(tmp_path / f"run{len(flags)}")]
+        done = subprocess.run(args, env=env, cwd=REPO, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        stderr[bool(flags)] = done.stderr
+    quiet, verbose = stderr[False], stderr[True]
+    assert "Loading weights" in verbose and TQDM_BAR.search(verbose)  # the loads did happen
+    assert "Loading weights" not in quiet and not TQDM_BAR.search(quiet), quiet[-2000:]
+    assert "tool_mad / fever" in quiet  # our own progress line stays
