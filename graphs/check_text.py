@@ -50,7 +50,8 @@ from factdebate.core.check_text import (
 __all__ = ["CheckTextContext", "build_check_text", "graph"]
 
 
-def build_check_text() -> StateGraph:
+def build_check_text() -> StateGraph[CheckTextState, CheckTextContext, CheckTextInput,
+                                     CheckTextOutput]:
     """The text-check graph (uncompiled)."""
     g = StateGraph(CheckTextState, context_schema=CheckTextContext,
                    input_schema=CheckTextInput, output_schema=CheckTextOutput)

@@ -36,7 +36,8 @@ SNIPPET_CHARS = 300
 
 def route_after_collect_claims(state: CheckTextState) -> list[Send] | Literal["aggregate"]:
     """One ``verify_claim`` branch per claim to verify; none -> straight to ``aggregate``."""
-    sends = [Send("verify_claim", ClaimTask(key=c["key"], claim=c["claim"], task=state["task"]))
+    sends = [Send("verify_claim", ClaimTask(key=c["key"], claim=c["claim"],
+                                                task=state.get("task") or "fever"))
              for c in state.get("claims") or [] if c["status"] == "verify"]
     return sends or "aggregate"
 
@@ -93,19 +94,19 @@ def aggregate_claims(state: CheckTextState, runtime: Runtime[CheckTextContext]) 
     """Per-claim verdicts and citations, per-sentence marks, counts and the text-level verdict."""
     results = state.get("results") or {}
     citations: dict[str, dict[str, Any]] = {}
-    claims = []
+    claims: list[dict[str, Any]] = []
     for n, entry in enumerate(state.get("claims") or [], start=1):
-        result = results.get(entry["key"])
+        result: dict[str, Any] = dict(results.get(entry["key"]) or {})
         category = (category_of(result["label"]) if result else
                     "skipped" if entry["status"] == "skipped" else "not_check_worthy")
         numbers = []
-        for e in (result or {}).get("evidence", []):
+        for e in result.get("evidence", []):
             cite = citations.setdefault(_evidence_key(e), {
                 "n": len(citations) + 1, "title": e.get("title", ""), "source": e.get("source", ""),
                 "url": e.get("url", ""), "id": e.get("id", ""),
                 "snippet": " ".join((e.get("text") or "").split())[:SNIPPET_CHARS]})
             numbers.append(cite["n"])
-        claims.append({**entry, **(result or {}), "number": n, "category": category,
+        claims.append({**entry, **result, "number": n, "category": category,
                        "citations": numbers})
     sentences = []
     for s in state.get("sentences") or []:
@@ -126,7 +127,8 @@ def aggregate_claims(state: CheckTextState, runtime: Runtime[CheckTextContext]) 
     check = {"text": state["text"], "framework": runtime.context.framework, "verdict": verdict,
              "counts": counts_out, "sentences": sentences, "claims": claims,
              "citations": list(citations.values())}
-    return {"check": check, "label": text_label(verdict, state["task"], counts_out), "rationale": summary,
+    label = text_label(verdict, state.get("task") or "fever", counts_out)
+    return {"check": check, "label": label, "rationale": summary,
             "round": max((c.get("rounds", 0) for c in claims), default=0),
             "stopped_by": "check_text", "claim": state["text"], "flags": merged_flags(claims)}
 

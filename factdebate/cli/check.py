@@ -92,8 +92,8 @@ def check(
     rag_backend: Annotated[str | None, typer.Option(help="milvus | keyword | hybrid.")] = None,
     search_backend: Annotated[str | None, typer.Option(help="auto|tavily|local_search.")] = None,
     index_dir: Annotated[str | None, typer.Option(help="Index folder.")] = None,
-    set_: Annotated[list[str], typer.Option("--set", help="Context field=value (the text "  # noqa: B006
-                    "check's, else the verifier's).")] = [],
+    set_: Annotated[list[str], typer.Option("--set", help="Context field=value (the text "
+                    "check's, else the verifier's).")] = [],  # noqa: B006
     thread_id: Annotated[str | None, typer.Option(help="Name of this run's checkpoint thread.")] = None,
     resume: Annotated[bool, typer.Option(help="Resume --thread-id from its checkpoint.")] = False,
     checkpoint_db: Annotated[Path | None, typer.Option(help="SQLite checkpoint file.")] = None,
@@ -179,14 +179,14 @@ async def _check(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,
     db = checkpoint_place(checkpoint_db or default_checkpoint_db())
     checkpoint_place(default_memory_db())
     version = load_prompts(ctx.prompt_set).version
-    config: dict[str, Any] = {
+    config: Any = {
         "configurable": {"thread_id": thread_id}, "run_name": "check_text:check",
         "metadata": {"framework": "check_text", "verifier": ctx.framework,
                      "prompt_version": version, "fd_context": masked(ctx), **model_metadata(ctx)}}
     async with open_sqlite_saver(db) as saver, \
             AsyncSqliteStore.from_conn_string(str(default_memory_db())) as store:
         await store.setup()
-        graph = compiled_graph("check_text", saver, store)
+        graph: Any = compiled_graph("check_text", saver, store)
         snapshot = await graph.aget_state(config)
         payload: dict[str, Any] | None = {"text": text}
         if resume:

@@ -21,7 +21,7 @@ from typing_extensions import TypedDict
 
 from factdebate.core.context import JudgedContext, knob
 from factdebate.core.errors import ConfigError
-from factdebate.core.labels import NEI, LABEL_SETS
+from factdebate.core.labels import LABEL_SETS, NEI
 from factdebate.core.schema_docs import described
 from factdebate.core.state import Evidence, RoundScore, Turn, add_ledger
 

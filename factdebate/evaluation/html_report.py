@@ -140,11 +140,11 @@ def check_html(check: dict[str, Any], *, prefix: str = "") -> str:
                      f"<summary><span class='s {_e(c.get('category'))}'>#{_e(c.get('number'))}"
                      f" {_e(label)}</span> {_e(c.get('claim'))} <sup>{_e(cites)}</sup></summary>"
                      f"{body}</details>")
-    cites = [f"<li value='{_e(c['n'])}'><b>{_e(c.get('title'))}</b> ({_e(c.get('source'))}) "
+    items = [f"<li value='{_e(c['n'])}'><b>{_e(c.get('title'))}</b> ({_e(c.get('source'))}) "
              f"{_link(c.get('url') or '')}<br><span class='ev'>{_e(c.get('snippet'))}</span></li>"
              for c in check.get("citations") or []]
-    if cites:
-        parts.append(f"<h3>Citations</h3><ol class='citations'>{''.join(cites)}</ol>")
+    if items:
+        parts.append(f"<h3>Citations</h3><ol class='citations'>{''.join(items)}</ol>")
     return "".join(parts)
 
 

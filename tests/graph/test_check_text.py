@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from factdebate.graphs.check_text import build_check_text
-from factdebate.run.claims import open_sqlite_saver, unfinished
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.core.check_text import CheckTextContext
@@ -27,6 +26,7 @@ from factdebate.core.models import load_model
 from factdebate.core.models.scenarios import claim_of
 from factdebate.core.models.scenarios_check_text import respond_check_text
 from factdebate.core.models.scripted import ScriptCall
+from factdebate.run.claims import open_sqlite_saver, unfinished
 
 TEXT = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall; it was built by "
         "Gustave Eiffel. I think Paris is lovely. The Eiffel Tower in Paris was completed in 1889.")
@@ -103,7 +103,7 @@ async def test_no_check_worthy_claim_is_a_result_not_an_error(scenario):
     assert out["check"]["verdict"] == "no check-worthy claims"
     assert out["check"]["counts"]["verified"] == 0
     assert out["label"] == "SUPPORTS"  # binary: nothing was shown false
-    assert not [c for c in load_model(spec).timeline if c.role != "extract"]
+    assert not [c for c in load_model(spec).timeline if c.role != "extract"]  # type: ignore[attr-defined]
 
 
 async def test_other_framework_and_its_settings(scenario):
@@ -194,7 +194,7 @@ async def test_resume_after_kill_mid_fan_out_reruns_only_unfinished_claims(scena
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
-            assert child.poll() is None, child.stderr.read().decode()[-2000:]
+            assert child.poll() is None, (child.stderr.read() if child.stderr else b"").decode()
             assert time.monotonic() < deadline, "the child never reached the Everest judge"
             await asyncio.sleep(0.1)
         await asyncio.sleep(0.3)  # the other branches' writes are saved before their step ends

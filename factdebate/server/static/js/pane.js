@@ -1,7 +1,7 @@
 // One run on one thread: create, stream, stop (cancel with interrupt), resume (input null).
 import { ApiError, api, streamRun } from "./api.js";
 import { DebateView, mergeUpdate } from "./debate.js";
-import { h, labelChip } from "./dom.js";
+import { h } from "./dom.js";
 import { TextView } from "./text.js";
 
 const MAX_STEPS = 8;
@@ -150,6 +150,3 @@ export class RunPane {
   }
 }
 
-export function verdictOf(values) {
-  return labelChip(values?.label ?? null);
-}
