@@ -1,6 +1,6 @@
 """The evidence memory of an evaluation run: which store, which stream, in which order.
 
-MERMAID's memory (``nodes/memory.py``) recalls evidence that earlier claims stored, so with memory
+MERMAID's memory (``nodes/mermaid/memory.py``) recalls evidence that earlier claims stored, so with memory
 on an item's result depends on which items ran before it. An evaluation therefore:
 
 * opens a LangGraph store for the run: ``OUT/memory.sqlite`` (``AsyncSqliteStore``, beside the
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.evaluation.checkpointers import checkpointer_kind, masked, postgres_uri
-from factdebate.nodes.memory import MEMORY_SCOPE_KEY
+from factdebate.nodes.mermaid.memory import MEMORY_SCOPE_KEY
 
 from factdebate.core.errors import BackendUnavailableError, ConfigError, StorageError
 

@@ -27,13 +27,13 @@ Deviations from the single-agent checkers (and why):
 from __future__ import annotations
 
 from factdebate.graphs.verifiers import verifier_graph
-from factdebate.nodes.extract_claims import (
+from factdebate.nodes.check_text.extract_claims import (
     collect_claims,
     extract_claims,
     route_sentences,
     split_text_node,
 )
-from factdebate.nodes.verify_claims import (
+from factdebate.nodes.check_text.verify_claims import (
     aggregate_claims,
     route_after_collect_claims,
     verify_claim_node,

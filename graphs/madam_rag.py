@@ -30,11 +30,11 @@ Deviations (and why):
 
 from __future__ import annotations
 
-from factdebate.nodes.aggregate import aggregate
-from factdebate.nodes.check_convergence import check_convergence, route_after_check_convergence
-from factdebate.nodes.debate_round import open_round
-from factdebate.nodes.documents import gather_documents
-from factdebate.nodes.madam_agent import answer_from_document, route_agents
+from factdebate.nodes.madam_rag.aggregate import aggregate
+from factdebate.nodes.madam_rag.answer_from_document import answer_from_document, route_agents
+from factdebate.nodes.madam_rag.check_convergence import check_convergence, route_after_check_convergence
+from factdebate.nodes.madam_rag.gather_documents import gather_documents
+from factdebate.nodes.open_round import open_round
 from factdebate.nodes.prepare import prepare_for
 from langgraph.graph import END, START, StateGraph
 

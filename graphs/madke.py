@@ -42,14 +42,14 @@ Switches for the deviations (``MadkeContext``): ``orderly_view`` (latest | previ
 from __future__ import annotations
 
 from factdebate.graphs.turns import turn_node
-from factdebate.nodes.debate_round import open_round
-from factdebate.nodes.judge_consensus import judge_consensus, route_after_judge_consensus
-from factdebate.nodes.knowledge_pool import gather_knowledge, route_knowledge_sources
+from factdebate.nodes.madke.gather_knowledge import gather_knowledge, route_knowledge_sources
+from factdebate.nodes.madke.judge_consensus import judge_consensus, route_after_judge_consensus
+from factdebate.nodes.madke.select_knowledge import select_knowledge
+from factdebate.nodes.madke.speak import speak
+from factdebate.nodes.madke.summarize import summarize
+from factdebate.nodes.madke.talk_order import route_after_debater_turn, route_speakers
+from factdebate.nodes.open_round import open_round
 from factdebate.nodes.prepare import prepare_for
-from factdebate.nodes.select_knowledge import select_knowledge
-from factdebate.nodes.speak import speak
-from factdebate.nodes.summarize import summarize
-from factdebate.nodes.talk_order import route_after_debater_turn, route_speakers
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.madke import MadkeContext, MadkeState, SpeakerState

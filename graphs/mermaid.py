@@ -40,15 +40,15 @@ Deviations (and why):
 
 from __future__ import annotations
 
-from factdebate.nodes.call_tool import call_tool
-from factdebate.nodes.decompose import decompose
-from factdebate.nodes.memory import recall_memory, update_memory
-from factdebate.nodes.react_executor import (
+from factdebate.nodes.mermaid.call_tool import call_tool
+from factdebate.nodes.mermaid.decompose import decompose
+from factdebate.nodes.mermaid.execute_step import (
     execute_step,
     force_answer,
     route_after_call_tool,
     route_after_execute_step,
 )
+from factdebate.nodes.mermaid.memory import recall_memory, update_memory
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.mermaid import MermaidContext, MermaidState

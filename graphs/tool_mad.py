@@ -39,13 +39,13 @@ from __future__ import annotations
 
 from factdebate.graphs.turns import turn_node
 from factdebate.nodes.check_consensus import check_consensus, route_after_check_consensus
-from factdebate.nodes.debate_round import open_round, route_debaters
-from factdebate.nodes.formulate_query import formulate_query
 from factdebate.nodes.judge import judge
+from factdebate.nodes.open_round import open_round, route_debaters
 from factdebate.nodes.prepare import prepare
 from factdebate.nodes.respond import respond
 from factdebate.nodes.retrieve import retrieve
-from factdebate.nodes.score import score
+from factdebate.nodes.tool_mad.formulate_query import formulate_query
+from factdebate.nodes.tool_mad.score import score
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState, DebateState

@@ -34,7 +34,7 @@ CHECKS_FILE_BYTES = MAX_TEXT_CHARS * 4
 
 def read_text(source: str) -> str:
     """The text of FILE, or of stdin for ``-``: UTF-8, not binary, within the size limit."""
-    from factdebate.nodes.extract_claims import clean_text
+    from factdebate.nodes.check_text.extract_claims import clean_text
 
     where = "stdin" if source == "-" else source
     if source == "-":

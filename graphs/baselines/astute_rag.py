@@ -14,10 +14,10 @@ Deviations: consolidated groups are JSON {source, documents, text}; answers as J
 
 from __future__ import annotations
 
-from factdebate.nodes.consolidate import consolidate, generate_passages, route_after_consolidation
-from factdebate.nodes.gather_evidence import gather_evidence
-from factdebate.nodes.prepare_baseline import prepare_baseline
-from factdebate.nodes.single_answer import single_answer
+from factdebate.nodes.baselines.consolidate import consolidate, generate_passages, route_after_consolidation
+from factdebate.nodes.baselines.gather_evidence import gather_evidence
+from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
+from factdebate.nodes.baselines.single_answer import single_answer
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import AstuteRagContext

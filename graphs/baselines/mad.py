@@ -15,11 +15,11 @@ extracts candidate answers, then decides); label tasks only (``MadContext``).
 
 from __future__ import annotations
 
-from factdebate.nodes.argue import argue
-from factdebate.nodes.debate_round import open_round
+from factdebate.nodes.baselines.argue import argue
+from factdebate.nodes.baselines.moderate import moderate, route_after_moderate
+from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.judge import judge
-from factdebate.nodes.moderate import moderate, route_after_moderate
-from factdebate.nodes.prepare_baseline import prepare_baseline
+from factdebate.nodes.open_round import open_round
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import MadContext

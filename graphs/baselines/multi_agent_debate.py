@@ -16,10 +16,10 @@ after intermediate rounds, recording the running majority; label tasks only.
 from __future__ import annotations
 
 from factdebate.graphs.turns import turn_node
-from factdebate.nodes.debate_round import open_round, route_debaters
-from factdebate.nodes.prepare_baseline import prepare_baseline
+from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
+from factdebate.nodes.baselines.vote import route_after_vote, vote
+from factdebate.nodes.open_round import open_round, route_debaters
 from factdebate.nodes.respond import respond
-from factdebate.nodes.vote import route_after_vote, vote
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import MultiAgentDebateContext

@@ -15,15 +15,15 @@ not be read onto the label set reliably); no few-shot trajectories.
 
 from __future__ import annotations
 
-from factdebate.nodes.prepare_baseline import prepare_baseline
-from factdebate.nodes.react_step import (
+from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
+from factdebate.nodes.baselines.react_step import (
     react_step,
     react_tool,
     react_trajectory,
     route_after_react_step,
     route_after_react_tool,
 )
-from factdebate.nodes.single_answer import single_answer
+from factdebate.nodes.baselines.single_answer import single_answer
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import ReactContext

@@ -15,15 +15,15 @@ loop.
 
 from __future__ import annotations
 
-from factdebate.nodes.follow_up import (
+from factdebate.nodes.baselines.follow_up import (
     answer_follow_up,
     follow_up,
     route_after_answer_follow_up,
     route_after_follow_up,
     self_ask_chain,
 )
-from factdebate.nodes.prepare_baseline import prepare_baseline
-from factdebate.nodes.single_answer import single_answer
+from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
+from factdebate.nodes.baselines.single_answer import single_answer
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import SelfAskContext

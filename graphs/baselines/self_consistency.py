@@ -12,9 +12,9 @@ k=5 keeps the cost comparable to the other baselines.
 
 from __future__ import annotations
 
-from factdebate.nodes.prepare_baseline import prepare_baseline
-from factdebate.nodes.sample import route_samples, sample
-from factdebate.nodes.vote import vote
+from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
+from factdebate.nodes.baselines.sample import route_samples, sample
+from factdebate.nodes.baselines.vote import vote
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import SelfConsistencyContext

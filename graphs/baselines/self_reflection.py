@@ -11,10 +11,10 @@ no item documents the evidence is one retrieval for the claim (the Tool-MAD sett
 
 from __future__ import annotations
 
-from factdebate.nodes.gather_evidence import gather_evidence
-from factdebate.nodes.prepare_baseline import prepare_baseline
-from factdebate.nodes.reflect import refine, review, route_after_refine
-from factdebate.nodes.single_answer import single_answer
+from factdebate.nodes.baselines.gather_evidence import gather_evidence
+from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
+from factdebate.nodes.baselines.reflect import refine, review, route_after_refine
+from factdebate.nodes.baselines.single_answer import single_answer
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import SelfReflectionContext

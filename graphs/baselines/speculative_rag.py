@@ -9,22 +9,26 @@ Knobs (``SpeculativeRagContext``): ``drafts`` m=3, ``top_k`` 6 documents.
 Deviations: subsets are a disjoint round-robin split of the ranked documents instead of
 embedding clusters (InBedder); drafter and verifier are the debater and judge models (no distilled
 specialist); the verifier's likelihood-based score is asked as a [0, 1] judgement per draft (see
-nodes/verify_drafts.py).
+nodes/baselines/verify_drafts.py).
 
 Multi-answer questions (RAMDocs): as in MADAM-RAG App. B, the drafts are not verified; every
 draft's answers and rationale go to an aggregator (the judge model) that lists all correct
-answers (nodes/aggregate_drafts.py). Switch: ``multi_answer_drafts=select`` keeps the original
+answers (nodes/baselines/aggregate_drafts.py). Switch: ``multi_answer_drafts=select`` keeps the original
 verifier's single pick there too.
 """
 
 from __future__ import annotations
 
 from factdebate.graphs.turns import turn_node
-from factdebate.nodes.aggregate_drafts import aggregate_drafts, route_after_draft, route_after_drafts
-from factdebate.nodes.draft import draft, route_drafts
-from factdebate.nodes.gather_evidence import gather_evidence
-from factdebate.nodes.prepare_baseline import prepare_baseline
-from factdebate.nodes.verify_drafts import select_draft, verify_draft
+from factdebate.nodes.baselines.aggregate_drafts import (
+    aggregate_drafts,
+    route_after_draft,
+    route_after_drafts,
+)
+from factdebate.nodes.baselines.draft import draft, route_drafts
+from factdebate.nodes.baselines.gather_evidence import gather_evidence
+from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
+from factdebate.nodes.baselines.verify_drafts import select_draft, verify_draft
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import SpeculativeRagContext

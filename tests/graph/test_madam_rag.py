@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 from factdebate.graphs.madam_rag import build_madam_rag
-from factdebate.nodes.aggregate import parse_aggregate
-from factdebate.nodes.madam_agent import parse_agent_reply
+from factdebate.nodes.madam_rag.aggregate import parse_aggregate
+from factdebate.nodes.madam_rag.answer_from_document import parse_agent_reply
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.core.madam_rag import MadamRagContext

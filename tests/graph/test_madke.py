@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from factdebate.graphs.madke import build_madke
-from factdebate.nodes.select_knowledge import parse_selection, pick
+from factdebate.nodes.madke.select_knowledge import parse_selection, pick
 from factdebate.tools.base import RETRIEVERS
 from langgraph.checkpoint.memory import InMemorySaver
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from factdebate.graphs.mermaid import build_mermaid
-from factdebate.nodes.memory import NO_ENTITIES_FLAG, NO_STORE_FLAG, run_memory_namespace
+from factdebate.nodes.mermaid.memory import NO_ENTITIES_FLAG, NO_STORE_FLAG, run_memory_namespace
 from factdebate.tools.evidence_memory import EvidenceMemory
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore

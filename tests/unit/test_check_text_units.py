@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from factdebate.graphs.verifiers import verifier_builder, verifier_names
-from factdebate.nodes.extract_claims import claim_key, grounded, split_sentences
+from factdebate.nodes.check_text.extract_claims import claim_key, grounded, split_sentences
 
 from factdebate.core.check_text import parse_settings, text_label, text_verdict
 from factdebate.core.errors import ConfigError

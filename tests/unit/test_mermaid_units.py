@@ -5,8 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from factdebate.nodes.call_tool import mcp_connection
-from factdebate.nodes.react_executor import route_after_call_tool, route_after_execute_step
+from factdebate.nodes.mermaid.call_tool import mcp_connection
+from factdebate.nodes.mermaid.execute_step import route_after_call_tool, route_after_execute_step
 from factdebate.prompts import load_prompts
 from factdebate.prompts.mermaid.schemas import Decomposition
 from factdebate.tools.evidence_memory import EvidenceMemory, entity_key, mentions

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import string
 
-from factdebate.nodes.aggregate import AggregateOut, parse_aggregate
-from factdebate.nodes.answering import AnswersOut, clean_answers, parse_answers
-from factdebate.nodes.judge_consensus import ConsensusOut, parse_consensus
+from factdebate.nodes.baselines.answering import AnswersOut, clean_answers, parse_answers
 from factdebate.nodes.llm import is_retryable, retry_after_s
-from factdebate.nodes.madam_agent import DocAnswer, parse_agent_reply
-from factdebate.nodes.select_knowledge import MAX_SELECTED, KnowledgeChoice, parse_selection, pick
+from factdebate.nodes.madam_rag.aggregate import AggregateOut, parse_aggregate
+from factdebate.nodes.madam_rag.answer_from_document import DocAnswer, parse_agent_reply
+from factdebate.nodes.madke.judge_consensus import ConsensusOut, parse_consensus
+from factdebate.nodes.madke.select_knowledge import MAX_SELECTED, KnowledgeChoice, parse_selection, pick
 from factdebate.prompts.mermaid.schemas import Decomposition, ReactStep
 from factdebate.tools.scoring import _parse_raw
 from factdebate.tools.tavily_search import parse_retry_after

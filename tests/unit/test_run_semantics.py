@@ -9,7 +9,7 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.core.errors import BackendUnavailableError, ConfigError, InputError
-from factdebate.core.models.scenarios import agree
+from factdebate.core.models.scenario_replies import agree
 from factdebate.core.state import complete_input
 from factdebate.run.claims import model_metadata, run_claim
 from factdebate.run.frameworks import build_framework

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from factdebate.graphs.mermaid import build_mermaid
-from factdebate.nodes.memory import memory_owner, run_memory_namespace
+from factdebate.nodes.mermaid.memory import memory_owner, run_memory_namespace
 from factdebate.tools.evidence_memory import (
     LOCAL_OWNER,
     SHARED_OWNER,
@@ -120,7 +120,7 @@ async def test_one_users_mermaid_memory_is_not_recalled_by_another(scenario, mon
     # The test's tools (in-process, static wiki and search) are operator-only settings that a real
     # server would take from its environment; the first-node guard that refuses client-set operator
     # fields on server runs has its own tests (test_server_guard.py), so it is lifted here.
-    import factdebate.nodes.decompose as decompose
+    import factdebate.nodes.mermaid.decompose as decompose
 
     monkeypatch.setattr(decompose, "guard_server_run", lambda ctx: None)
     store = InMemoryStore()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.answering import baseline_values, result_fields
+from factdebate.nodes.baselines.answering import baseline_values, result_fields
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
 from langgraph.runtime import Runtime

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.answering import baseline_values, result_fields
+from factdebate.nodes.baselines.answering import baseline_values, result_fields
 from factdebate.nodes.check_consensus import round_turns
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
 from factdebate.nodes.prompting import prompt_set

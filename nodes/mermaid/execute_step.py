@@ -7,16 +7,16 @@ answer. The loop is the graph's: ``execute_step -> call_tool -> execute_step ...
 is mapped onto the task's label set with ``parse_label``; a reply with neither a valid action nor
 a readable answer is a step with an empty observation (Alg. 1 l.20). If no answer has come by
 step T_max, ``force_answer`` asks for a verdict on the whole history (ForceAnswer, l.26).
-(The single-agent ReAct baseline's step is ``react_step`` in ``nodes/react_step.py``.)
+(The single-agent ReAct baseline's step is ``react_step`` in ``nodes/baselines/react_step.py``.)
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.call_tool import enabled_tools
-from factdebate.nodes.executor_prompt import executor_values
 from factdebate.nodes.llm import CallLog, ask, ask_verdict, call_config, model_for
+from factdebate.nodes.mermaid.call_tool import enabled_tools
+from factdebate.nodes.mermaid.executor_prompt import executor_values
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import run_context
 from factdebate.prompts.mermaid.schemas import ReactStep

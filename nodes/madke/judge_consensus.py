@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from factdebate.nodes.check_consensus import round_turns
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.madke.speak import render_stances
 from factdebate.nodes.prompting import common_values, prompt_set
-from factdebate.nodes.speak import render_stances
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 

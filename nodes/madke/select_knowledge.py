@@ -15,9 +15,9 @@ import re
 from typing import Any
 
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.madke.speak import render_stance
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.render import render_evidence
-from factdebate.nodes.speak import render_stance
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 

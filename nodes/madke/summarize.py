@@ -12,8 +12,8 @@ from typing import Any
 
 from factdebate.nodes.check_consensus import round_turns
 from factdebate.nodes.llm import ask_final_verdict
+from factdebate.nodes.madke.speak import render_stances
 from factdebate.nodes.prompting import common_values, prompt_set
-from factdebate.nodes.speak import render_stances
 from langgraph.runtime import Runtime
 
 from factdebate.core.madke import MadkeContext, MadkeState

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.answering import baseline_values, note_turn
+from factdebate.nodes.baselines.answering import baseline_values, note_turn
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import run_context

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.aggregate import key
+from factdebate.nodes.madam_rag.aggregate import key
 from factdebate.nodes.routing import END
 from langgraph.runtime import Runtime
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.answering import (
+from factdebate.nodes.baselines.answering import (
     answer_turn,
     ask_answer,
     baseline_values,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from factdebate.nodes.knowledge_pool import shared_pool
+from factdebate.nodes.madke.gather_knowledge import shared_pool
 from factdebate.nodes.routing import run_context
 from langgraph.types import Send
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from factdebate.nodes.answering import note_turn
+from factdebate.nodes.baselines.answering import note_turn
 from factdebate.nodes.retrieve import resolve_backend, search_tool
 from langgraph.runtime import Runtime
 

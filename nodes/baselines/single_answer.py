@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from factdebate.nodes.answering import (
+from factdebate.nodes.baselines.answering import (
     answer_turn,
     ask_answer,
     baseline_values,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.answering import answer_turn, ask_answer, baseline_values, flag_parse
+from factdebate.nodes.baselines.answering import answer_turn, ask_answer, baseline_values, flag_parse
 from factdebate.nodes.llm import CallLog, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import run_context

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from typing import Any, Literal
 
-from factdebate.nodes.answering import first_round, result_fields
+from factdebate.nodes.baselines.answering import first_round, result_fields
 from factdebate.nodes.routing import END, run_context
 
 from factdebate.core.baseline_context import MultiAgentDebateContext

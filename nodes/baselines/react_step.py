@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.answering import baseline_values, note_turn
-from factdebate.nodes.gather_evidence import retrieval_step
+from factdebate.nodes.baselines.answering import baseline_values, note_turn
+from factdebate.nodes.baselines.gather_evidence import retrieval_step
 from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_evidence

@@ -1,0 +1,1 @@
+"""Nodes of the 13 baselines (single-agent, retrieval and debate baselines)."""

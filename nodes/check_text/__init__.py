@@ -1,0 +1,1 @@
+"""The check_text graph's own nodes: claim extraction and verification."""

@@ -1,0 +1,1 @@
+"""MADAM-RAG's own nodes: one agent per document, aggregator, convergence check."""

@@ -1,0 +1,1 @@
+"""MADKE's own nodes: shared knowledge pool, orderly talk, knowledge selection, judge."""

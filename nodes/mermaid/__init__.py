@@ -1,0 +1,1 @@
+"""MERMAID's own nodes: decomposer, evidence memory, ReAct executor and its tools."""

@@ -1,0 +1,1 @@
+"""Tool-MAD's own nodes (query formulation, stability/consistency scoring)."""
