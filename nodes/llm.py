@@ -15,6 +15,21 @@ as one line naming the cause and the setting that fixes it.
 schema, method) and reused (:func:`structured_runnable`): building it on every call cost ~6 us with
 the scripted model and much more with providers whose structured output converts the schema to a
 tool definition each time (~43 calls per Tool-MAD claim).
+
+A node calls a model through one of two entry points, one per reply kind; both take the role's
+model spec, count the call in the node's :class:`CallLog`, tag it (``role``/``agent``/``round_``)
+and retry ``ctx.llm_retries`` times:
+
+- :func:`ask` - a reply in a pydantic schema: ``(reply or None, raw text)``; the node reads the
+  raw text itself when the reply does not validate.
+- :func:`ask_label` - a verdict on a label set: ``(reasoning, ParsedLabel)``, with the free-text
+  fall-back and one re-ask (:func:`ask_verdict`).
+
+Built on them: :func:`ask_debater_verdict` and :func:`ask_final_verdict` (a verdict with its parse
+flags), and the baselines' ``ask_answer`` (nodes/baselines/answering.py: a label or, in
+multi-answer mode, a list of answers). ``model_for``/``call_config``/``ask_structured`` are the
+parts; a node does not string them together itself (tools that hand the model to a library, such
+as ragas scoring and evidence summaries, use ``model_for`` and ``call_config`` directly).
 """
 
 from __future__ import annotations
@@ -240,6 +255,31 @@ async def ask_verdict(
     return text, ParsedLabel(None, "failed")
 
 
+async def ask_label(
+    ctx: Context,
+    spec: str,
+    messages: list[BaseMessage],
+    task: str,
+    *,
+    calls: CallLog,
+    role: str,
+    agent: str = "",
+    round_: int = 0,
+) -> tuple[str, ParsedLabel]:
+    """One verdict of a node's role model on ``task``'s labels: ``(reasoning, parsed label)``.
+
+    The verdict call every node makes, written once: the reply schema is ``verdict_schema(task)``,
+    read as free text on the task's label set when it does not validate, re-asked once when that
+    fails too (``ask_verdict``); counted and tagged as in :func:`ask`.
+    """
+    model = await model_for(spec, ctx)
+    return await ask_verdict(
+        model, messages, verdict_schema(task), get_label_set(task),
+        config=call_config(calls, role=role, agent=agent, round_=round_),
+        retries=ctx.llm_retries,
+    )
+
+
 async def ask_debater_verdict(
     messages: list[BaseMessage], state: Any, ctx: Context, calls: CallLog
 ) -> tuple[str, ParsedLabel]:
@@ -247,13 +287,9 @@ async def ask_debater_verdict(
 
     ``state`` needs ``agent``, ``round`` and ``task``; the call is counted in ``calls``.
     """
-    reasoning, parsed = await ask_verdict(
-        await model_for(ctx.debater_model, ctx),
-        messages,
-        verdict_schema(state["task"]),
-        get_label_set(state["task"]),
-        config=call_config(calls, role="debater", agent=state["agent"], round_=state["round"]),
-        retries=ctx.llm_retries,
+    reasoning, parsed = await ask_label(
+        ctx, ctx.debater_model, messages, state["task"],
+        calls=calls, role="debater", agent=state["agent"], round_=state["round"],
     )
     if parsed.how in ("guessed", "failed"):
         calls.flags.append(
@@ -272,13 +308,9 @@ async def ask_final_verdict(
     unreadable reply (None) is left to the caller's fallback. ``state`` needs ``round`` and ``task``.
     """
     calls = CallLog()
-    reasoning, parsed = await ask_verdict(
-        await model_for(ctx.judge_model_spec, ctx),
-        messages,
-        verdict_schema(state["task"]),
-        get_label_set(state["task"]),
-        config=call_config(calls, role=role, round_=state["round"]),
-        retries=ctx.llm_retries,
+    reasoning, parsed = await ask_label(
+        ctx, ctx.judge_model_spec, messages, state["task"],
+        calls=calls, role=role, round_=state["round"],
     )
     if parsed.how == "guessed":
         calls.flags.append(f"parse: {role} label guessed as {parsed.label}")

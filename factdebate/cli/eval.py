@@ -162,11 +162,15 @@ def _first_error(run_dirs: list[Path]) -> str:
 
 def _write_reports(folder: Path, run_dirs: list[Path]) -> dict[str, Any]:
     """``write_reports`` with a full or read-only disk as one error line."""
+    from factdebate.evaluation.html_report import write_eval_html
     from factdebate.evaluation.reports import write_reports
     from factdebate.evaluation.run_folder import storage_error
 
     try:
-        return write_reports(folder, run_dirs)
+        summary = write_reports(folder, run_dirs)
+        for run_dir in run_dirs:  # report.html: every item with its debate, one file, offline
+            write_eval_html(run_dir)
+        return summary
     except OSError as exc:
         raise storage_error(folder, exc, "write the reports into") from exc
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from factdebate.nodes.baselines.answering import ask_answer, baseline_values, flag_parse
-from factdebate.nodes.llm import CallLog, call_config, model_for
+from factdebate.nodes.llm import CallLog
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import END, run_context
 from langgraph.runtime import Runtime
@@ -68,9 +68,9 @@ async def aggregate_drafts(
     values = baseline_values(state, ctx) | {"drafts": render_drafts(drafts_of(state))}
     calls = CallLog()
     result = await ask_answer(
-        await model_for(ctx.judge_model_spec, ctx),
-        prompt_set(ctx).render("speculative_aggregate", **values), state, ctx,
-        config=call_config(calls, role="aggregator", round_=1),
+        ctx, ctx.judge_model_spec,
+        prompt_set(ctx).render("speculative_aggregate", **values), state,
+        calls=calls, role="aggregator", round_=1,
     )
     flag_parse(calls, "aggregator", 1, result)
     return {"label": result.label, "answers": result.answers, "rationale": result.reasoning,

@@ -1,6 +1,6 @@
 """How baseline steps get an answer: prompt values, the answer call in either answer mode, turns.
 
-In label mode the answer is a verdict on the task's label set (``ask_verdict``: structured, then
+In label mode the answer is a verdict on the task's label set (``ask_label``: structured, then
 free text, then one re-ask). In multi-answer mode (``answer_mode="answers"``, RAMDocs-style
 questions) it is ``AnswersOut`` - every correct answer plus an explanation - with MADAM-RAG's
 "All Correct Answers: [...]" format parsed from free text as the fallback.
@@ -14,17 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from factdebate.nodes.llm import CallLog, ask_structured, ask_verdict
+from factdebate.nodes.llm import CallLog, ask, ask_label
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_evidence, render_options
 from factdebate.prompts import label_instructions
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from factdebate.core.context import Context
-from factdebate.core.labels import get_label_set, verdict_schema
 from factdebate.core.state import Evidence, Turn
 
 
@@ -97,23 +94,25 @@ def baseline_values(state: Any, ctx: Context) -> dict[str, Any]:
 
 
 async def ask_answer(
-    model: BaseChatModel,
+    ctx: Context,
+    spec: str,
     messages: list[BaseMessage],
     state: Any,
-    ctx: Context,
     *,
-    config: RunnableConfig,
+    calls: CallLog,
+    role: str,
+    agent: str = "",
+    round_: int = 0,
 ) -> Answer:
-    """The answer of one step: a label (label mode) or a list of answers (multi-answer mode)."""
+    """The answer of one step: a label (label mode, ``ask_label``) or a list of answers
+    (multi-answer mode, ``ask`` with ``AnswersOut``), from the model of ``spec``."""
     if not state.get("multi_answer"):
-        reasoning, parsed = await ask_verdict(
-            model, messages, verdict_schema(state["task"]), get_label_set(state["task"]),
-            config=config, retries=ctx.llm_retries,
-        )
+        reasoning, parsed = await ask_label(ctx, spec, messages, state["task"], calls=calls,
+                                            role=role, agent=agent, round_=round_)
         return Answer(reasoning, label=parsed.label, parse=parsed.how)
-    out, raw = await ask_structured(model, messages, AnswersOut, config=config,
-                                    retries=ctx.llm_retries)
-    if isinstance(out, AnswersOut):
+    out, raw = await ask(ctx, spec, messages, AnswersOut, calls=calls, role=role, agent=agent,
+                         round_=round_)
+    if out is not None:
         return Answer(out.explanation, answers=clean_answers(out.answers))
     answers = parse_answers(raw)
     return Answer(raw, answers=answers or [], parse="explicit" if answers is not None else "failed")

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from factdebate.nodes.baselines.answering import answer_turn, ask_answer, baseline_values, flag_parse
-from factdebate.nodes.llm import CallLog, call_config, model_for
+from factdebate.nodes.llm import CallLog
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_opponents
 from langgraph.runtime import Runtime
@@ -38,10 +38,10 @@ def argue(side: Side) -> Callable[[BaselineState, Runtime[Context]], Awaitable[d
         values = baseline_values(state, ctx) | {"opponent": _opponent_argument(state, side)}
         calls = CallLog()
         result = await ask_answer(
-            await model_for(ctx.debater_model, ctx),
+            ctx, ctx.debater_model,
             prompt_set(ctx).render(template, **values),
-            state, ctx,
-            config=call_config(calls, role="debater", agent=side, round_=round_),
+            state,
+            calls=calls, role="debater", agent=side, round_=round_,
         )
         flag_parse(calls, side, round_, result)
         return {"turns": [answer_turn(side, round_, result)], **calls.update()}

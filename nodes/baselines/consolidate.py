@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from factdebate.nodes.baselines.answering import baseline_values, note_turn
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
@@ -52,12 +52,11 @@ async def generate_passages(
     ctx = runtime.context
     values = baseline_values(state, ctx) | {"max_passages": ctx.internal_passages}
     calls = CallLog()
-    out, raw = await ask_structured(
-        await model_for(ctx.debater_model, ctx),
+    out, raw = await ask(
+        ctx, ctx.debater_model,
         prompt_set(ctx).render("astute_passages", **values),
         PassagesOut,
-        config=call_config(calls, role="internal", agent=MEMORY, round_=0),
-        retries=ctx.llm_retries,
+        calls=calls, role="internal", agent=MEMORY, round_=0,
     )
     texts = [p.strip() for p in (out.passages if isinstance(out, PassagesOut) else [])]
     if not isinstance(out, PassagesOut):
@@ -75,12 +74,11 @@ async def consolidate(state: BaselineState, runtime: Runtime[AstuteRagContext]) 
     ctx = runtime.context
     round_ = (state.get("round") or 0) + 1
     calls = CallLog()
-    out, _ = await ask_structured(
-        await model_for(ctx.debater_model, ctx),
+    out, _ = await ask(
+        ctx, ctx.debater_model,
         prompt_set(ctx).render("astute_consolidate", **baseline_values(state, ctx)),
         ConsolidatedOut,
-        config=call_config(calls, role="consolidate", agent="consolidate", round_=round_),
-        retries=ctx.llm_retries,
+        calls=calls, role="consolidate", agent="consolidate", round_=round_,
     )
     if not isinstance(out, ConsolidatedOut):
         calls.flags.append(f"astute_rag: consolidation pass {round_} unreadable; context kept")

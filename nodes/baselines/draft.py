@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from factdebate.nodes.baselines.answering import answer_turn, ask_answer, baseline_values, flag_parse
-from factdebate.nodes.llm import CallLog, call_config, model_for
+from factdebate.nodes.llm import CallLog
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
@@ -51,10 +51,10 @@ async def draft(state: BranchState, runtime: Runtime[SpeculativeRagContext]) -> 
     ctx = runtime.context
     calls = CallLog()
     result = await ask_answer(
-        await model_for(ctx.debater_model, ctx),
+        ctx, ctx.debater_model,
         prompt_set(ctx).render("speculative_draft", **baseline_values(state, ctx)),
-        state, ctx,
-        config=call_config(calls, role="drafter", agent=state["agent"], round_=1),
+        state,
+        calls=calls, role="drafter", agent=state["agent"], round_=1,
     )
     flag_parse(calls, state["agent"], 1, result)
     turn = answer_turn(state["agent"], 1, result, evidence=state["evidence"])

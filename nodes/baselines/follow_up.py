@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from factdebate.nodes.baselines.answering import baseline_values, note_turn
 from factdebate.nodes.baselines.gather_evidence import retrieval_step
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_evidence
 from langgraph.runtime import Runtime
@@ -50,13 +50,12 @@ async def follow_up(state: BaselineState, runtime: Runtime[SelfAskContext]) -> d
     ctx = runtime.context
     step = (state.get("round") or 0) + 1
     calls = CallLog()
-    out, _ = await ask_structured(
-        await model_for(ctx.debater_model, ctx),
+    out, _ = await ask(
+        ctx, ctx.debater_model,
         prompt_set(ctx).render("self_ask_step",
                                **baseline_values(state, ctx) | self_ask_chain(state, ctx)),
         FollowUpOut,
-        config=call_config(calls, role="follow_up", agent=QUESTION, round_=step),
-        retries=ctx.llm_retries,
+        calls=calls, role="follow_up", agent=QUESTION, round_=step,
     )
     question = (out.follow_up.strip() if isinstance(out, FollowUpOut) else "")[:MAX_QUESTION_CHARS]
     if not isinstance(out, FollowUpOut):

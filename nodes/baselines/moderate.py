@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from factdebate.nodes.baselines.answering import baseline_values, result_fields
 from factdebate.nodes.check_consensus import round_turns
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_opponents
 from factdebate.nodes.routing import END, run_context
@@ -41,12 +41,11 @@ async def moderate(state: BaselineState, runtime: Runtime[MadContext]) -> dict[s
         "negative": render_opponents([turns["negative"]]),
     }
     calls = CallLog()
-    out, _ = await ask_structured(
-        await model_for(ctx.judge_model_spec, ctx),
+    out, _ = await ask(
+        ctx, ctx.judge_model_spec,
         prompt_set(ctx).render("mad_moderator", **values),
         ModeratorOut,
-        config=call_config(calls, role="moderator", round_=state["round"]),
-        retries=ctx.llm_retries,
+        calls=calls, role="moderator", round_=state["round"],
     )
     if not isinstance(out, ModeratorOut):
         calls.flags.append(f"mad: moderator reply of round {state['round']} unreadable; "

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from factdebate.nodes.baselines.answering import baseline_values, note_turn
 from factdebate.nodes.baselines.gather_evidence import retrieval_step
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_evidence
 from langgraph.runtime import Runtime
@@ -57,12 +57,11 @@ async def react_step(state: BaselineState, runtime: Runtime[ReactContext]) -> di
     step = (state.get("round") or 0) + 1
     values = baseline_values(state, ctx) | react_trajectory(state, ctx) | {"step": step}
     calls = CallLog()
-    out, raw = await ask_structured(
-        await model_for(ctx.debater_model, ctx),
+    out, raw = await ask(
+        ctx, ctx.debater_model,
         prompt_set(ctx).render("react_step", **values),
         ReactStepOut,
-        config=call_config(calls, role="react", agent=THOUGHT, round_=step),
-        retries=ctx.llm_retries,
+        calls=calls, role="react", agent=THOUGHT, round_=step,
     )
     if not isinstance(out, ReactStepOut):
         calls.flags.append(f"react: step {step} unreadable; the agent answers now")

@@ -17,7 +17,7 @@ from factdebate.nodes.baselines.answering import (
     note_turn,
     result_fields,
 )
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import END, run_context
 from langgraph.runtime import Runtime
@@ -52,12 +52,11 @@ async def review(state: BaselineState, runtime: Runtime[SelfReflectionContext]) 
     round_ = state["round"] + 1
     values = baseline_values(state, ctx) | {"previous": _show(_latest(state, ANSWERS))}
     calls = CallLog()
-    out, raw = await ask_structured(
-        await model_for(ctx.debater_model, ctx),
+    out, raw = await ask(
+        ctx, ctx.debater_model,
         prompt_set(ctx).render("reflect_review", **values),
         ReviewOut,
-        config=call_config(calls, role="review", agent="review", round_=round_),
-        retries=ctx.llm_retries,
+        calls=calls, role="review", agent="review", round_=round_,
     )
     feedback = out.feedback if isinstance(out, ReviewOut) else raw
     return {"round": 1, "turns": [note_turn("review", round_, feedback)], **calls.update()}
@@ -73,10 +72,10 @@ async def refine(state: BaselineState, runtime: Runtime[SelfReflectionContext]) 
     }
     calls = CallLog()
     result = await ask_answer(
-        await model_for(ctx.debater_model, ctx),
+        ctx, ctx.debater_model,
         prompt_set(ctx).render("reflect_refine", **values),
-        state, ctx,
-        config=call_config(calls, role="refine", agent="refine", round_=round_),
+        state,
+        calls=calls, role="refine", agent="refine", round_=round_,
     )
     flag_parse(calls, "refine", round_, result)
     turn = answer_turn("refine", round_, result, evidence=state.get("evidence") or [])

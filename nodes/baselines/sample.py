@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from factdebate.nodes.baselines.answering import answer_turn, ask_answer, baseline_values, flag_parse
-from factdebate.nodes.llm import CallLog, call_config, model_for
+from factdebate.nodes.llm import CallLog
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
@@ -42,10 +42,10 @@ async def sample(state: BranchState, runtime: Runtime[SelfConsistencyContext]) -
     sampling = dataclasses.replace(ctx, temperature=ctx.sample_temperature)
     calls = CallLog()
     result = await ask_answer(
-        await model_for(ctx.debater_model, sampling),
+        sampling, ctx.debater_model,
         prompt_set(ctx).render(SAMPLE_TEMPLATE, **baseline_values(state, ctx)),
-        state, ctx,
-        config=call_config(calls, role="sample", agent=state["agent"], round_=1),
+        state,
+        calls=calls, role="sample", agent=state["agent"], round_=1,
     )
     flag_parse(calls, state["agent"], 1, result)
     return {"turns": [answer_turn(state["agent"], 1, result)], **calls.update()}

@@ -18,7 +18,7 @@ from factdebate.nodes.baselines.answering import (
     flag_parse,
     result_fields,
 )
-from factdebate.nodes.llm import CallLog, call_config, model_for
+from factdebate.nodes.llm import CallLog
 from factdebate.nodes.prompting import prompt_set
 from langgraph.runtime import Runtime
 
@@ -45,10 +45,10 @@ def single_answer(
         round_ = max(state.get("round") or 0, 1)
         calls = CallLog()
         result = await ask_answer(
-            await model_for(ctx.debater_model, ctx),
+            ctx, ctx.debater_model,
             prompt_set(ctx).render(template, **values),
-            state, ctx,
-            config=call_config(calls, role=agent, agent=agent, round_=round_),
+            state,
+            calls=calls, role=agent, agent=agent, round_=round_,
         )
         flag_parse(calls, agent, round_, result)
         turn = answer_turn(agent, round_, result, evidence=state.get("evidence") or [])

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from factdebate.nodes.baselines.answering import baseline_values, result_fields
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
@@ -38,12 +38,11 @@ async def verify_draft(
     values = baseline_values(state, ctx) | {"draft_answer": shown,
                                             "draft_rationale": state.get("answer", "")}
     calls = CallLog()
-    out, _ = await ask_structured(
-        await model_for(ctx.judge_model_spec, ctx),
+    out, _ = await ask(
+        ctx, ctx.judge_model_spec,
         prompt_set(ctx).render("speculative_verify", **values),
         DraftScore,
-        config=call_config(calls, role="verifier", agent=state["agent"], round_=1),
-        retries=ctx.llm_retries,
+        calls=calls, role="verifier", agent=state["agent"], round_=1,
     )
     score = out.score if isinstance(out, DraftScore) else 0.0
     if not isinstance(out, DraftScore):

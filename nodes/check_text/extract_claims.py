@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any, Literal
 
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prepare import guard_server_run
 from factdebate.prompts import load_prompts
 from langgraph.runtime import Runtime
@@ -150,10 +150,8 @@ async def extract_claims(state: SentenceTask,
         "extract_claims", context=state["context"] or "(start of the text)",
         sentence=sentence["text"], max_claims=MAX_CLAIMS_PER_SENTENCE)
     calls, reply_meta = CallLog(), dict[str, Any]()
-    parsed, _raw = await ask_structured(
-        await model_for(ctx.extraction_model_spec, ctx), messages, ClaimsOut,
-        config=call_config(calls, role="extract", round_=sentence["index"] + 1),
-        retries=ctx.llm_retries, metadata=reply_meta)
+    parsed, _raw = await ask(ctx, ctx.extraction_model_spec, messages, ClaimsOut, calls=calls,
+                             role="extract", round_=sentence["index"] + 1, metadata=reply_meta)
     replied = parsed.claims if isinstance(parsed, ClaimsOut) else []
     claims = [ExtractedClaim(sentence=sentence["index"], claim=_tidy(c.claim),
                              check_worthy=bool(c.check_worthy), reason=c.reason.strip())

@@ -14,7 +14,7 @@ import random
 import re
 from typing import Any
 
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import common_values, prompt_set
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
@@ -107,11 +107,8 @@ async def _ask_aggregator(
     prompts = prompt_set(ctx)
     values = common_values(state, ctx, "aggregator") | {
         "responses": render_responses(shuffled, blocks)}
-    parsed, raw = await ask_structured(
-        await model_for(ctx.judge_model_spec, ctx), prompts.render("aggregate", **values),
-        AggregateOut, config=call_config(calls, role="aggregator", round_=state["round"]),
-        retries=ctx.llm_retries,
-    )
+    parsed, raw = await ask(ctx, ctx.judge_model_spec, prompts.render("aggregate", **values),
+                            AggregateOut, calls=calls, role="aggregator", round_=state["round"])
     if isinstance(parsed, AggregateOut):
         return [a.strip() for a in parsed.answers if a.strip()], parsed.explanation.strip()
     reply = parse_aggregate(raw)

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any, Literal
 
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.render import render_evidence
 from langgraph.runtime import Runtime
@@ -81,11 +81,8 @@ async def answer_from_document(task: AgentTask, runtime: Runtime[MadamRagContext
             {"summary": render_summary(previous, blocks["summary"])}) if previous else "",
     }
     calls = CallLog()
-    parsed, raw = await ask_structured(
-        await model_for(ctx.debater_model, ctx), prompts.render("agent", **values), DocAnswer,
-        config=call_config(calls, role="agent", agent=task["agent"], round_=task["round"]),
-        retries=ctx.llm_retries,
-    )
+    parsed, raw = await ask(ctx, ctx.debater_model, prompts.render("agent", **values), DocAnswer,
+                            calls=calls, role="agent", agent=task["agent"], round_=task["round"])
     how = "structured"
     reply = (parsed.answer.strip(), parsed.explanation.strip()) \
         if isinstance(parsed, DocAnswer) else parse_agent_reply(raw)

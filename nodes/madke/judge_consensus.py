@@ -12,7 +12,7 @@ import re
 from typing import Any, Literal
 
 from factdebate.nodes.check_consensus import round_turns
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.madke.speak import render_stances
 from factdebate.nodes.prompting import common_values, prompt_set
 from langgraph.runtime import Runtime
@@ -45,13 +45,8 @@ async def judge_consensus(state: MadkeState, runtime: Runtime[MadkeContext]) -> 
         "all_answers_from_agents": render_stances(round_turns(state)),
     }
     calls = CallLog()
-    parsed, raw = await ask_structured(
-        await model_for(ctx.judge_model_spec, ctx),
-        prompts.render("judge", **values),
-        ConsensusOut,
-        config=call_config(calls, role="judge", round_=state["round"]),
-        retries=ctx.llm_retries,
-    )
+    parsed, raw = await ask(ctx, ctx.judge_model_spec, prompts.render("judge", **values),
+                            ConsensusOut, calls=calls, role="judge", round_=state["round"])
     agreed = parsed.consensus == "Yes" if isinstance(parsed, ConsensusOut) \
         else parse_consensus(raw)
     if agreed is None:

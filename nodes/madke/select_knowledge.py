@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.madke.speak import render_stance
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.render import render_evidence
@@ -76,14 +76,9 @@ async def select_knowledge(state: SpeakerState, runtime: Runtime[MadkeContext]) 
         "agent_history_answer": _history(state, prompts.templates["knowledge_blocks"]["history"]),
     }
     calls = CallLog()
-    parsed, raw = await ask_structured(
-        await model_for(ctx.debater_model, ctx),
-        prompts.render("select_knowledge", **values),
-        KnowledgeChoice,
-        config=call_config(calls, role="select_knowledge", agent=state["agent"],
-                           round_=state["round"]),
-        retries=ctx.llm_retries,
-    )
+    parsed, raw = await ask(ctx, ctx.debater_model, prompts.render("select_knowledge", **values),
+                            KnowledgeChoice, calls=calls, role="select_knowledge",
+                            agent=state["agent"], round_=state["round"])
     where = f"agent {state['agent']} round {state['round']}"
     reply = (parsed.selected, parsed.no_found) if isinstance(parsed, KnowledgeChoice) \
         else parse_selection(raw)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prepare import clean_claim, guard_server_run
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.retrieve import resolve_backend
@@ -55,13 +55,9 @@ async def decompose(state: MermaidState, runtime: Runtime[MermaidContext]) -> di
         return fresh_claim(MermaidState, out)
     calls = CallLog()
     values = common_values({**state, **out}, ctx, "decomposer")
-    parsed, raw = await ask_structured(
-        await model_for(ctx.decomposer_model_spec, ctx),
-        prompt_set(ctx).render("decompose", **values),
-        Decomposition,
-        config=call_config(calls, role="decomposer"),
-        retries=ctx.llm_retries,
-    )
+    parsed, raw = await ask(ctx, ctx.decomposer_model_spec,
+                            prompt_set(ctx).render("decompose", **values), Decomposition,
+                            calls=calls, role="decomposer")
     update = calls.update()
     if not isinstance(parsed, Decomposition):
         flag = f"decomposer: reply could not be read ({raw[:120]!r}); continued without triplets"

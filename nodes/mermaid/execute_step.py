@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.llm import CallLog, ask, ask_verdict, call_config, model_for
+from factdebate.nodes.llm import CallLog, ask, ask_label
 from factdebate.nodes.mermaid.call_tool import enabled_tools
 from factdebate.nodes.mermaid.executor_prompt import executor_values
 from factdebate.nodes.prompting import prompt_set
@@ -22,7 +22,7 @@ from factdebate.nodes.routing import run_context
 from factdebate.prompts.mermaid.schemas import ReactStep
 from langgraph.runtime import Runtime
 
-from factdebate.core.labels import get_label_set, parse_label, verdict_schema
+from factdebate.core.labels import get_label_set, parse_label
 from factdebate.core.mermaid import MermaidContext, MermaidState, ReactTurn
 
 
@@ -63,13 +63,11 @@ async def force_answer(state: MermaidState, runtime: Runtime[MermaidContext]) ->
     """ForceAnswer: a verdict from the claim, decomposition, memory and all T_max steps."""
     ctx = runtime.context
     calls = CallLog()
-    reasoning, parsed = await ask_verdict(
-        await model_for(ctx.executor_model_spec, ctx),
+    reasoning, parsed = await ask_label(
+        ctx, ctx.executor_model_spec,
         prompt_set(ctx).render("force_answer", **executor_values(state, ctx, [])),
-        verdict_schema(state["task"]),
-        get_label_set(state["task"] or ctx.label_set),
-        config=call_config(calls, role="force_answer", agent="executor", round_=state["round"]),
-        retries=ctx.llm_retries,
+        state["task"] or ctx.label_set,
+        calls=calls, role="force_answer", agent="executor", round_=state["round"],
     )
     if parsed.how == "guessed":
         calls.flags.append(f"parse: forced answer guessed as {parsed.label}")

@@ -98,6 +98,11 @@ def test_scripted_eval_writes_results_summary_report_and_plots(full_run: Path):
         data = (full_run / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
         assert f"]({png})" in report
+    # report.html: one self-contained page with a drill-down section per evaluated item
+    html = (full_run / "report.html").read_text(encoding="utf-8")
+    rows = [json.loads(line) for line in (full_run / "results.jsonl").read_text().splitlines()]
+    assert all(f"id='item-{n}'" in html or f'id="item-{n}"' in html for n in range(1, len(rows) + 1))
+    assert "<script src=" not in html and "<link " not in html  # nothing fetched from a network
 
 
 def test_kill_half_way_then_resume_gives_the_same_summary(wiki_index: Path, full_run: Path,

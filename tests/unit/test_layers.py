@@ -161,3 +161,12 @@ def test_only_the_patches_package_installs_a_patch() -> None:
             if f"{patch}.install(" in text or f"{patch}_fastpath.install(" in text:
                 bad.append(f"{module} calls {patch}.install()")
     assert not bad, "\n".join(bad)
+
+
+def test_no_module_hides_in_a_mapped_package_folder():
+    """factdebate.graphs/nodes/tools/prompts/evaluation live in the top-level folders (package-dir);
+    a file under factdebate/<name>/ would shadow the mapped package or be left out of the wheel."""
+    root = Path(__file__).resolve().parents[2] / "factdebate"
+    stray = [p for name in ("graphs", "nodes", "tools", "prompts", "evaluation")
+             for p in (root / name).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert not stray, stray
