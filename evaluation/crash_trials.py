@@ -70,7 +70,7 @@ def raw_rows(out: Path) -> list[dict[str, Any]]:
 def comparable(out: Path) -> dict[str, Any]:
     """Summary and per-item predictions without what legitimately differs between runs."""
     run = json.loads((out / "summary.json").read_text(encoding="utf-8"))["runs"][0]
-    run = {k: v for k, v in run.items() if k not in ("run_id", "run_dir")}
+    run = {k: v for k, v in run.items() if k not in ("run_id", "run_dir", "name")}  # name = folder
     run["metrics"] = {k: v for k, v in run["metrics"].items() if k != "wall_time_s"}
     rows = {r["item_id"]: [r["status"], r.get("prediction"), r.get("rounds"), r.get("stopped_by"),
                            r.get("ledger", {}).get("llm_calls")] for r in raw_rows(out)}
