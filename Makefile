@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGGRAPH_NO_VERSION_CHECK := true
 
-.PHONY: install demo test lint lint-imports
+.PHONY: install demo test test-slow lint lint-imports
 install: $(VENV)/.installed
 
 # pyproject.toml declares compatible ranges; constraints.txt is the exact set the tests ran with.
@@ -40,6 +40,10 @@ test: install
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi
 	$(PY) .ci/lint_imports.py
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The slow tier: real-model runs of a minute or more (`-m slow`, see pyproject markers).
+test-slow: install
+	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 # grimp (import-linter) reads the package as it installs: .ci/lint_imports.py builds that tree.
 lint-imports: install
