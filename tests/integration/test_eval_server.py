@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,10 +23,14 @@ pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli no
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, wiki_index: Path) -> Iterator[str]:
-    proc, url = start_langgraph_dev(tmp_path_factory.mktemp("server"),
-                                    {"FACTDEBATE_API_KEY": API_KEY,
-                                     "FACTDEBATE_ALLOW_SCRIPTED": "1",
-                                     "FACTDEBATE_INDEX_DIR": str(wiki_index)})
+    # the server's own copy: a Milvus Lite folder opens in one process at a time, and this test
+    # process may hold the session's index open from earlier tests
+    work = tmp_path_factory.mktemp("server")
+    served = work / "index"
+    shutil.copytree(wiki_index, served, ignore=shutil.ignore_patterns(".*.lock"))
+    proc, url = start_langgraph_dev(work, {"FACTDEBATE_API_KEY": API_KEY,
+                                           "FACTDEBATE_ALLOW_SCRIPTED": "1",
+                                           "FACTDEBATE_INDEX_DIR": str(served)})
     try:
         yield url
     finally:

@@ -169,7 +169,7 @@ def test_bad_results_line_is_one_error_and_repair_reruns_that_item(finished, tmp
     assert sorted(r["item_id"] for r in rows) == sorted({r["item_id"] for r in rows})
     assert lost in {r["item_id"] for r in rows} and len(rows) == 4
     aside = list(out.glob("results.jsonl.damaged-*"))
-    assert len(aside) == 1 and len(aside[0].read_bytes().splitlines()) == 1
+    assert len(aside) == 1 and aside[0].read_bytes().count(b"\n") == 1  # (random bytes may hold \r)
 
 
 @pytest.mark.parametrize("damage", ["empty", "truncated", "deleted"])
