@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
 
 
+@pytest.mark.slow  # 20-50 s: `make test-slow` (.ci/run runs both tiers)
 def test_embedded_model_eval_structure(wiki_index: Path, tmp_path: Path):
     pytest.importorskip("llama_cpp")
     out = tmp_path / "embedded"

@@ -126,6 +126,7 @@ def _marked_processes(mark: str) -> list[int]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.slow  # 20-50 s: `make test-slow` (.ci/run runs both tiers)
 def test_workers_exit_when_the_coordinator_is_killed_and_the_run_resumes(
         wiki_index: Path, one_process: Path, tmp_path: Path):
     from factdebate.tools.base import clear_retriever_cache

@@ -200,6 +200,7 @@ def test_index_is_refused_while_another_process_reads_it(copy, tmp_path):
         holder.wait()
 
 
+@pytest.mark.slow  # 20-50 s: `make test-slow` (.ci/run runs both tiers)
 def test_killed_build_leaves_nothing_the_next_build_keeps(tmp_path):
     target = tmp_path / "idx" / "index"
     corpus = _corpus(tmp_path, 0, 60)
