@@ -31,12 +31,17 @@ Deviations (and why):
   which is not available offline. Configs: evaluation/configs/toolmad_pubmedqa.yaml and
   toolmad_medqa.yaml (RAG debater over a PubMed corpus index the user builds).
 
+* Citations (issue #22, not in the papers): every debater's and the judge's verdict cites the
+  documents it relies on by number; ``cite_verdict`` (last node) keeps the passages cited by the
+  judge and by the agents whose label became the verdict as the verdict's evidence.
+
 Switches for the deviations (``ToolMadContext``): ``stop_rule`` (round_ge | accumulated_gt),
 ``judge_scores_without_feedback``, ``scoring_mode``, ``cross_encoder``, ``search_backend``.
 """
 
 from __future__ import annotations
 
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
 from factdebate.nodes.check_consensus import check_consensus, route_after_check_consensus
 from factdebate.nodes.judge import judge
@@ -77,14 +82,16 @@ def build_tool_mad() -> StateGraph:
     g.add_node("debate_turn", turn_node(build_debate_turn(), "debate_turn"))  # graphs/turns.py
     g.add_node("check_consensus", check_consensus)
     g.add_node("judge", judge)
+    add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "open_round")
     g.add_conditional_edges("open_round", route_debaters, ["debate_turn"])
     g.add_edge("debate_turn", "check_consensus")
     g.add_conditional_edges(
-        "check_consensus", route_after_check_consensus, ["open_round", "judge", END]
+        "check_consensus", route_after_check_consensus,
+        {"open_round": "open_round", "judge": "judge", END: CITE_VERDICT},
     )
-    g.add_edge("judge", END)
+    g.add_edge("judge", CITE_VERDICT)
     return g
 
 

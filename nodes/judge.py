@@ -5,7 +5,8 @@ agent's evidence, and each agent's average scores over the rounds (stability or 
 out in scoring mode ``none`` and in the "w/o scoring feedback" ablation unless
 ``judge_scores_without_feedback`` keeps them). If the judge's reply
 cannot be read even after a re-ask, the fallback is flagged: the label of the agent with the best
-average score in the last round (first agent on ties), never a label nobody proposed.
+average score in the last round (first agent on ties), never a label nobody proposed. The judge cites the passages of the history it relies on (one number
+per passage across the debate); they are the deciding citations of the verdict's evidence.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from factdebate.nodes.check_consensus import round_turns
+from factdebate.nodes.citations import Shown
 from factdebate.nodes.llm import ask_final_verdict
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.render import average_scores, render_history, render_scores
@@ -37,13 +39,14 @@ async def judge(state: DebateState, runtime: Runtime[JudgedContext]) -> dict[str
     averages = average_scores(state.get("scores", {})) if use_scores else {}
     prompts = prompt_set(ctx)
     values = common_values(state, ctx, "judge")
+    shown = Shown()  # one number per passage across the whole history: the judge cites them
     values |= {
-        "history": render_history(state.get("turns", [])),
+        "history": render_history(state.get("turns", []), shown.add),
         "scores": render_scores(averages),
         "score_guide": prompts.templates["score_guides"][mode],
     }
     reasoning, label, calls = await ask_final_verdict(
-        prompts.render("judge", **values), state, ctx, role="judge")
+        prompts.render("judge", **values), state, ctx, role="judge", shown=shown)
     if label is None:
         best = _fallback(round_turns(state), averages)
         label = best["label"] if best else None

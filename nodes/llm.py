@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -45,6 +45,14 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
+from factdebate.nodes.citations import Shown, cite
+
+from factdebate.core.citations import (
+    citations_in_text,
+    normalise_numbers,
+    passage_key,
+    with_citations,
+)
 from factdebate.core.context import Context, JudgedContext
 from factdebate.core.errors import FactDebateError
 from factdebate.core.labels import LabelSet, ParsedLabel, get_label_set, parse_label, verdict_schema
@@ -65,10 +73,20 @@ class CallLog:
 
     tracker: UsageTracker = field(default_factory=UsageTracker)
     flags: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    """Other ledger counters of the node (citation checks: ``replies_cited`` ...)."""
+    citations: list[Any] = field(default_factory=list)
+    """``Citation`` records of the node's labelled replies (nodes/citations.py)."""
 
     def update(self) -> dict[str, Any]:
-        """``{"ledger": ..., "flags": ...}`` for the node's return value."""
-        return {"ledger": self.tracker.delta(), "flags": list(self.flags)}
+        """``{"ledger": ..., "flags": ..., "citations": ...}`` for the node's return value."""
+        ledger = self.tracker.delta()
+        for key, value in self.counts.items():
+            ledger[key] = ledger.get(key, 0) + value
+        out: dict[str, Any] = {"ledger": ledger, "flags": list(self.flags)}
+        if self.citations:
+            out["citations"] = list(self.citations)
+        return out
 
 
 async def model_for(spec: str, ctx: Context) -> BaseChatModel:
@@ -246,10 +264,12 @@ async def ask_verdict(
         )
         if parsed is not None:
             data = parsed.model_dump()
-            return str(data.get("reasoning", "")), ParsedLabel(str(data["label"]), "structured")
+            return str(data.get("reasoning", "")), ParsedLabel(
+                str(data["label"]), "structured",
+                tuple(normalise_numbers(data.get("citations") or [])))
         label = parse_label(text, label_set)
         if label.label is not None:
-            return text, label
+            return text, replace(label, citations=tuple(citations_in_text(text)))
         if attempt == 0:
             messages = [*messages, HumanMessage(REASK)]
     return text, ParsedLabel(None, "failed")
@@ -265,53 +285,67 @@ async def ask_label(
     role: str,
     agent: str = "",
     round_: int = 0,
+    shown: int = 0,
 ) -> tuple[str, ParsedLabel]:
     """One verdict of a node's role model on ``task``'s labels: ``(reasoning, parsed label)``.
 
-    The verdict call every node makes, written once: the reply schema is ``verdict_schema(task)``,
-    read as free text on the task's label set when it does not validate, re-asked once when that
-    fails too (``ask_verdict``); counted and tagged as in :func:`ask`.
+    The verdict call every node makes, written once: the reply schema is ``verdict_schema(task)``
+    with ``citations`` of the ``shown`` passages' numbers (``with_citations``; none when nothing
+    was shown), read as free text on the task's label set (``[n]`` markers as citations) when it
+    does not validate, re-asked once when that fails too (``ask_verdict``); counted and tagged as
+    in :func:`ask`. The parsed label carries the cited numbers as written; the node checks them
+    (``nodes/citations.cite``).
     """
     model = await model_for(spec, ctx)
     return await ask_verdict(
-        model, messages, verdict_schema(task), get_label_set(task),
+        model, messages, with_citations(verdict_schema(task), shown), get_label_set(task),
         config=call_config(calls, role=role, agent=agent, round_=round_),
         retries=ctx.llm_retries,
     )
 
 
 async def ask_debater_verdict(
-    messages: list[BaseMessage], state: Any, ctx: Context, calls: CallLog
-) -> tuple[str, ParsedLabel]:
+    messages: list[BaseMessage], state: Any, ctx: Context, calls: CallLog, shown: Shown
+) -> tuple[str, ParsedLabel, list[str]]:
     """One debater's verdict on the task's label set; a guessed or failed parse is flagged.
 
-    ``state`` needs ``agent``, ``round`` and ``task``; the call is counted in ``calls``.
+    ``state`` needs ``agent``, ``round`` and ``task``; the call is counted in ``calls``. The reply
+    cites the ``shown`` passages; its citations are checked and recorded (``cite``). Returns
+    ``(reasoning, parsed label, keys of the cited passages)``.
     """
     reasoning, parsed = await ask_label(
         ctx, ctx.debater_model, messages, state["task"],
         calls=calls, role="debater", agent=state["agent"], round_=state["round"],
+        shown=len(shown),
     )
+    record = cite(shown, parsed.citations, calls, by=state["agent"], role="debater",
+                  round_=state["round"], label=parsed.label)
     if parsed.how in ("guessed", "failed"):
         calls.flags.append(
             f"parse: agent {state['agent']} round {state['round']} label {parsed.how}"
             + (f" as {parsed.label}" if parsed.label else "")
         )
-    return reasoning, parsed
+    return reasoning, parsed, [passage_key(p) for p in record["passages"]]
 
 
 async def ask_final_verdict(
-    messages: list[BaseMessage], state: Any, ctx: JudgedContext, *, role: str
+    messages: list[BaseMessage], state: Any, ctx: JudgedContext, *, role: str, shown: Shown
 ) -> tuple[str, str | None, CallLog]:
     """The deciding role's verdict (Tool-MAD's judge, MADKE's summariser) with the judge model.
 
     Returns ``(reasoning, label or None, calls)``; a guessed label is flagged in ``calls``, an
     unreadable reply (None) is left to the caller's fallback. ``state`` needs ``round`` and ``task``.
+    The reply cites the ``shown`` passages; a readable verdict's citations are checked and recorded
+    as the deciding citations (``cite(..., decides=True)``).
     """
     calls = CallLog()
     reasoning, parsed = await ask_label(
         ctx, ctx.judge_model_spec, messages, state["task"],
-        calls=calls, role=role, round_=state["round"],
+        calls=calls, role=role, round_=state["round"], shown=len(shown),
     )
+    if parsed.label is not None:
+        cite(shown, parsed.citations, calls, by=role, role=role, round_=0, label=parsed.label,
+             decides=True)
     if parsed.how == "guessed":
         calls.flags.append(f"parse: {role} label guessed as {parsed.label}")
     return reasoning, parsed.label, calls

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from factdebate.core.state import Evidence, RoundScore, Turn
 
@@ -37,13 +37,18 @@ def clip_evidence(evidence: Sequence[Evidence]) -> tuple[list[Evidence], int]:
     return out, cut
 
 
-def render_evidence(evidence: Sequence[Evidence]) -> str:
-    """Numbered passages inside ``<document>`` tags; a note when there are none."""
+def render_evidence(evidence: Sequence[Evidence], numbers: Sequence[int] | None = None) -> str:
+    """Numbered passages inside ``<document>`` tags; a note when there are none.
+
+    Passages are numbered 1..n unless ``numbers`` gives each one's number (a judge's history shows
+    every passage of the debate under one number: ``nodes/citations.Shown``). Replies cite these
+    numbers."""
     if not evidence:
         return "(no documents were retrieved)"
+    nums = list(numbers) if numbers is not None else list(range(1, len(evidence) + 1))
     return "\n".join(
         f'<document n="{i}" title="{_clean(e["title"], 200)}">{_clean(e["text"])}</document>'
-        for i, e in enumerate(evidence, 1)
+        for i, e in zip(nums, evidence, strict=True)
     )
 
 
@@ -64,14 +69,18 @@ def render_opponents(turns: Sequence[Turn]) -> str:
     )
 
 
-def render_history(turns: Sequence[Turn]) -> str:
-    """The whole debate, round by round, with each agent's query, evidence and answer."""
+def render_history(turns: Sequence[Turn], number: Callable[[Evidence], int] | None = None) -> str:
+    """The whole debate, round by round, with each agent's query, evidence and answer.
+
+    ``number`` gives each passage its number across the whole history (``Shown.add``), so a judge
+    can cite a passage that two agents retrieved under one number."""
     lines: list[str] = []
     for round_ in sorted({t["round"] for t in turns}):
         lines.append(f"Round {round_}:")
         for t in sorted((t for t in turns if t["round"] == round_), key=lambda t: t["agent"]):
             lines.append(f"* {t['agent']} agent (query: {t['query'] or '-'})")
-            lines.append(f"  evidence: {render_evidence(t['evidence'])}")
+            nums = [number(e) for e in t["evidence"]] if number is not None else None
+            lines.append(f"  evidence: {render_evidence(t['evidence'], nums)}")
             lines.append(f"  answer: {t['label'] or 'no label'} - {_clean(t['answer'], 800)}")
     return "\n".join(lines)
 

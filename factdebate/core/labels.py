@@ -111,6 +111,9 @@ class ParsedLabel:
 
     label: str | None
     how: Literal["structured", "explicit", "guessed", "failed"]
+    citations: tuple[str, ...] = ()
+    """Passage numbers the reply cited, as written (checked against what it was shown by the
+    node: ``nodes/citations.py``)."""
 
 
 _FIELD_RE = re.compile(

@@ -98,4 +98,5 @@ class UsageTracker(BaseCallbackHandler):
 
 def empty_ledger() -> dict[str, Any]:
     """The ledger of a run that made no calls (every key the output contract names)."""
-    return {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "tool_calls": {}}
+    return {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "tool_calls": {},
+            "replies_cited": 0, "replies_uncited": 0, "citations_unshown": 0}

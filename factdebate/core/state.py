@@ -25,6 +25,7 @@ from typing import (
 from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
+from factdebate.core.citations import Citation, CitedPassage
 from factdebate.core.errors import InputError
 from factdebate.core.schema_docs import described  # docstrings -> Studio field descriptions
 
@@ -67,6 +68,9 @@ class Turn(TypedDict):
     """How the label was obtained: ``structured``, ``explicit``, ``guessed`` or ``failed``."""
     answers: NotRequired[list[str]]
     """Answers of this turn in multi-answer mode (baselines with ``answer_mode="answers"``)."""
+    cited: NotRequired[list[str]]
+    """Keys (``passage_key``) of the passages this answer cited, checked against what it was
+    shown, in citation order (issue #22; the full record is in the state's ``citations``)."""
 
 
 @described
@@ -127,6 +131,9 @@ class DebateRecord(TypedDict):
     flags: Annotated[list[str], operator.add]
     """Anything a user should know about how the result was obtained (guessed parses, tool
     faults, stand-in backends)."""
+    citations: Annotated[list[Citation], operator.add]
+    """One record per labelled reply: the passages it cited (checked against what it was shown)
+    and the numbers it cited that it was never shown (factdebate/core/citations.py)."""
 
 
 @described
@@ -159,6 +166,12 @@ class DebateState(DebateInput, DebateRecord):
     """Final explanation."""
     stopped_by: str
     """How the run ended: ``consensus`` (early stop), ``judge``, or a framework's own word."""
+    verdict_evidence: list[CitedPassage]
+    """The passages the verdict rests on: cited by the deciding reply and by the replies whose
+    label became the verdict, in citation order, with who cited them and their stance (written
+    by the final ``cite_verdict`` node)."""
+    retrieved_evidence: list[Evidence]
+    """Every other passage the run retrieved or was shown: seen, not cited."""
     routing: dict[str, Any]
     """The run's Context knobs the routers read (``max_rounds``, ``debaters``, ``t_max`` ...),
     written by the first node so that ``update_state``, which has no run context, routes as the
@@ -180,6 +193,10 @@ class DebateOutput(DebateRecord):
     """Rounds used."""
     stopped_by: str
     """``consensus``, ``judge`` or a framework's own word."""
+    verdict_evidence: NotRequired[list[CitedPassage]]
+    """The passages the verdict rests on (cited), with ``cited_by`` and ``stance``."""
+    retrieved_evidence: NotRequired[list[Evidence]]
+    """Passages retrieved or shown but not cited."""
 
 
 class DebaterState(DebateRecord):

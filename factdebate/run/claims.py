@@ -258,6 +258,10 @@ def result_object(
         "ledger": ledger,
         "flags": values.get("flags") or [],
         "turns": values.get("turns") or [],
+        # issue #22: what the verdict rests on (cited) vs what was only retrieved
+        "evidence": values.get("verdict_evidence") or [],
+        "retrieved": values.get("retrieved_evidence") or [],
+        "citations": values.get("citations") or [],
         **({"check": values["check"]} if values.get("check") else {}),  # check_text (#17)
         "thread_id": thread_id,
         "models": ctx.model_specs(),

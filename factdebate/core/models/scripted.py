@@ -7,7 +7,8 @@ Every call is recorded in ``timeline`` with start and end times, which the overh
 checks against the critical path. ``latency_s`` simulates provider latency with ``asyncio.sleep``
 (so concurrent calls overlap, as they would against a real API).
 
-Specs: ``scripted:<scenario>`` with optional ``?latency=0.1`` (seconds), e.g.
+Specs: ``scripted:<scenario>`` with optional ``?latency=0.1`` (seconds) and ``cite=shown|wrong|none``
+(how verdicts cite the documents they were shown, ``scripted_citations.py``), e.g.
 ``scripted:disagree?latency=0.1``. Scenarios are registered in ``SCENARIOS``.
 
 The double stands in for a provider, so every call goes through ``BaseChatModel``'s public path
@@ -47,6 +48,8 @@ from factdebate.core.models.script import (  # noqa: F401 - re-exported for scri
     ScriptCall,
     ScriptFault,
 )
+from factdebate.core.errors import ConfigError
+from factdebate.core.models.scripted_citations import CITE_MODES, add_citations
 from factdebate.core.models.structured import json_structured_output
 
 
@@ -75,6 +78,9 @@ class ScriptedChatModel(BaseChatModel):
     """Simulated latency per call."""
     scenario: str = "custom"
     """Name shown in traces."""
+    cite: str = "shown"
+    """How replies cite the documents they were shown: ``shown``, ``wrong`` or ``none``
+    (``scripted_citations.py``)."""
 
     _timeline: list[CallRecord] = PrivateAttr(default_factory=list)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
@@ -133,7 +139,7 @@ class ScriptedChatModel(BaseChatModel):
         return call, record
 
     def _finish(self, call: ScriptCall, record: CallRecord) -> ChatResult:
-        reply: Any = self.responder(call)
+        reply: Any = add_citations(call, self.responder(call), self.cite)
         extra_meta: dict[str, Any] = {}
         if isinstance(reply, AIMessage):  # a responder setting response_metadata too
             reply, extra_meta = str(reply.content), dict(reply.response_metadata)
@@ -195,8 +201,13 @@ def load_scripted_model(name: str, options: dict[str, Any]) -> ScriptedChatModel
     scenario, _, query = name.partition("?")
     params = dict(parse_qsl(query))
     responder = SCENARIOS.get(scenario)()
+    cite = params.get("cite", "shown")
+    if cite not in CITE_MODES:
+        raise ConfigError(f"scripted model option cite={cite!r} is not one of {', '.join(CITE_MODES)}",
+                          "use scripted:<scenario>?cite=shown|wrong|none")
     return ScriptedChatModel(
-        responder=responder, latency_s=float(params.get("latency", 0.0)), scenario=scenario
+        responder=responder, latency_s=float(params.get("latency", 0.0)), scenario=scenario,
+        cite=cite,
     )
 
 

@@ -1,0 +1,22 @@
+"""The shared last step of every graph: ``cite_verdict`` (nodes/cite_verdict.py, issue #22).
+
+A graph adds it with :func:`add_cite_verdict` and sends every path that used to end the run to
+``CITE_VERDICT`` instead of ``END``: direct edges (``g.add_edge("judge", CITE_VERDICT)``) and
+routers through a path map (``{END: CITE_VERDICT, ...}``, the routers themselves still return
+``END``). ``cite_verdict`` then writes the verdict's cited evidence and goes to ``END``.
+"""
+
+from __future__ import annotations
+
+from factdebate.nodes.cite_verdict import cite_verdict
+from langgraph.graph import END, StateGraph
+
+CITE_VERDICT = "cite_verdict"
+"""Name of the final node."""
+
+
+def add_cite_verdict(g: StateGraph) -> StateGraph:
+    """Add the final ``cite_verdict`` node (-> END) to ``g``; returns ``g``."""
+    g.add_node(CITE_VERDICT, cite_verdict)
+    g.add_edge(CITE_VERDICT, END)
+    return g
