@@ -222,5 +222,6 @@ def with_citations(schema: type[BaseModel], shown: int) -> type[BaseModel]:
         __module__=schema.__module__,
         __doc__=schema.__doc__,
         citations=(list[number],  # type: ignore[valid-type]  # built at run time
-                   Field(description=CITATIONS_DESCRIPTION)),
+                   Field(description=CITATIONS_DESCRIPTION,
+                         json_schema_extra={"maxItems": shown})),
     )

@@ -122,6 +122,45 @@ def test_verify_every_framework_through_the_server(server, index_dir, name):
     # json_schema is refused by this server: auto serves every structured call by tool calling
     assert served and set(served) == {"function_calling"}, ledger
     assert sum(served.values()) <= ledger["llm_calls"]
+    assert_citations_checked(out)
+    if name.startswith("tool_mad"):  # every debater's and the judge's reply is recorded
+        assert out["citations"] and all(c["shown"] >= 1 for c in out["citations"]
+                                        if c["role"] == "debater")
+
+
+def assert_citations_checked(out: dict[str, Any]) -> None:
+    """Citations from a real model (issue #22): whatever it cited, only shown passages survive,
+    the verdict's evidence is among them, and uncited or invented ids are flagged and counted."""
+    for c in out["citations"]:
+        assert len(c["passages"]) <= c["shown"], c
+        assert all(not n.isdigit() or not 1 <= int(n) <= c["shown"] for n in c["unshown"]), c
+    cited = {p["id"] for c in out["citations"] for p in c["passages"]}
+    assert {e["id"] for e in out["evidence"]} <= cited
+    assert not {e["id"] for e in out["evidence"]} & {e["id"] for e in out["retrieved"]}
+    unshown = sum(len(c["unshown"]) for c in out["citations"])
+    assert out["ledger"]["citations_unshown"] == unshown
+    flagged = [f for f in out["flags"] if f.startswith("citation: ")]
+    assert len(flagged) >= out["ledger"]["replies_uncited"] + (1 if unshown else 0)
+
+
+def test_check_a_text_through_the_server(server, index_dir, tmp_path):
+    """``check`` with a real model behind an OpenAI-compatible server: sentence citations are the
+    cited passages of its claims, never the merely retrieved ones."""
+    text = tmp_path / "answer.txt"
+    text.write_text("The Eiffel Tower was completed in 1889.\n", encoding="utf-8")
+    result = runner.invoke(app, ["check", str(text), "--model", MODEL, "--base-url", server,
+                                 "--index-dir", str(index_dir), "--max-claims", "1", "--json",
+                                 "--set", "max_rounds=1", "--set", "scoring_mode=consistency",
+                                 "--set", "top_k=1"])
+    assert result.exit_code == 0, result.output[-2000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    check = out["check"]
+    assert check["claims"], check
+    for claim in check["claims"]:
+        if not claim.get("turns"):
+            continue
+        cited = {p["id"] for c in claim.get("citations") or [] for p in c["passages"]}
+        assert {e["id"] for e in claim.get("evidence") or []} <= cited, claim
 
 
 def test_an_explicit_refused_method_names_the_setting_that_fixes_it(server, index_dir):
