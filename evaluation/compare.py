@@ -14,6 +14,10 @@ A comparison on fewer than ``SMALL_N`` shared items carries a warning (both test
 unreliable, the bootstrap interval especially). Each run is named by framework, dataset and model
 plus every Context setting (from ``run.json``) in which the two runs differ, so two Tool-MAD runs
 that differ only in ``stop_rule`` are told apart.
+
+Evidence quality (issue #22) is compared the same way, item by item on the items both runs scored
+(gold evidence and citation data in both): the FEVER score (0/1, also McNemar) and the page- and
+sentence-level evidence F1 (bootstrap only), each with its own n.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ from math import comb
 from pathlib import Path
 from typing import Any
 
+from factdebate.core.errors import InputError
+from factdebate.evaluation.evidence_metrics import item_value
 from factdebate.evaluation.metrics import correct
 from factdebate.evaluation.reports import load_run
-
-from factdebate.core.errors import InputError
 
 SMALL_N = 30
 """Below this many shared items a comparison gets a warning."""
@@ -114,7 +118,36 @@ def compare_runs(dir_a: Path, dir_b: Path, *, seed: int = 0) -> dict[str, Any]:
                         "and both p-values are unreliable; compare larger runs")
     return {"a": run_name(rec_a, settings_a), "b": run_name(rec_b, settings_b),
             "only_a": len(scored_a) - len(shared), "only_b": len(scored_b) - len(shared),
-            "warnings": warnings, **result}
+            "warnings": warnings, **result,
+            "evidence": compare_evidence(rec_a, rows_a, rows_b, seed=seed)}
+
+
+EVIDENCE_METRICS = {"fever_score": "FEVER score", "evidence_f1": "evidence F1 (page level)",
+                    "evidence_sentence_f1": "evidence F1 (sentence level)"}
+"""Evidence figures compared item by item (issue #22), each where both runs have it."""
+
+
+def compare_evidence(record: dict[str, Any], rows_a: list[dict[str, Any]],
+                     rows_b: list[dict[str, Any]], *, seed: int = 0) -> list[dict[str, Any]]:
+    """Paired B - A of each evidence metric on the items both runs scored (gold evidence and
+    citation data in both): bootstrap interval and p, McNemar's exact p for the 0/1 FEVER score."""
+    out = []
+    for key, name in EVIDENCE_METRICS.items():
+        value = item_value(key)
+        got_a = {r["item_id"]: v for r in rows_a if (v := value(r)) is not None}
+        got_b = {r["item_id"]: v for r in rows_b if (v := value(r)) is not None}
+        shared = [i for i in record["item_ids"] if i in got_a and i in got_b]
+        if not shared:
+            continue
+        a, b = [got_a[i] for i in shared], [got_b[i] for i in shared]
+        result = paired_bootstrap(a, b, seed=seed)
+        result = {"metric": key, "name": name, "n": result["n"], "a": result["accuracy_a"],
+                  "b": result["accuracy_b"], "delta": result["delta"], "ci95": result["ci95"],
+                  "p_value": result["p_value"]}
+        if key == "fever_score":
+            result |= mcnemar_exact(a, b)
+        out.append(result)
+    return out
 
 
 def compare_outputs(out_a: Path, out_b: Path, *, seed: int = 0) -> list[dict[str, Any]]:
@@ -131,6 +164,18 @@ def compare_outputs(out_a: Path, out_b: Path, *, seed: int = 0) -> list[dict[str
 
 COLUMNS = ("A", "B", "shared n", "acc A", "acc B", "B - A", "95% CI (bootstrap)",
            "p (bootstrap)", "B only / A only correct", "p (McNemar exact)")
+
+
+EVIDENCE_COLUMNS = ("A", "B", "evidence metric", "shared n", "A", "B", "B - A",
+                    "95% CI (bootstrap)", "p (bootstrap)", "p (McNemar exact)")
+
+
+def evidence_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """One row of ``EVIDENCE_COLUMNS`` per evidence metric per comparison (with its n)."""
+    return [(r["a"], r["b"], e["name"], str(e["n"]), f"{e['a']:.3f}", f"{e['b']:.3f}",
+             f"{e['delta']:+.3f}", f"({e['ci95'][0]:+.3f}, {e['ci95'][1]:+.3f})",
+             f"{e['p_value']:.4f}", f"{e['mcnemar_p']:.4f}" if "mcnemar_p" in e else "-")
+            for r in results for e in r.get("evidence") or []]
 
 
 def table_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:

@@ -14,6 +14,10 @@ furthest below its share comes next, ties by stratum name). ``--limit N`` takes 
 that order, so the sample of a smaller limit is always part of the sample of a larger one with the
 same seed: a pilot run extends with ``--resume --limit M``. The same seed on the same file always
 yields the same items, returned in file order.
+
+Gold evidence (FEVER/HoVer evidence sets, FEVEROUS sentences, SciFact rationales) is read by
+``evidence_metrics.gold_evidence`` into ``Item.meta["gold_evidence"]``: results rows carry it under
+``gold.evidence`` to score the cited passages; the framework's input never holds it.
 """
 
 from __future__ import annotations
@@ -22,15 +26,15 @@ import hashlib
 import os
 import random
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-
-from factdebate.evaluation.formats import ANSWERS_TASK, Item, read_records, to_item
 
 from factdebate.core.caching import ProcessCache
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.core.registry import Registry
+from factdebate.evaluation.evidence_metrics import gold_evidence
+from factdebate.evaluation.formats import ANSWERS_TASK, Item, read_records, to_item
 
 DATA_DIR_ENV = "FACTDEBATE_DATA_DIR"
 
@@ -145,6 +149,9 @@ def _parse_items(spec: Any, path: Path, name: str) -> list[Item]:
             continue
         task = spec.task or _infer_task(record, "fever")
         item = to_item(record, dataset=spec.name, task=task, where=where)
+        gold = gold_evidence(record, spec.name)
+        if gold is not None:  # kept for scoring the cited evidence, never shown to the model
+            item = replace(item, meta={**item.meta, "gold_evidence": gold})
         if item.id in seen:
             raise InputError(f"{where}: duplicate id {item.id!r}", "ids must be unique")
         seen.add(item.id)

@@ -16,6 +16,10 @@ is defined) or a whole run (``corpus``: macro-F1). Definitions follow the papers
 * ``llm_judge`` (MADKE Prompt C.1), ``ragas_faithfulness``/``ragas_answer_relevancy`` of the final
   answer - computed by ``factdebate.evaluation.judging`` while the run executes (they need a
   model) and read here.
+* evidence quality (issue #22, ``factdebate.evaluation.evidence_metrics``): ``evidence_*``
+  precision/recall/F1/EM of the cited passages against the gold evidence (page level; sentence
+  level on FEVEROUS), ``fever_score`` and the FEVER scorer's ``fever_evidence_*``, ``gold_retrieved``
+  vs ``gold_cited``, ``uncited_verdicts``, ``hallucinated_citations``, ``uncited_replies``.
 * ``rounds``, ``llm_calls``, ``prompt_tokens``, ``completion_tokens``, ``tool_calls``, ``cost_usd``
   (price table ``evaluation/prices.yaml``), ``wall_time_s``, ``errors``.
 
@@ -32,9 +36,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from factdebate.evaluation.formats import ANSWERS_TASK
-
 from factdebate.core.registry import Registry
+from factdebate.evaluation.evidence_metrics import (
+    ITEM_METRICS,
+    fever_evidence_f1,
+    item_value,
+    uncited_replies,
+)
+from factdebate.evaluation.formats import ANSWERS_TASK
 
 Row = dict[str, Any]
 
@@ -245,6 +254,14 @@ _register("wall_time_s", "Wall time per item, seconds", False,
           item=lambda r: float(r["wall_time_s"]) if is_ok(r) else None)
 _register("errors", "Items that ended in an error row", False, "sum",
           item=lambda r: float(not is_ok(r)))
+# evidence quality of the cited passages against the gold evidence (evaluation/evidence_metrics.py)
+for _key, _description in ITEM_METRICS.items():
+    _register(_key, _description, _key not in ("uncited_verdicts", "hallucinated_citations"),
+              item=item_value(_key))
+_register("fever_evidence_f1", "F1 of the FEVER scorer's evidence precision and recall", True,
+          "corpus", corpus=fever_evidence_f1)
+_register("uncited_replies", "Labelled replies that cited no passage / labelled replies", False,
+          "corpus", corpus=uncited_replies)
 
 
 def compute_metrics(rows: list[Row], names: Sequence[str] | None = None) -> dict[str, float | None]:

@@ -2,7 +2,10 @@
 
 Tables: accuracy as frameworks x datasets (Tool-MAD Table III), accuracy with its 95% bootstrap CI
 (Table IV), per-class and macro F1 (MERMAID Table 1), multi-answer EM/P/R/F1 (MADAM-RAG Table 1 and
-Fig. 3), Co2/Cons (MADKE Table 3), and effort: rounds, calls, tokens, tool calls, cost, wall time.
+Fig. 3), Co2/Cons (MADKE Table 3), evidence quality of the cited passages against the gold
+evidence (precision/recall/F1, FEVER score, HoVer EM/F1, retrieval vs citation, citation hygiene;
+``evaluation/evidence_metrics.py``, with an evidence column beside accuracy in the frameworks x
+datasets table), and effort: rounds, calls, tokens, tool calls, cost, wall time.
 Plots (``evaluation/plots.py``) are linked from the report.
 
 Caveats travel with the figures (``evaluation/caveats.py``): each run's models per role, whether a
@@ -25,6 +28,7 @@ from factdebate.evaluation.caveats import (
     memory_table_rows,
     run_caveats,
 )
+from factdebate.evaluation.evidence_metrics import evidence_summary, headline
 from factdebate.evaluation.formats import ANSWERS_TASK
 from factdebate.evaluation.metrics import (
     bootstrap_ci,
@@ -80,6 +84,7 @@ def summarize_run(run_dir: Path) -> dict[str, Any]:
         "stopped_by": dict(Counter(r.get("stopped_by", "") for r in ok)),
         "caveats": run_caveats(record, rows),
         "memory": memory_summary(record, ok),
+        "evidence": evidence_summary(rows),
         "run_dir": str(run_dir),
     }
 
@@ -100,16 +105,28 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 def _main_table(runs: list[dict[str, Any]]) -> list[str]:
     datasets = list(dict.fromkeys(r["dataset"] for r in runs))
     by_system: dict[str, dict[str, tuple[float | None, int]]] = defaultdict(dict)
+    evidence: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    names: dict[str, str] = {}  # dataset -> its evidence column's figure (FEVER score, F1)
     for r in runs:
         by_system[_system(r, runs)][r["dataset"]] = (r["metrics"].get("accuracy"), r["n_ok"])
+        head = headline(r.get("evidence"))
+        if head:
+            evidence[_system(r, runs)][r["dataset"]] = head
+            names.setdefault(r["dataset"], head["name"])
     rows = []
     for system, accs in by_system.items():
         known = [v for v, _ in accs.values() if v is not None]
         avg = sum(known) / len(known) if len(known) == len(datasets) else None
-        cells = [_with_n(*accs[d]) if d in accs else "-" for d in datasets]
+        cells = []
+        for d in datasets:
+            cells.append(_with_n(*accs[d]) if d in accs else "-")
+            if d in names:  # the evidence column beside the dataset's accuracy
+                head = evidence[system].get(d)
+                cells.append(_with_n(head["value"], head["n"]) if head else "-")
         rows.append([system, *cells,
                      _with_n(avg, sum(n for _, n in accs.values())) if avg is not None else "-"])
-    return _table(["Framework (model)", *datasets, "Average (n = items over datasets)"], rows)
+    header = [h for d in datasets for h in ([d, f"{d}: {names[d]}"] if d in names else [d])]
+    return _table(["Framework (model)", *header, "Average (n = items over datasets)"], rows)
 
 
 def _with_n(value: float | None, n: int) -> str:
@@ -169,6 +186,75 @@ def _effort_table(runs: list[dict[str, Any]]) -> list[str]:
                    "Tool calls / item", "Cost USD (total)", "Wall s / item", "Errors"], rows)
 
 
+def _pct_n(value: float | None, n: int | None) -> str:
+    return "-" if value is None else f"{_pct(value)} (n={n})"
+
+
+def _evidence_section(runs: list[dict[str, Any]]) -> list[str]:
+    """Evidence quality of the cited passages (evaluation/evidence_metrics.py), every figure with
+    its n: precision/recall/F1, the FEVER score, HoVer EM/F1, retrieval vs citation, hygiene."""
+    ev = [(r, r["evidence"]) for r in runs if r.get("evidence")]
+    if not ev:
+        return []
+    lines = ["## Evidence: cited passages vs gold evidence (%)", "",
+             "Precision/recall/F1 of the passages the verdict cites against the benchmark's gold "
+             "evidence (README \"Evidence: citations and how they are scored\"). n = finished "
+             "items with gold evidence and citation data.", ""]
+    prf = []
+    for r, e in ev:
+        for level in ("page", "sentence"):
+            block = e.get(level)
+            if block:
+                prf.append([r["name"], r["dataset"], level, str(block["n"]),
+                            _pct(block["precision"]), _pct(block["recall"]), _pct(block["f1"])])
+    if prf:
+        lines += _table(["Run", "Dataset", "Level", "N", "Evidence prec.", "Evidence rec.",
+                         "Evidence F1"], prf)
+    fever = [(r, e["fever"]) for r, e in ev if e.get("fever")]
+    if fever:
+        lines += ["### FEVER score (FEVER scorer: label right and a complete gold set among the "
+                  "first 5 cited passages; NEI needs no evidence)", "",
+                  *_table(["Run", "Dataset", "Level", "N", "FEVER score", "Label acc.",
+                           "Evidence prec. (scorer)", "Evidence rec. (scorer)", "Evidence F1 "
+                           "(scorer)", "N verifiable"],
+                          [[r["name"], r["dataset"], f["level"], str(f["n"]), _pct(f["score"]),
+                            _pct(f["label_accuracy"]), _pct(f["precision"]), _pct(f["recall"]),
+                            _pct(f["f1"]), str(f["n_verifiable"])] for r, f in fever])]
+    hover = [(r, e["hover"]) for r, e in ev if e.get("hover")]
+    if hover:
+        lines += ["### HoVer supporting facts (page level = HoVer's document-level EM/F1)", "",
+                  *_table(["Run", "Dataset", "N", "EM", "F1"],
+                          [[r["name"], r["dataset"], str(h["n"]), _pct(h["em"]), _pct(h["f1"])]
+                           for r, h in hover])]
+    retrieval = [(r, e["retrieval"]) for r, e in ev if e.get("retrieval")]
+    if retrieval:
+        lines += ["### Retrieval vs citation: whose miss is it?", "",
+                  "Gold retrieved = a complete gold set is among all passages the run saw (cited "
+                  "+ retrieved); gold cited = among the cited ones. Retrieved but not cited is the "
+                  "model's miss, not retrieved the retriever's.", "",
+                  *_table(["Run", "Dataset", "Level", "N", "Gold retrieved", "Gold cited",
+                           "Retrieved, not cited (model)", "Not retrieved (retriever)",
+                           "Recall of all seen", "Recall of cited"],
+                          [[r["name"], r["dataset"], x["level"], str(x["n"]),
+                            _pct(x["gold_retrieved"]), _pct(x["gold_cited"]),
+                            _pct(x["retrieved_not_cited"]), _pct(x["not_retrieved"]),
+                            _pct(x["recall_retrieved"]), _pct(x["recall_cited"])]
+                           for r, x in retrieval])]
+    lines += ["### Citations (every dataset)", "",
+              "N = finished rows with citation data; verdicts count where passages were shown, "
+              "replies are the labelled replies of those rows.", "",
+              *_table(["Run", "Dataset", "N", "Verdicts without a citation",
+                       "Rows with a hallucinated (unshown) citation",
+                       "Unshown numbers dropped (total)", "Labelled replies without a citation"],
+                      [[r["name"], r["dataset"], str(c["n_rows"]),
+                        _pct_n(c["uncited_verdicts"], c["n_verdicts"]), _pct(c["hallucinated"]),
+                        str(c["unshown_total"]), _pct_n(c["uncited_replies"], c["n_replies"])]
+                       for r, c in ((r, e["citations"]) for r, e in ev)])]
+    for r, e in ev:
+        lines += [f"- {r['name']}: {note}" for note in e.get("notes") or []]
+    return [*lines, ""]
+
+
 def render_report(runs: list[dict[str, Any]], plots: dict[str, str]) -> str:
     """The Markdown report."""
     lines = ["# Evaluation report", ""]
@@ -194,6 +280,7 @@ def render_report(runs: list[dict[str, Any]], plots: dict[str, str]) -> str:
                                   "ragas_answer_relevancy": "RAGAS relev."}, False)
     if judged:
         lines += ["## Generative-answer scores", "", *judged]
+    lines += _evidence_section(runs)
     lines += ["## Effort and cost", "", *_effort_table(runs)]
     memory = memory_table_rows(runs)
     if memory:

@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from factdebate.evaluation.formats import Item
-
 from factdebate.core.errors import InputError, StorageError, storage_problem
+from factdebate.evaluation.formats import Item
 
 RESULTS = "results.jsonl"
 
@@ -148,8 +147,24 @@ def drop_error_rows(path: Path) -> int:
 
 
 def _gold(item: Item) -> dict[str, Any]:
-    return {"label": item.gold_label, "answers": list(item.gold_answers),
+    gold = {"label": item.gold_label, "answers": list(item.gold_answers),
             "wrong_answers": list(item.wrong_answers)}
+    if item.meta.get("gold_evidence") is not None:  # scored, never shown (evidence_metrics.py)
+        gold["evidence"] = item.meta["gold_evidence"]
+    return gold
+
+
+def _citation_record(record: Any) -> Any:
+    """A reply's citation record with its passages cut to their keys (id, title, url, source):
+    the texts are in the row's ``evidence``/``retrieved`` already."""
+    if not isinstance(record, dict):
+        return record
+    keys = []
+    for p in record.get("passages") or []:
+        if isinstance(p, dict):
+            short = {k: p[k] for k in ("id", "title", "url", "source") if p.get(k)}
+            keys.append(short or {"text": str(p.get("text") or "")[:80]})
+    return {**record, "passages": keys}
 
 
 def base_row(item: Item, *, framework: str, run_id: str, thread_id: str) -> dict[str, Any]:
@@ -174,6 +189,17 @@ def _contexts(turns: list[dict[str, Any]], rounds: int, limit: int = 2000) -> li
     return list(seen.values())
 
 
+def _cited(result: dict[str, Any]) -> dict[str, Any]:
+    """Issue #22: the passages the verdict cites (``evidence``, scored against ``gold.evidence``),
+    the other passages the run saw (``retrieved``) and the per-reply ``citations`` records;
+    nothing for a result object without them."""
+    if "evidence" not in result:
+        return {}
+    return {"evidence": list(result.get("evidence") or []),
+            "retrieved": list(result.get("retrieved") or []),
+            "citations": [_citation_record(c) for c in result.get("citations") or []]}
+
+
 def ok_row(base: dict[str, Any], result: dict[str, Any], *, wall_time_s: float, attempts: int,
            trace_id: str, cost_usd: float | None) -> dict[str, Any]:
     """Row of a finished item from the framework's result object (``factdebate.run.claims``)."""
@@ -188,7 +214,7 @@ def ok_row(base: dict[str, Any], result: dict[str, Any], *, wall_time_s: float, 
         "turn_labels": [[t.get("agent"), t.get("round"), t.get("label")] for t in turns],
         "scores": result.get("scores") or {}, "ledger": result.get("ledger") or {},
         "flags": result.get("flags") or [], "contexts": _contexts(turns, rounds),
-        "cost_usd": cost_usd, "trace_id": trace_id,
+        **_cited(result), "cost_usd": cost_usd, "trace_id": trace_id,
         "prompt_version": result.get("prompt_version", ""), "wall_time_s": round(wall_time_s, 3),
         "attempts": attempts,
     }

@@ -35,6 +35,9 @@ def _print_summary(summary: dict[str, Any], folder: Path) -> None:
                       str(int(m.get("errors", 0))),
                       f"{m['cost_usd']:.4f}" if m.get("cost_usd") is not None else "unknown")
     out.print(table)
+    for run in summary["runs"]:  # evidence quality of the cited passages (issue #22)
+        for line in evidence_lines(run):
+            out.print(line, highlight=False, soft_wrap=True)
     for run in summary["runs"]:  # the report's caveats (evaluation/caveats.py), the loudest one
         doubled = (run.get("caveats") or {}).get("test_double_roles")
         if doubled:
@@ -42,6 +45,54 @@ def _print_summary(summary: dict[str, Any], folder: Path) -> None:
                       "by the scripted test double, not a model", highlight=False, soft_wrap=True)
     out.print(f"results: {folder}/**/results.jsonl  summary: {folder / 'summary.json'}  "
               f"report: {folder / 'report.md'}", highlight=False)
+
+
+def _f(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def evidence_lines(run: dict[str, Any]) -> list[str]:
+    """The run's evidence figures as plain lines, each with its n (none without citation data)."""
+    ev = run.get("evidence")
+    if not ev:
+        return []
+    name = f"{run.get('name', run['framework'])} ({run['framework']} / {run['dataset']})"
+    lines = []
+    for level in ("page", "sentence"):
+        block = ev.get(level)
+        if block:
+            only = (" - page level only: the gold's sentence ids cannot be matched, the corpus "
+                    "passages carry none" if ev.get("level") == "page" else "")
+            lines.append(f"evidence {name}, {level} level: precision {_f(block['precision'])} "
+                         f"recall {_f(block['recall'])} F1 {_f(block['f1'])} (n={block['n']} "
+                         f"items with gold evidence){only}")
+    fever = ev.get("fever")
+    if fever:
+        level = " (page level)" if fever["level"] == "page" else ""
+        lines.append(f"FEVER score{level} {name}: {_f(fever['score'])} (n={fever['n']}; first "
+                     f"{fever['max_evidence']} cited passages), label accuracy "
+                     f"{_f(fever['label_accuracy'])}, scorer evidence precision "
+                     f"{_f(fever['precision'])} recall {_f(fever['recall'])} F1 {_f(fever['f1'])} "
+                     f"(n={fever['n_verifiable']} verifiable)")
+    if ev.get("hover"):
+        hover = ev["hover"]
+        lines.append(f"HoVer supporting facts {name}, page level: EM {_f(hover['em'])} F1 "
+                     f"{_f(hover['f1'])} (n={hover['n']})")
+    retrieval = ev.get("retrieval")
+    if retrieval:
+        lines.append(f"gold evidence {name}: retrieved {_f(retrieval['gold_retrieved'])}, cited "
+                     f"{_f(retrieval['gold_cited'])} (n={retrieval['n']}, {retrieval['level']} "
+                     "level; retrieved but not cited = the model's miss "
+                     f"{_f(retrieval['retrieved_not_cited'])})")
+    cites = ev["citations"]
+    lines.append(f"citations {name}: verdicts without a citation {_f(cites['uncited_verdicts'])} "
+                 f"(n={cites['n_verdicts']}), rows with a hallucinated (unshown) citation "
+                 f"{_f(cites['hallucinated'])} (n={cites['n_rows']})")
+    if ev.get("n_without_gold") or ev.get("n_no_citation_data"):
+        lines.append(f"evidence {name}: {ev['n_without_gold']} item(s) without gold evidence and "
+                     f"{ev['n_no_citation_data']} without citation data left out of the evidence "
+                     "precision/recall/F1")
+    return lines
 
 
 def eval_command(
@@ -181,7 +232,13 @@ def compare_command(
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
 ) -> None:
     """Accuracy difference B - A on the shared items: paired-bootstrap CI and p, McNemar's exact p."""
-    from factdebate.evaluation.compare import COLUMNS, compare_outputs, table_rows
+    from factdebate.evaluation.compare import (
+        COLUMNS,
+        EVIDENCE_COLUMNS,
+        compare_outputs,
+        evidence_rows,
+        table_rows,
+    )
 
     try:
         results = compare_outputs(first, second, seed=seed)
@@ -192,6 +249,12 @@ def compare_command(
     for row in table_rows(results):
         table.add_row(*row)
     out.print(table)
+    evidence = evidence_rows(results)
+    if evidence:  # evidence quality, paired on the items both runs scored (issue #22)
+        table = Table(*EVIDENCE_COLUMNS, title="Evidence, paired (items with gold evidence in both)")
+        for row in evidence:
+            table.add_row(*row)
+        out.print(table)
     for warning in (w for r in results for w in r["warnings"]):
         err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
 
