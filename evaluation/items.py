@@ -130,7 +130,7 @@ class ItemRunner:
         if self.spec.metrics:
             row["extra"] = await self._measure(row)
         if self.experiment:
-            self.experiment.record(trace_id, correct(row))
+            self.experiment.record(trace_id, correct(row), row)
         return row
 
     async def _measure(self, row: dict[str, Any]) -> dict[str, Any]:

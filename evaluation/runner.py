@@ -308,7 +308,7 @@ async def _pooled_row(pool: WorkerPool, item: Item, runner: ItemRunner) -> dict[
         return error_row(base, exc, wall_time_s=time.monotonic() - start, attempts=1,
                          trace_id="")
     if runner.experiment and row.get("status") == "ok":
-        runner.experiment.record(row["trace_id"], correct(row))
+        runner.experiment.record(row["trace_id"], correct(row), row)
     return row
 
 

@@ -116,7 +116,7 @@ class _WorkerTracing:
         return {"callbacks": [LangChainTracer(project_name=self.project, client=self.client,
                                               example_id=self.example_ids[item_id])]}
 
-    def record(self, trace_id: str, correct: bool | None) -> None:
+    def record(self, trace_id: str, correct: bool | None, row: Any = None) -> None:
         """Done by the coordinator, which has the row."""
 
     def close(self) -> None:

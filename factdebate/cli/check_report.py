@@ -2,8 +2,11 @@
 
 The report shows the text with every sentence marked by its verdict (colour and a symbol, so it
 reads without colour too), numbered citations after the sentences, the claims with their verdicts
-and the numbered citation list. The progress display lists every claim as it is extracted and
-updates it when its debate ends.
+and the numbered citation list. A sentence's citations are the passages its claims' verdicts
+*cited* (issue #22), each listed with the claims and stances that cite it; what the debates
+retrieved without citing is listed apart ("Retrieved, not cited", titles only), with one line on
+the citation checks. The progress display lists every claim as it is extracted and updates it
+when its debate ends.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
+
+from factdebate.cli.report import citation_problems, print_notes, retrieved_line
+from factdebate.evaluation.html_report import citing_claims, retrieved_not_cited
 
 STYLES = {"supported": "green", "refuted": "bold red", "unverifiable": "yellow",
           "no_verdict": "yellow", "skipped": "magenta", "not_check_worthy": "dim",
@@ -51,22 +57,49 @@ def print_check(console: Console, result: dict[str, Any]) -> None:
     console.print(Text("✓ supported  ✗ refuted  ? unverifiable  … skipped  – not check-worthy",
                        style="dim"))
     table = Table("#", "claim", "verdict", "rounds", "cites", title="Claims")
+    uncited = uncited_claims(check)
     for c in check.get("claims") or []:
         verdict = c.get("label") or c.get("category", "").replace("_", " ")
+        cites = " ".join(f"[{n}]" for n in c.get("citations", []))
         table.add_row(str(c["number"]), c["claim"], Text(str(verdict),
-                      style=STYLES.get(c.get("category", ""), "")),
-                      str(c.get("rounds", "")), " ".join(f"[{n}]" for n in c.get("citations", [])))
+                      style=STYLES.get(c.get("category", ""), "")), str(c.get("rounds", "")),
+                      Text("uncited", style="yellow") if c["number"] in uncited else cites)
     console.print(table)
+    stances = citing_claims(check)
+    if check.get("citations"):
+        console.print(Text("Citations (the passages the claims' verdicts cite)", style="bold"))
     for cite in check.get("citations") or []:
-        where = f" {cite['url']}" if cite.get("url") else ""
-        console.print(f"[{cite['n']}] {cite.get('title')} ({cite.get('source')}){where}",
-                      highlight=False, markup=False)
+        line = Text(f"[{cite['n']}] {cite.get('title')} ({cite.get('source')})")
+        if stances.get(cite["n"]):
+            line.append(" · " + ", ".join(stances[cite["n"]]), style="cyan")
+        if cite.get("url"):
+            line.append(f" {cite['url']}", style="blue")
+        console.print(line)
+    if any("retrieved" in c for c in check.get("claims") or []):
+        console.print(retrieved_line(retrieved_not_cited(check)))
+    line, problem = citation_problems(result, uncited_text(uncited))
+    if line:
+        console.print(Text(line, style="yellow" if problem else "dim"))
     ledger = result.get("ledger") or {}
     console.print(f"LLM calls {ledger.get('llm_calls', 0)}, tokens "
                   f"{ledger.get('prompt_tokens', 0)} in / {ledger.get('completion_tokens', 0)} "
                   f"out; thread {result.get('thread_id')}", highlight=False)
-    for flag in result.get("flags") or []:
-        console.print(f"[yellow]note:[/yellow] {flag}", highlight=False)
+    print_notes(console, result.get("flags") or [])
+
+
+def uncited_claims(check: dict[str, Any]) -> list[int]:
+    """Numbers of the debated claims with a verdict that cites no passage."""
+    return [c["number"] for c in check.get("claims") or []
+            if c.get("status") == "verify" and c.get("label") and not c.get("citations")]
+
+
+def uncited_text(numbers: list[int]) -> str:
+    """``claims 3, 5 have an uncited verdict`` ("" for none)."""
+    if not numbers:
+        return ""
+    which = ", ".join(map(str, numbers))
+    return (f"claim {which} has an uncited verdict" if len(numbers) == 1
+            else f"claims {which} have an uncited verdict")
 
 
 class CheckProgress:

@@ -93,6 +93,13 @@ def test_check_json_html_and_terminal(index_dir, tmp_path):
     verified = [c for c in check_["claims"] if c["status"] == "verify"]
     assert len(verified) == 4 and all(c["turns"] and c["label"] for c in verified)
     assert check_["citations"] and all(c["title"] for c in check_["citations"])
+    # a sentence's citations are its claims' cited passages (issue #22), numbered across the text
+    numbered = {c["n"]: c for c in check_["citations"]}
+    for c in verified:
+        assert [numbered[n]["title"] for n in c["citations"]] == [e["title"] for e in c["evidence"]]
+        if "retrieved" in c:  # the retrieved rest is kept apart, never numbered as a citation
+            cited_ids = {e["id"] for e in c["evidence"]}
+            assert not cited_ids & {e["id"] for e in c["retrieved"]}
     # the HTML report: one file, a section per claim, nothing loaded from anywhere
     page = parse(report)
     ids = {a["id"] for tag, a in page.tags if tag == "details" and "id" in a}
@@ -113,6 +120,98 @@ def test_check_json_html_and_terminal(index_dir, tmp_path):
     assert shown.exit_code == 0, shown.output
     assert "✗ Mount Everest is 9,999 metres high." in shown.stdout
     assert "contains refuted claims" in shown.stdout and "[1]" in shown.stdout
+    assert "Citations (the passages the claims' verdicts cite)" in shown.stdout
+    assert "Citation checks: " in shown.stdout
+
+
+def _passage(n: int, title: str, text: str) -> dict[str, Any]:
+    return {"id": f"demo-{n:04d}", "title": title, "text": text, "source": "keyword", "url": "",
+            "score": 1.0}
+
+
+EIFFEL = _passage(1, "Eiffel Tower", "The Eiffel Tower was completed in 1889.")
+PISA = _passage(85, "Leaning Tower of Pisa", "The Leaning Tower of Pisa is in Pisa.")
+EVEREST = _passage(40, "Mount Everest", "Mount Everest is 8,849 metres high.")
+FUJI = _passage(41, "Mount Fuji", "Mount Fuji is 3,776 metres high.")
+
+
+def checked_text() -> dict[str, Any]:
+    """A ``check`` result as aggregate_claims writes it once claims keep cited and retrieved
+    passages apart: claim 1 cites Eiffel Tower, claim 2 cites Everest (and its judge cited an
+    unshown id), claim 3 cites nothing; Pisa and Fuji were only retrieved."""
+    text = ("The Eiffel Tower was completed in 1889. Mount Everest is 9,999 metres high. "
+            "It was designed by Gustave Eiffel.")
+    parts = ["The Eiffel Tower was completed in 1889.", "Mount Everest is 9,999 metres high.",
+             "It was designed by Gustave Eiffel."]
+    sentences = [{"index": i, "text": p, "start": text.index(p), "end": text.index(p) + len(p),
+                  "mark": m, "claims": [i + 1], "citations": cites}
+                 for i, (p, m, cites) in enumerate(zip(parts, ["supported", "refuted", "unverifiable"],
+                                                       [[1], [2], []], strict=True))]
+
+    def claim(n: int, label: str, category: str, cited: list[dict[str, Any]],
+              retrieved: list[dict[str, Any]], numbers: list[int]) -> dict[str, Any]:
+        shown = [*cited, *retrieved]
+        return {"key": f"k{n}", "claim": parts[n - 1], "sentences": [n - 1], "status": "verify",
+                "label": label, "rationale": f"reason {n}", "rounds": 1, "stopped_by": "judge",
+                "turns": [{"agent": "rag", "round": 1, "query": parts[n - 1], "evidence": shown,
+                           "answer": "...", "label": label, "cited": [e["id"] for e in cited]}],
+                "scores": {}, "evidence": cited, "retrieved": retrieved, "flags": [],
+                "ledger": {}, "number": n, "category": category, "citations": numbers}
+
+    claims = [
+        claim(1, "SUPPORTS", "supported",
+              [{**EIFFEL, "cited_by": ["judge", "rag@1"], "stance": "supports"}], [PISA], [1]),
+        claim(2, "REFUTES", "refuted",
+              [{**EVEREST, "cited_by": ["judge"], "stance": "refutes"}], [FUJI, PISA], [2]),
+        claim(3, "NOT ENOUGH INFO", "unverifiable", [], [EIFFEL], []),
+    ]
+    citations = [{"n": n, "title": e["title"], "source": e["source"], "url": "", "id": e["id"],
+                  "snippet": e["text"]} for n, e in ((1, EIFFEL), (2, EVEREST))]
+    check_ = {"text": text, "framework": "tool_mad", "verdict": "contains refuted claims",
+              "counts": {"supported": 1, "refuted": 1, "unverifiable": 1}, "sentences": sentences,
+              "claims": claims, "citations": citations}
+    return {"check": check_, "label": "REFUTES", "thread_id": "t1", "models": {}, "git_sha": "",
+            "ledger": {"llm_calls": 9, "replies_cited": 3, "replies_uncited": 1,
+                       "citations_unshown": 1},
+            "flags": ["claim 2: citation: judge cited unshown [9] (dropped)",
+                      "claim 3: citation: rag round 1 uncited (NOT ENOUGH INFO)"]}
+
+
+def test_terminal_report_keeps_cited_and_retrieved_apart():
+    from rich.console import Console
+
+    from factdebate.cli.check_report import print_check
+
+    console = Console(record=True, width=200)
+    print_check(console, checked_text())
+    lines = console.export_text().splitlines()
+    assert "[1] Eiffel Tower (keyword) · claim 1 supports" in lines
+    assert "[2] Mount Everest (keyword) · claim 2 refutes" in lines
+    # Eiffel Tower was only retrieved for claim 3, but claim 1 cites it: not listed as uncited
+    assert "Retrieved, not cited (2): Leaning Tower of Pisa; Mount Fuji" in lines
+    assert any(ln.startswith("│ 3 ") and "uncited" in ln for ln in lines)
+    assert ("Citation checks: claim 3 has an uncited verdict; 3 of 4 labelled replies cited a "
+            "passage; 1 cited id(s) never shown were dropped (hallucinated citations)") in lines
+    assert "note: claim 2: citation: judge cited unshown [9] (dropped)" in lines
+
+
+def test_html_report_keeps_cited_and_retrieved_apart(tmp_path):
+    from factdebate.evaluation.html_report import write_check_html
+
+    html = write_check_html(checked_text(), tmp_path / "report.html").read_text(encoding="utf-8")
+    cites = html[html.index("<h3>Citations</h3>"):html.index("<h3>Retrieved, not cited</h3>")]
+    assert "Eiffel Tower" in cites and "claim 1 supports" in cites
+    assert "Mount Everest" in cites and "claim 2 refutes" in cites
+    assert "Pisa" not in cites and "Fuji" not in cites
+    rest = html[html.index("<h3>Retrieved, not cited</h3>"):]
+    assert "Leaning Tower of Pisa; Mount Fuji" in rest
+    first = html[html.index("id='claim-1'"):html.index("id='claim-2'")]
+    behind = first[first.index("Evidence behind the verdict (1 cited)"):
+                   first.index("Retrieved, not cited (1)")]
+    assert "Eiffel Tower" in behind and "cited by judge, rag@1" in behind and "Pisa" not in behind
+    assert "<li class='cited'><span class='cited-mark'>✓ cited</span> <b>Eiffel Tower</b>" in first
+    third = html[html.index("id='claim-3'"):]
+    assert "Uncited verdict" in third
 
 
 def test_max_claims_says_how_many_were_skipped(index_dir, tmp_path):

@@ -63,13 +63,57 @@ def test_verify_json_contract(index_dir):
     titles = [e["title"] for t in out["turns"] if t["agent"] == "rag" for e in t["evidence"]]
     assert titles[0] == "Eiffel Tower"
     assert any("stand-in" in f for f in out["flags"])
+    # issue #22: the verdict's evidence is what its replies cited; the rest is only retrieved
+    assert out["evidence"] and out["evidence"][0]["title"] == "Eiffel Tower"
+    for e in out["evidence"]:
+        assert e["cited_by"] and e["stance"] == "supports"
+    keys = {e["id"] for e in out["evidence"]}
+    assert not keys & {e["id"] for e in out["retrieved"]}
+    assert keys | {e["id"] for e in out["retrieved"]} == {
+        e["id"] for t in out["turns"] for e in t["evidence"]}
+    assert {c["by"] for c in out["citations"]} == {"rag", "search"}
+    assert ledger["replies_cited"] == 2 and ledger["citations_unshown"] == 0
+
+
+def section(output: str, start: str, end: str) -> str:
+    """The lines of ``output`` from the one starting with ``start`` up to the one with ``end``."""
+    lines = output.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith(start))
+    last = next(i for i, line in enumerate(lines) if i > first and line.startswith(end))
+    return "\n".join(lines[first:last])
 
 
 def test_verify_human_output_shows_verdict_and_evidence(index_dir):
     result = verify(index_dir, "The Eiffel Tower was completed in 1889.", "--model",
-                    "scripted:agree")
+                    "scripted:agree?cite=wrong")
     assert result.exit_code == 0, result.output
-    assert "SUPPORTS" in result.output and "Eiffel Tower" in result.output
+    assert "SUPPORTS" in result.output
+    # the cited passage, numbered, with who cited it and the stance; the others under their own
+    # heading, titles only; the hallucinated ids in one line (the flags one by one with --json)
+    cited = section(result.output, "Evidence behind the verdict", "Retrieved, not cited")
+    assert cited.splitlines()[0] == "Evidence behind the verdict (1 cited)"
+    assert cited.splitlines()[1] == " 1. Eiffel Tower (milvus) · cited by rag@1, search@1 · supports"
+    assert "wrought-iron lattice tower" in cited  # the start of its text
+    retrieved = next(ln for ln in result.output.splitlines() if ln.startswith("Retrieved, not cited"))
+    assert retrieved.startswith("Retrieved, not cited (") and "Eiffel Tower" not in retrieved
+    checks = next(ln for ln in result.output.splitlines() if ln.startswith("Citation checks:"))
+    assert checks == ("Citation checks: 2 of 2 labelled replies cited a passage; 2 cited id(s) "
+                      "never shown were dropped (hallucinated citations)")
+    assert "note: citation: rag round 1 cited unshown [8] (dropped)" in result.output
+    rag_row = next(ln for ln in result.output.splitlines() if ln.startswith("│ rag "))
+    assert "✓ Eiffel Tower (milvus)" in rag_row  # the final-round table marks the turn's citation
+
+
+def test_verify_human_output_flags_an_uncited_verdict(index_dir):
+    result = verify(index_dir, "The Eiffel Tower was completed in 1889.", "--model",
+                    "scripted:agree?cite=none")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "Evidence behind the verdict (0 cited)" in lines
+    assert "   none: the verdict cites no passage" in lines
+    assert any(ln.startswith("Retrieved, not cited (") and "Eiffel Tower" in ln for ln in lines)
+    assert ("Citation checks: uncited verdict (no reply behind it cited a passage it was shown); "
+            "0 of 2 labelled replies cited a passage") in lines
 
 
 @pytest.mark.parametrize(

@@ -129,7 +129,9 @@ def test_item_runs_reach_the_endpoint_with_eval_metadata(capture, wiki_index, tm
 
 def test_langsmith_flag_records_dataset_and_experiment(capture, wiki_index, tmp_path):
     endpoint, captured = capture
-    rows = run_eval(tmp_path / "out", endpoint, wiki_index, "--langsmith")
+    # cite=wrong: every reply also cites an id it was never shown (dropped and flagged)
+    rows = run_eval(tmp_path / "out", endpoint, wiki_index, "--langsmith",
+                    "--model", "scripted:agree?cite=wrong")
     posts = {path.split("?")[0]: body for method, path, body in captured if method == "POST"}
     dataset = json.loads(posts["/datasets"])
     assert dataset["name"] == "factdebate-fever-fever-1.0-paper_dev"
@@ -140,10 +142,19 @@ def test_langsmith_flag_records_dataset_and_experiment(capture, wiki_index, tmp_
     assert session["name"] == rows[0]["run_id"] and session["reference_dataset_id"]
     runs = posted_runs(captured)
     feedback = [json.loads(b) for m, p, b in captured if m == "POST" and p.startswith("/feedback")]
-    assert sorted(f["run_id"] for f in feedback) == sorted(r["trace_id"] for r in rows)
+    for key in ("correct", "cited_evidence_ids", "citation_flags"):
+        assert sorted(f["run_id"] for f in feedback if f["key"] == key) == sorted(
+            r["trace_id"] for r in rows), key
     for row in rows:
         root = runs[row["trace_id"]]
         assert root["reference_example_id"] == by_item[row["item_id"]]["id"]
         assert root["session_name"] == row["run_id"]
-        score = next(f["score"] for f in feedback if f["run_id"] == row["trace_id"])
-        assert score == float(row["prediction"]["label"] == row["gold"]["label"])
+        mine = {f["key"]: f for f in feedback if f["run_id"] == row["trace_id"]}
+        assert mine["correct"]["score"] == float(row["prediction"]["label"] == row["gold"]["label"])
+        # issue #22: the passages the verdict cites and the citation flags, per item
+        cited = mine["cited_evidence_ids"]
+        assert row["evidence"] and cited["score"] == len(row["evidence"])
+        assert cited["value"] == ", ".join(e["id"] for e in row["evidence"])
+        flags = [f for f in row["flags"] if f.startswith("citation: ")]
+        assert flags and mine["citation_flags"]["score"] == len(flags)
+        assert "cited unshown" in mine["citation_flags"]["comment"]

@@ -3,7 +3,8 @@
 Real server (in-memory runtime, two users' API keys), real Milvus Lite + keyword indexes of a small
 corpus, a real evaluation run folder made by `factdebate eval`; the scripted model double is
 chosen in the page's model picker (FACTDEBATE_ALLOW_SCRIPTED=1). Screenshots of the main views go
-to each test's tmp_path.
+to each test's tmp_path; ``FACTDEBATE_UPDATE_SCREENSHOT=1`` also copies the side-by-side view to
+``factdebate/server/static/screenshot.png`` (the README's picture).
 """
 
 from __future__ import annotations
@@ -44,6 +45,22 @@ EVAL_ITEMS = [
 ]
 
 PAGE_TOP = "el => el.getBoundingClientRect().top + window.scrollY"
+README_SCREENSHOT = Path(__file__).resolve().parents[2] / "factdebate/server/static/screenshot.png"
+
+
+def titles(section) -> list[str]:
+    """The passage titles listed in a section of the page (its links or title spans)."""
+    return [t.strip() for t in section.locator("li > :first-child").all_inner_texts()]
+
+
+def assert_cited_apart_from_retrieved(verdict) -> tuple[list[str], list[str]]:
+    """The verdict lists the cited passages under their heading and the rest under another."""
+    assert "Evidence behind the verdict" in verdict.locator(".sources h4").inner_text()
+    assert verdict.locator(".retrieved h4").inner_text().startswith("Retrieved, not cited")
+    cited = titles(verdict.locator(".sources .cited-evidence"))
+    retrieved = titles(verdict.locator(".retrieved"))
+    assert cited and not set(cited) & set(retrieved), (cited, retrieved)
+    return cited, retrieved
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +182,16 @@ def test_a_claim_streams_round_by_round_then_the_verdict(page, server, tmp_path)
     verdict = page.locator(".pane .verdict")
     assert verdict.locator(".chip").first.inner_text() == "SUPPORTS"
     assert "decided by judge after 3 rounds" in verdict.inner_text()
-    assert "Eiffel Tower" in verdict.locator(".sources").inner_text()
+    # issue #22: the passage the verdict cites is under its heading, with who cited it and the
+    # stance; the passages only retrieved are under theirs (never both)
+    cited, retrieved = assert_cited_apart_from_retrieved(verdict)
+    assert cited == ["Eiffel Tower"] and "Berlin" in retrieved and "Nile" in retrieved
+    behind = verdict.locator(".sources .cited-evidence li").first.inner_text()
+    assert "cited by judge" in behind and "supports" in behind
+    assert "labelled replies cited a passage" in verdict.locator(".citation-checks").inner_text()
+    card = round1.locator(".turn", has=page.locator(".agent", has_text="rag"))
+    assert [t.strip() for t in card.locator("li.cited > :first-child").all_inner_texts()] == [
+        "Eiffel Tower"]  # the turn's card marks what that turn cited
     assert first.evaluate(PAGE_TOP) == top  # nothing above round 1 moved while streaming
     page.screenshot(path=tmp_path / "claim-done.png", full_page=True)
 
@@ -176,6 +202,25 @@ def test_a_claim_streams_round_by_round_then_the_verdict(page, server, tmp_path)
     assert left["y"] == right["y"] and right["x"] > left["x"] + left["width"] - 1  # side by side
     assert "Zero-shot CoT" in page.locator(".pane").nth(1).locator("h2").inner_text()
     page.screenshot(path=tmp_path / "side-by-side.png", full_page=True)
+    if os.environ.get("FACTDEBATE_UPDATE_SCREENSHOT"):
+        shutil.copyfile(tmp_path / "side-by-side.png", README_SCREENSHOT)
+
+
+def test_hallucinated_and_missing_citations_are_shown(page, server, tmp_path):
+    sign_in(page, server, ALICE)
+    verify(page, "The Eiffel Tower is in Paris.", "scripted:agree?cite=wrong")
+    page.wait_for_selector(".pane[data-status=done]")
+    verdict = page.locator(".pane .verdict")
+    cited, _ = assert_cited_apart_from_retrieved(verdict)  # the shown ids it cited are kept
+    assert "never shown were dropped" in verdict.locator(".citation-checks").inner_text()
+    page.click(".pane .close")
+    verify(page, "The Eiffel Tower is in Paris.", "scripted:agree?cite=none")
+    page.wait_for_selector(".pane[data-status=done]")
+    verdict = page.locator(".pane .verdict")
+    assert "Uncited verdict" in verdict.locator(".uncited-verdict").inner_text()
+    assert verdict.locator(".cited-evidence li").count() == 0
+    assert "Eiffel Tower" in titles(verdict.locator(".retrieved"))  # retrieved, never called cited
+    page.screenshot(path=tmp_path / "uncited.png", full_page=True)
 
 
 def test_stop_then_resume_finishes_the_debate(page, server, tmp_path):
@@ -210,7 +255,10 @@ def test_a_three_claim_text_marks_each_sentence(page, server, tmp_path):
     verdict = page.locator(".pane-body > .verdict")  # not the claims' debates
     assert verdict.locator(".chip").first.inner_text() == "REFUTES"
     assert "contains refuted claims" in verdict.inner_text()
-    assert "Eiffel Tower" in verdict.locator(".sources").inner_text()
+    cited = titles(verdict.locator(".sources .cited-evidence"))
+    assert "Eiffel Tower" in cited  # a sentence's citations: what its claims' verdicts cite
+    if verdict.locator(".retrieved").count():  # claims that carry their retrieved passages
+        assert not set(cited) & set(titles(verdict.locator(".retrieved")))
     page.screenshot(path=tmp_path / "text.png", full_page=True)
 
 

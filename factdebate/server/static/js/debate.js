@@ -1,6 +1,11 @@
 // A debate as it streams: rounds of turns (query, evidence, answer, scores), the consensus check
 // or the judge, the verdict with the evidence behind it. Content is only ever appended below what
 // is already shown, so nothing moves while a run streams.
+//
+// Issue #22: the evidence behind the verdict is what the deciding replies CITED
+// (state.verdict_evidence: who cited each passage, with which stance); passages only retrieved
+// (state.retrieved_evidence) are listed apart under "Retrieved, not cited" and never called cited.
+// A turn's card marks the passages that turn cited (turn.cited holds their keys).
 import { fmt, h, keyed, labelChip, safeLink } from "./dom.js";
 
 const SCORE_NAMES = {
@@ -15,7 +20,7 @@ export function mergeUpdate(state, update) {
     const overwrite = raw && typeof raw === "object" && raw.type === "__overwrite__";
     const value = overwrite ? raw.value : raw;
     if (overwrite) state[key] = value;
-    else if (key === "turns" || key === "flags" || key === "extracted") state[key] = [...(state[key] || []), ...(value || [])];
+    else if (["turns", "flags", "extracted", "citations"].includes(key)) state[key] = [...(state[key] || []), ...(value || [])];
     else if (key === "scores") {
       const merged = { ...(state.scores || {}) };
       for (const [agent, rows] of Object.entries(value || {})) merged[agent] = [...(merged[agent] || []), ...rows];
@@ -33,13 +38,25 @@ function scoreText(row) {
     .map(([k, name]) => `${name} ${fmt(row[k])}`).join(" · ");
 }
 
-function evidenceList(evidence) {
-  const items = (evidence || []).map((e) => h("li", { title: e.text || "" },
-    safeLink(e.url, e.title || e.id || "(untitled)"),
-    h("span", { class: "src", text: ` ${e.source || ""}` }),
-    typeof e.score === "number" ? h("span", { class: "muted small", text: ` ${fmt(e.score)}` }) : null));
+// The identity of a passage across prompts, as factdebate.core.citations.passage_key.
+export function passageKey(e) {
+  return String(e.id || e.url || e.title || (e.text || "").slice(0, 80));
+}
+
+function evidenceList(evidence, cited) {
+  const keys = new Set(cited || []);
+  const items = (evidence || []).map((e) => {
+    const isCited = keys.has(passageKey(e));
+    return h("li", { title: e.text || "", class: isCited ? "cited" : null },
+      safeLink(e.url, e.title || e.id || "(untitled)"),
+      h("span", { class: "src", text: ` ${e.source || ""}` }),
+      typeof e.score === "number" ? h("span", { class: "muted small", text: ` ${fmt(e.score)}` }) : null,
+      isCited ? h("span", { class: "cited-badge", text: "cited" }) : null);
+  });
+  const nCited = (evidence || []).filter((e) => keys.has(passageKey(e))).length;
   const texts = (evidence || []).filter((e) => e.text).map((e) => h("li", { class: "snippet", text: e.text }));
-  return h("div", { class: "evidence" }, h("span", { class: "k", text: `Evidence (${items.length})` }),
+  return h("div", { class: "evidence" },
+    h("span", { class: "k", text: `Evidence (${items.length}${cited ? ` · ${nCited} cited` : ""})` }),
     h("ol", {}, items),
     texts.length ? h("details", {}, h("summary", { text: "Passage texts" }), h("ol", {}, texts)) : null);
 }
@@ -50,7 +67,7 @@ function turnCard(turn) {
       turn.parse && turn.parse !== "structured" ? h("span", { class: "muted", text: ` (${turn.parse})` }) : null),
     h("div", { class: "score muted", text: "" }),
     turn.query ? h("p", { class: "query" }, h("span", { class: "k", text: "Query " }), turn.query) : null,
-    (turn.evidence || []).length ? evidenceList(turn.evidence) : null,
+    (turn.evidence || []).length ? evidenceList(turn.evidence, turn.cited) : null,
     h("p", { class: "answer", text: turn.answer || "" }));
 }
 
@@ -76,21 +93,67 @@ function consensusText(turns, last, state) {
   return `Consensus check: ${stance} → ${how}`;
 }
 
-// Evidence of the final round's turns that reached the verdict, numbered once each.
-export function verdictSources(state) {
-  const rounds = roundsOf(state.turns);
-  if (!rounds.length) return [];
-  const last = rounds[rounds.length - 1][1];
-  const backing = last.filter((t) => t.label === state.label);
+// Every distinct passage of the turns (a run without citation records: nothing is called cited).
+function retrievedOfTurns(turns) {
   const seen = new Map();
-  for (const t of backing.length ? backing : last) {
-    for (const e of t.evidence || []) {
-      const key = e.url || `${e.source}:${e.id || e.title}`;
-      if (!seen.has(key)) seen.set(key, { ...e, agents: [t.agent] });
-      else if (!seen.get(key).agents.includes(t.agent)) seen.get(key).agents.push(t.agent);
-    }
-  }
+  for (const t of turns || []) for (const e of t.evidence || []) if (!seen.has(passageKey(e))) seen.set(passageKey(e), e);
   return [...seen.values()];
+}
+
+const STANCE_KIND = { supports: "sup", refutes: "ref" };
+
+function stanceChip(stance) {
+  if (!stance) return null;
+  return h("span", { class: `chip stance chip-${STANCE_KIND[stance] || "nei"}`, text: stance });
+}
+
+// "Evidence behind the verdict" (cited) and "Retrieved, not cited", with the citation checks.
+// verdict_evidence is written by the graph's last node: until then (a streaming run) nothing is
+// shown; a finished run without it (older threads) lists what it retrieved, not called cited.
+export function verdictEvidence(state, finished) {
+  const cited = state.verdict_evidence;
+  if (!Array.isArray(cited)) {
+    if (!finished) return [];
+    const seen = retrievedOfTurns(state.turns);
+    return seen.length ? [h("div", { class: "retrieved" },
+      h("h4", { text: `Retrieved (${seen.length}; this run has no citation record)` }),
+      h("ul", {}, seen.map((e) => h("li", {}, safeLink(e.url, e.title || e.id || "(untitled)"),
+        h("span", { class: "src", text: ` ${e.source || ""}` })))))] : [];
+  }
+  const hasVerdict = (state.label !== undefined && state.label !== null) || (state.answers || []).length;
+  const retrieved = state.retrieved_evidence || [];
+  if (!cited.length && !retrieved.length) {  // nothing was retrieved (e.g. a no-retrieval baseline)
+    return [h("p", { class: "sources muted small", text: "No passages were retrieved: the verdict rests on none." })];
+  }
+  const out = [h("div", { class: "sources" },
+    h("h4", { text: `Evidence behind the verdict (${cited.length} cited)` }),
+    cited.length ? h("ol", { class: "cited-evidence" }, cited.map((e) => h("li", { title: e.text || "" },
+      safeLink(e.url, e.title || e.id || "(untitled)"),
+      h("span", { class: "src", text: ` ${e.source || ""}` }),
+      (e.cited_by || []).length ? h("span", { class: "muted", text: ` cited by ${e.cited_by.join(", ")} ` }) : " ",
+      stanceChip(e.stance),
+      e.text ? h("div", { class: "snippet", text: e.text.length > 240 ? `${e.text.slice(0, 239)}…` : e.text }) : null)))
+      : h("p", { class: hasVerdict ? "uncited-verdict warn" : "muted",
+        text: hasVerdict ? "Uncited verdict: no reply behind it cited a passage it was shown." : "No verdict, no evidence." }))];
+  out.push(h("div", { class: "retrieved" }, h("h4", { text: `Retrieved, not cited (${retrieved.length})` }),
+    retrieved.length ? h("ul", {}, retrieved.map((e) => h("li", { title: e.text || "" },
+      safeLink(e.url, e.title || e.id || "(untitled)"), h("span", { class: "src", text: ` ${e.source || ""}` }))))
+      : h("p", { class: "muted small", text: "none" })));
+  const line = citationChecks(state);
+  if (line) out.push(h("p", { class: `citation-checks small ${line.problem ? "warn" : "muted"}`, text: line.text }));
+  return out;
+}
+
+// One line on the citation checks: replies that cited, uncited ones, hallucinated ids dropped.
+export function citationChecks(state) {
+  const ledger = state.ledger || {};
+  const cited = ledger.replies_cited || 0;
+  const uncited = ledger.replies_uncited || 0;
+  const unshown = ledger.citations_unshown || 0;
+  if (!cited && !uncited && !unshown) return null;
+  const parts = [`${cited} of ${cited + uncited} labelled replies cited a passage`];
+  if (unshown) parts.push(`${unshown} cited id(s) never shown were dropped (hallucinated citations)`);
+  return { text: `Citation checks: ${parts.join("; ")}`, problem: Boolean(uncited || unshown) };
 }
 
 export class DebateView {
@@ -127,11 +190,10 @@ export class DebateView {
         section.querySelector(".consensus").textContent = consensusText(turns, last, state);
       }
     });
-    if (state.stopped_by || (finished && state.label !== undefined && state.label !== null)) this.showVerdict(state);
+    if (state.stopped_by || (finished && state.label !== undefined && state.label !== null)) this.showVerdict(state, finished);
   }
 
-  showVerdict(state) {
-    const sources = verdictSources(state);
+  showVerdict(state, finished) {
     const rounds = roundsOf(state.turns).length || state.round || 0;
     const how = state.stopped_by ? `decided by ${state.stopped_by}` : "";
     this.verdict.replaceChildren(...[
@@ -139,10 +201,7 @@ export class DebateView {
       h("p", { class: "muted", text: [how, rounds ? `after ${rounds} round${rounds > 1 ? "s" : ""}` : ""].filter(Boolean).join(" ") }),
       (state.answers || []).length ? h("p", { text: `Answers: ${state.answers.join("; ")}` }) : null,
       h("p", { class: "rationale", text: state.rationale || "" }),
-      sources.length ? h("div", { class: "sources" }, h("h4", { text: "Evidence behind the verdict" }),
-        h("ol", {}, sources.map((e) => h("li", {}, safeLink(e.url, e.title || e.id),
-          h("span", { class: "src", text: ` ${e.source || ""}` }),
-          h("span", { class: "muted", text: ` (cited by ${e.agents.join(", ")})` }))))) : null,
+      ...verdictEvidence(state, finished),
       (state.flags || []).length ? h("details", { class: "flags" },
         h("summary", { text: `Notes (${state.flags.length})` }),
         h("ul", {}, state.flags.map((f) => h("li", { text: f })))) : null,

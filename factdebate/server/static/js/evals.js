@@ -94,7 +94,14 @@ async function openTranscript(box, run, row) {
   }
   const head = h("h3", {}, `Item ${row.item_id} `, h("span", { class: "muted small", text: "gold " }), labelChip(row.gold?.label ?? null));
   box.replaceChildren(head, h("p", { class: "subject", text: data.state.claim || row.claim }));
-  new DebateView(box).render(data.state, true);
+  // the evidence behind the verdict (cited) and the rest (retrieved): the state's, else the row's
+  const saved = data.row || row;
+  const state = { ...data.state };
+  if (!Array.isArray(state.verdict_evidence) && Array.isArray(saved.evidence)) {
+    state.verdict_evidence = saved.evidence;
+    state.retrieved_evidence = saved.retrieved || [];
+  }
+  new DebateView(box).render(state, true);
   head.tabIndex = -1;
   head.focus();
 }

@@ -1,6 +1,8 @@
 // Text mode (the check_text graph): the text with each sentence marked as its claims finish,
-// then the numbered claims with their verdicts, debates and citations.
-import { DebateView } from "./debate.js";
+// then the numbered claims with their verdicts, debates and citations. A sentence's citations are
+// the passages its claims' verdicts cited (issue #22); what the debates only retrieved is listed
+// apart ("Retrieved, not cited").
+import { DebateView, passageKey } from "./debate.js";
 import { h, keyed, labelChip, safeLink } from "./dom.js";
 
 const MARK_NAMES = {
@@ -8,6 +10,38 @@ const MARK_NAMES = {
   skipped: "skipped", not_check_worthy: "not check-worthy", no_claim: "no claim", pending: "checking…",
 };
 const ORDER = ["refuted", "unverifiable", "no_verdict", "skipped", "pending", "supported", "not_check_worthy"];
+
+// A claim's result as a debate state: its evidence is what its verdict cites when the result also
+// carries `retrieved` (older results held retrieved passages only, and are shown as such).
+function claimDebate(result) {
+  if (!("retrieved" in result) || "verdict_evidence" in result) return result;
+  return { ...result, verdict_evidence: result.evidence || [], retrieved_evidence: result.retrieved || [] };
+}
+
+// Citation number -> "claim N <stance>" for every claim whose verdict cites it.
+function citingClaims(claims) {
+  const out = new Map();
+  for (const c of claims) {
+    (c.citations || []).forEach((n, i) => {
+      const e = (c.evidence || [])[i] || {};
+      const who = `claim ${c.number}${e.stance ? ` ${e.stance}` : ""}`;
+      if (!out.has(n)) out.set(n, []);
+      if (!out.get(n).includes(who)) out.get(n).push(who);
+    });
+  }
+  return out;
+}
+
+// Passages the claims' debates retrieved that no claim's verdict cites.
+function retrievedNotCited(check) {
+  const cited = new Set([...(check.citations || []).map(passageKey),
+    ...(check.claims || []).flatMap((c) => (c.evidence || []).map(passageKey))]);
+  const out = new Map();
+  for (const c of check.claims || []) {
+    for (const e of c.retrieved || []) if (!cited.has(passageKey(e)) && !out.has(passageKey(e))) out.set(passageKey(e), e);
+  }
+  return [...out.values()];
+}
 
 function category(label) {
   return { SUPPORTS: "supported", REFUTES: "refuted" }[label] || "unverifiable";
@@ -61,7 +95,7 @@ export class TextView {
         const debate = h("details", { class: "claim-debate" },
           h("summary", { text: `Debate: ${result.rounds ?? "?"} round(s), ${result.stopped_by || ""}${numbers}` }));
         body.append(h("p", { class: "rationale", text: result.rationale || "" }), debate);
-        new DebateView(debate).render({ ...result, label: result.label }, true);
+        new DebateView(debate).render(claimDebate({ ...result, label: result.label }), true);
       } else if (result && c.citations?.length && !body.dataset.cited) {
         body.dataset.cited = "1";
         body.querySelector("summary").append(` · cites ${c.citations.map((n) => `[${n}]`).join(" ")}`);
@@ -100,15 +134,26 @@ export class TextView {
   showVerdict(state) {
     const check = state.check;
     const counts = check.counts || {};
+    const claims = check.claims || [];
+    const citing = citingClaims(claims);
+    const retrieved = claims.some((c) => "retrieved" in c) ? retrievedNotCited(check) : null;
+    const uncited = claims.filter((c) => c.status === "verify" && c.label && !(c.citations || []).length).map((c) => c.number);
     this.verdict.replaceChildren(...[
       h("h3", {}, "Text verdict ", labelChip(state.label), " ", h("span", { class: "muted", text: check.verdict || "" })),
       h("p", { class: "rationale", text: state.rationale || "" }),
       h("p", { class: "muted small", text: ["supported", "refuted", "unverifiable", "skipped", "not_check_worthy"]
         .map((k) => `${counts[k] || 0} ${MARK_NAMES[k]}`).join(" · ") }),
       (check.citations || []).length ? h("div", { class: "sources" }, h("h4", { text: "Citations" }),
-        h("ol", {}, check.citations.map((e) => h("li", { value: e.n }, safeLink(e.url, e.title || e.id),
+        h("p", { class: "muted small", text: "The passages the claims' verdicts cite." }),
+        h("ol", { class: "cited-evidence" }, check.citations.map((e) => h("li", { value: e.n }, safeLink(e.url, e.title || e.id),
           h("span", { class: "src", text: ` ${e.source || ""}` }),
+          citing.has(e.n) ? h("span", { class: "muted", text: ` · ${citing.get(e.n).join(", ")}` }) : null,
           e.snippet ? h("div", { class: "snippet", text: e.snippet }) : null)))) : null,
+      retrieved ? h("div", { class: "retrieved" }, h("h4", { text: `Retrieved, not cited (${retrieved.length})` }),
+        retrieved.length ? h("ul", {}, retrieved.map((e) => h("li", { title: e.text || "" }, safeLink(e.url, e.title || e.id || "(untitled)"),
+          h("span", { class: "src", text: ` ${e.source || ""}` })))) : h("p", { class: "muted small", text: "none" })) : null,
+      uncited.length ? h("p", { class: "uncited-verdict warn small",
+        text: `Uncited verdict: claim${uncited.length > 1 ? "s" : ""} ${uncited.join(", ")} cite${uncited.length > 1 ? "" : "s"} no passage.` }) : null,
     ].filter(Boolean));
     this.verdict.hidden = false;
   }
