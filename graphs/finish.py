@@ -8,15 +8,18 @@ routers through a path map (``{END: CITE_VERDICT, ...}``, the routers themselves
 
 from __future__ import annotations
 
-from factdebate.nodes.cite_verdict import cite_verdict
+from factdebate.nodes.cite_verdict import SeenPassages, make_cite_verdict
 from langgraph.graph import END, StateGraph
 
 CITE_VERDICT = "cite_verdict"
 """Name of the final node."""
 
 
-def add_cite_verdict(g: StateGraph) -> StateGraph:
-    """Add the final ``cite_verdict`` node (-> END) to ``g``; returns ``g``."""
-    g.add_node(CITE_VERDICT, cite_verdict)
+def add_cite_verdict(g: StateGraph, seen: SeenPassages | None = None) -> StateGraph:
+    """Add the final ``cite_verdict`` node (-> END) to ``g``; returns ``g``.
+
+    ``seen`` returns the passages the graph's prompts showed outside ``turns`` (a knowledge pool,
+    recalled memory, the item's documents), so they are listed as retrieved when not cited."""
+    g.add_node(CITE_VERDICT, make_cite_verdict(seen))
     g.add_edge(CITE_VERDICT, END)
     return g

@@ -10,8 +10,9 @@ rag backend for the claim) -> per round ``open_round`` -> ``answer_from_document
 ``Send`` branch per document: r_i = L_i(q, d_i[, y^(t-1), e^(t-1)])) -> ``aggregate`` (shuffled
 responses -> "All Correct Answers" + explanation; concatenation with the aggregator off) ->
 ``check_convergence`` (stop when no agent changed its answer, or after T rounds) -> next round
-or end. The output carries the answer list in ``answers`` and, when that list is one answer
-naming a label of the task (claim verification, MedQA, PubMedQA), that label in ``label``.
+or ``cite_verdict`` (the verdict's cited evidence) -> end. The output carries the answer list in
+``answers`` and, when that list is one answer naming a label of the task (claim verification,
+MedQA, PubMedQA), that label in ``label``.
 
 Deviations (and why):
 * Agents and aggregator are asked for JSON with the paper's two parts ({answer, explanation},
@@ -26,20 +27,26 @@ Deviations (and why):
   responses in place of the aggregate.
 * With no documents at all (retrieval empty or failed) no agent runs; the result has no answers,
   ``stopped_by="no_documents"`` and a flag.
+* Citations (issue #22, not in the paper): each agent cites its one document ([1]) or nothing; the
+  aggregator is also shown the opening of the document behind each response, numbered as the
+  responses are, and cites the documents behind the answers it keeps. The final aggregate's
+  citations decide; ``cite_verdict`` (last node) keeps them and the documents cited by the agents
+  whose answers (label) became the final answers as the verdict's evidence.
 """
 
 from __future__ import annotations
 
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.core.madam_rag import MadamRagContext, MadamRagState
+from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.madam_rag.aggregate import aggregate
 from factdebate.nodes.madam_rag.answer_from_document import answer_from_document, route_agents
 from factdebate.nodes.madam_rag.check_convergence import check_convergence, route_after_check_convergence
 from factdebate.nodes.madam_rag.gather_documents import gather_documents
 from factdebate.nodes.open_round import open_round
 from factdebate.nodes.prepare import prepare_for
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.core.madam_rag import MadamRagContext, MadamRagState
-from factdebate.core.state import DebateInput, DebateOutput
 
 __all__ = ["MadamRagContext", "build_madam_rag", "graph"]
 
@@ -56,6 +63,8 @@ def build_madam_rag() -> StateGraph:
     g.add_node("answer_from_document", answer_from_document)
     g.add_node("aggregate", aggregate)
     g.add_node("check_convergence", check_convergence)
+    # graphs/finish.py: the verdict's cited evidence, then END; every agent's document was shown
+    add_cite_verdict(g, seen=lambda s: s.get("agent_documents") or [])
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "gather_documents")
     g.add_edge("gather_documents", "open_round")
@@ -63,7 +72,8 @@ def build_madam_rag() -> StateGraph:
     g.add_edge("answer_from_document", "aggregate")
     g.add_edge("aggregate", "check_convergence")
     g.add_conditional_edges(
-        "check_convergence", route_after_check_convergence, ["open_round", END]
+        "check_convergence", route_after_check_convergence,
+        {"open_round": "open_round", END: CITE_VERDICT},
     )
     return g
 

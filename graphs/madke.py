@@ -14,7 +14,7 @@ retrieved once with the question as query) -> per round ``open_round`` -> ``deba
 debater at once (simultaneous talk), later rounds send the debaters one after another, each
 seeing the others' latest answers (orderly talk, the ``debater_turn`` self-loop) ->
 ``judge_consensus`` ([Yes] ends the debate, Eq. 5) -> ``summarize`` (Eq. 6) after the stop or
-round T.
+round T -> ``cite_verdict`` (the verdict's cited evidence).
 
 Deviations (and why):
 * Fact verification and MC QA instead of open QA: the question is the claim, and debaters and the
@@ -33,6 +33,11 @@ Deviations (and why):
 * The judge also runs after round T (Alg. 1 l. 14), so ``stopped_by`` tells ``consensus`` from
   ``max_rounds``; the summariser uses the judge model spec.
 * Offline, the search source is the local keyword stand-in (flagged, as for Tool-MAD).
+* Citations (issue #22, not in the paper): every debater's verdict cites the knowledge it was
+  shown by number (its selected items, numbered 1..k in its prompt); the summariser sees only
+  the answers (Prompt 3.5) and cites nothing; the consensus judge gives no label. ``cite_verdict``
+  (last node) keeps the passages cited by the last round's debaters whose label became the
+  verdict as the verdict's evidence.
 
 Switches for the deviations (``MadkeContext``): ``orderly_view`` (latest | previous_round),
 ``wiki_pool_size``, ``search_pool_size``, ``temperature``, ``knowledge_sources``,
@@ -41,6 +46,11 @@ Switches for the deviations (``MadkeContext``): ``orderly_view`` (latest | previ
 
 from __future__ import annotations
 
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.core.madke import MadkeContext, MadkeState, SpeakerState
+from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
 from factdebate.nodes.madke.gather_knowledge import gather_knowledge, route_knowledge_sources
 from factdebate.nodes.madke.judge_consensus import judge_consensus, route_after_judge_consensus
@@ -50,10 +60,6 @@ from factdebate.nodes.madke.summarize import summarize
 from factdebate.nodes.madke.talk_order import route_after_debater_turn, route_speakers
 from factdebate.nodes.open_round import open_round
 from factdebate.nodes.prepare import prepare_for
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.core.madke import MadkeContext, MadkeState, SpeakerState
-from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
 
 __all__ = ["MadkeContext", "build_debater_turn", "build_madke", "graph"]
 
@@ -81,6 +87,8 @@ def build_madke() -> StateGraph:
     g.add_node("debater_turn", turn_node(build_debater_turn(), "debater_turn"))  # graphs/turns.py
     g.add_node("judge_consensus", judge_consensus)
     g.add_node("summarize", summarize)
+    # graphs/finish.py: the verdict's cited evidence, then END; the whole knowledge pool was shown
+    add_cite_verdict(g, seen=lambda s: [e for v in (s.get("knowledge") or {}).values() for e in v])
     g.add_edge(START, "prepare")
     g.add_conditional_edges("prepare", route_knowledge_sources, ["gather_knowledge", "open_round"])
     g.add_edge("gather_knowledge", "open_round")
@@ -91,7 +99,7 @@ def build_madke() -> StateGraph:
     g.add_conditional_edges(
         "judge_consensus", route_after_judge_consensus, ["open_round", "summarize"]
     )
-    g.add_edge("summarize", END)
+    g.add_edge("summarize", CITE_VERDICT)
     return g
 
 

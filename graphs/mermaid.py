@@ -5,8 +5,8 @@ prompts in Appendix A.1-A.2, toolset in A.3.
 
 Algorithm 1, as wired here::
 
-    decompose -> recall_memory -> execute_step <-> call_tool ... -> update_memory -> END
-                                   |  (no answer by T_max)
+    decompose -> recall_memory -> execute_step <-> call_tool ... -> update_memory -> cite_verdict
+                                   |  (no answer by T_max)                           -> END
                                    +-> force_answer -> update_memory
 
 * ``decompose``: D_c = (triplets, topic); the subjects/objects are the memory keys (l.3-4).
@@ -17,6 +17,7 @@ Algorithm 1, as wired here::
   step, at most T_max steps.
 * ``force_answer``: ForceAnswer at T_max (l.25-27).
 * ``update_memory``: the tools' evidence stored under the entities (l.28-29).
+* ``cite_verdict``: the verdict's cited evidence (issue #22, graphs/finish.py).
 
 Output: the shared ``DebateOutput``; ``round`` = ReAct steps used, ``stopped_by`` = ``answer`` or
 ``forced_at_t_max``, one ``Turn`` per step (observation as evidence), ledger ``tool_calls`` per
@@ -36,10 +37,19 @@ Deviations (and why):
   With the decomposer off there are no entity keys, so the memory is skipped (flagged).
 * A step whose reply has neither a valid action nor a label still counts toward T_max and adds an
   empty observation (Alg. 1 l.20), flagged.
+* Citations (issue #22, not in the paper): the executor's final answer (a step's answer or the
+  forced answer) cites the documents of its history by number - recalled memory records, then
+  every step's observation, numbered once across the whole history; ``cite_verdict`` (last node)
+  keeps what the answer cited as the verdict's evidence (the answer decides).
 """
 
 from __future__ import annotations
 
+from langgraph.graph import START, StateGraph
+
+from factdebate.core.mermaid import MermaidContext, MermaidState
+from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.mermaid.call_tool import call_tool
 from factdebate.nodes.mermaid.decompose import decompose
 from factdebate.nodes.mermaid.execute_step import (
@@ -48,11 +58,8 @@ from factdebate.nodes.mermaid.execute_step import (
     route_after_call_tool,
     route_after_execute_step,
 )
+from factdebate.nodes.mermaid.executor_prompt import memory_evidence
 from factdebate.nodes.mermaid.memory import recall_memory, update_memory
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.core.mermaid import MermaidContext, MermaidState
-from factdebate.core.state import DebateInput, DebateOutput
 
 __all__ = ["MermaidContext", "build_mermaid", "graph"]
 
@@ -67,6 +74,8 @@ def build_mermaid() -> StateGraph:
     g.add_node("call_tool", call_tool)
     g.add_node("force_answer", force_answer)
     g.add_node("update_memory", update_memory)
+    # graphs/finish.py: the verdict's cited evidence, then END; recalled memory was shown too
+    add_cite_verdict(g, seen=lambda s: memory_evidence(s.get("recalled") or []))
     g.add_edge(START, "decompose")
     g.add_edge("decompose", "recall_memory")
     g.add_edge("recall_memory", "execute_step")
@@ -76,7 +85,7 @@ def build_mermaid() -> StateGraph:
     )
     g.add_conditional_edges("call_tool", route_after_call_tool, ["execute_step", "force_answer"])
     g.add_edge("force_answer", "update_memory")
-    g.add_edge("update_memory", END)
+    g.add_edge("update_memory", CITE_VERDICT)
     return g
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, WithJsonSchema, create_model
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 from typing_extensions import NotRequired, TypedDict
 
 from factdebate.core.labels import NEI
@@ -111,14 +111,20 @@ def evidence_behind_verdict(
 ) -> list[CitedPassage]:
     """The passages the verdict rests on, in citation order, each with who cited it and how.
 
-    Deciding replies come first (in the order they were made), then the last reply of every
+    Deciding replies come first (the last one of each deciding role, in the order they were
+    made), then the last reply of every
     agent on the verdict's side (same label; for answer tasks, an answer among the final ones),
     latest round first. A run with no verdict (no label and no answers) rests on nothing.
     """
     records = list(citations or [])
     if label is None and not answers:
         return []
-    deciders = [c for c in records if c.get("decides")]
+    deciding: dict[str, Citation] = {}  # a role that decides every round: its last decision
+    for c in records:
+        if c.get("decides"):
+            deciding.pop(c["by"], None)
+            deciding[c["by"]] = c
+    deciders = list(deciding.values())
     last: dict[str, Citation] = {}
     for c in records:
         if not c.get("decides"):
@@ -202,6 +208,19 @@ CITATIONS_DESCRIPTION = (
 )
 
 
+def _require_citations(schema: dict[str, Any]) -> None:
+    required = schema.setdefault("required", [])
+    if "citations" not in required:
+        required.append("citations")
+
+
+class _AsksForCitations(BaseModel):
+    """Mixin: ``citations`` is required in the JSON schema a model is asked to fill (a grammar
+    or provider writes it) while validation defaults it to ``[]`` (a reply without it reads)."""
+
+    model_config = ConfigDict(json_schema_extra=_require_citations)
+
+
 @cache
 def with_citations(schema: type[BaseModel], shown: int) -> type[BaseModel]:
     """``schema`` plus ``citations``: a list of the numbers 1..``shown``, each at most once.
@@ -209,8 +228,9 @@ def with_citations(schema: type[BaseModel], shown: int) -> type[BaseModel]:
     The JSON schema gives the numbers as an enum, so a grammar (the embedded model) can write only
     shown ids and a provider's strict JSON schema refuses others; validation itself accepts any
     whole number, so a reply that cites an unshown id (json_mode, text, a loose provider) still
-    reads, and the node drops and flags that id instead of losing the whole reply. With nothing
-    shown the schema is unchanged.
+    reads, and the node drops and flags that id instead of losing the whole reply; a reply that
+    leaves the field out reads as citing nothing (flagged as uncited), not as unreadable. With
+    nothing shown the schema is unchanged.
     The class keeps ``schema``'s name (scripts and traces know replies by it).
     """
     if shown <= 0 or "citations" in schema.model_fields:
@@ -218,10 +238,10 @@ def with_citations(schema: type[BaseModel], shown: int) -> type[BaseModel]:
     number = Annotated[int, WithJsonSchema({"type": "integer", "enum": list(range(1, shown + 1))})]
     return create_model(  # type: ignore[call-overload,no-any-return]
         schema.__name__,
-        __base__=schema,
+        __base__=(schema, _AsksForCitations),
         __module__=schema.__module__,
         __doc__=schema.__doc__,
         citations=(list[number],  # type: ignore[valid-type]  # built at run time
-                   Field(description=CITATIONS_DESCRIPTION,
+                   Field(default_factory=list, description=CITATIONS_DESCRIPTION,
                          json_schema_extra={"maxItems": shown})),
     )

@@ -11,6 +11,7 @@ from typing import (
 
 from typing_extensions import TypedDict
 
+from factdebate.core.citations import Citation
 from factdebate.core.context import JudgedContext
 from factdebate.core.settings import knob
 from factdebate.core.state import DebateState, Evidence
@@ -70,6 +71,10 @@ class Aggregate(TypedDict):
     """All answers judged correct."""
     explanation: str
     """The aggregator's explanation (or the concatenated responses without an aggregator)."""
+    citation: NotRequired[Citation]
+    """The aggregator reply's checked citations (issue #22); it becomes the deciding citation
+    when this aggregate is the final answer (``check_convergence``). Absent without an aggregator
+    reply (aggregator off, reply unreadable)."""
 
 
 class MadamRagState(DebateState):

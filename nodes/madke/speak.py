@@ -4,6 +4,11 @@ Round 1 is simultaneous talk: s_i = D_i(q, K_i) from the question and the select
 only. Later rounds are orderly talk: s_i = D_i(q, s_1..s_m, K_i) with the other debaters' latest
 answers (this round's for those who already spoke, the previous round's for the rest) and the
 debater's own previous answer. The turn's evidence is exactly the knowledge it was shown.
+
+Citations (issue #22): the selected knowledge is shown numbered 1..k in the order it was selected
+(the numbers of this prompt, not the pool numbers of ``select_knowledge``'s prompt), the verdict
+cites those numbers; they are checked against the selection (``nodes/citations.py``) and the
+cited passages kept in the turn (``cited``) and the state's ``citations``.
 """
 
 from __future__ import annotations
@@ -11,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from factdebate.nodes.llm import CallLog, ask_debater_verdict
-from factdebate.nodes.prompting import common_values, prompt_set
-from factdebate.nodes.render import render_evidence
 from langgraph.runtime import Runtime
 
 from factdebate.core.madke import MadkeContext, SpeakerState
 from factdebate.core.state import Turn
+from factdebate.nodes.citations import Shown
+from factdebate.nodes.llm import CallLog, ask_debater_verdict
+from factdebate.nodes.prompting import common_values, prompt_set
 
 
 def render_stance(turn: Turn) -> str:
@@ -39,9 +44,10 @@ async def speak(state: SpeakerState, runtime: Runtime[MadkeContext]) -> dict[str
     prompts = prompt_set(ctx)
     blocks = prompts.templates["knowledge_blocks"]
     selected = list(state.get("selected") or [])
+    shown = Shown(selected)  # numbered 1..k as this prompt shows them
     values = common_values(state, ctx, "debater") | {
         "role": prompts.templates["roles"]["debater"],
-        "knowledges": blocks["selected"].format_map({"documents": render_evidence(selected)})
+        "knowledges": blocks["selected"].format_map({"documents": shown.render()})
         if selected else blocks["none"],
     }
     own = state.get("own_previous")
@@ -52,7 +58,7 @@ async def speak(state: SpeakerState, runtime: Runtime[MadkeContext]) -> dict[str
     else:
         messages = prompts.render("simultaneous_talk", **values)
     calls = CallLog()
-    reasoning, parsed = await ask_debater_verdict(messages, state, ctx, calls)
+    reasoning, parsed, cited = await ask_debater_verdict(messages, state, ctx, calls, shown)
     turn = Turn(agent=state["agent"], round=state["round"], query="", evidence=selected,
-                answer=reasoning, label=parsed.label, parse=parsed.how)
+                answer=reasoning, label=parsed.label, parse=parsed.how, cited=cited)
     return {"turns": [turn], **calls.update()}

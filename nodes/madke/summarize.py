@@ -3,6 +3,11 @@
 It condenses the debaters' answers of the last round, ReaResult = S(s_1^r, ..., s_m^r), into one
 label on the task's label set. If its reply cannot be read even after a re-ask, the most common
 label of the last round (earliest debater on ties) is used and flagged - never a label nobody gave.
+
+Citations (issue #22): the summariser's prompt (Prompt 3.5) shows the debaters' answers, no
+knowledge, so it cites nothing (its record is the deciding one, with no passages); the verdict's
+evidence is what the last round's debaters whose label became the verdict cited
+(``cite_verdict``).
 """
 
 from __future__ import annotations
@@ -10,14 +15,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from factdebate.nodes.check_consensus import round_turns
-from factdebate.nodes.llm import ask_final_verdict
-from factdebate.nodes.madke.speak import render_stances
-from factdebate.nodes.prompting import common_values, prompt_set
 from langgraph.runtime import Runtime
 
 from factdebate.core.madke import MadkeContext, MadkeState
 from factdebate.core.state import Turn
+from factdebate.nodes.check_consensus import round_turns
+from factdebate.nodes.citations import Shown
+from factdebate.nodes.llm import ask_final_verdict
+from factdebate.nodes.madke.speak import render_stances
+from factdebate.nodes.prompting import common_values, prompt_set
 
 
 def majority(turns: list[Turn]) -> str | None:
@@ -40,7 +46,8 @@ async def summarize(state: MadkeState, runtime: Runtime[MadkeContext]) -> dict[s
         "all_answers_from_agents": render_stances(last),
     }
     reasoning, label, calls = await ask_final_verdict(
-        prompts.render("summarize", **values), state, ctx, role="summarizer")
+        prompts.render("summarize", **values), state, ctx, role="summarizer",
+        shown=Shown())  # Prompt 3.5 shows answers, no passages: nothing to cite
     if label is None:
         label = majority(last)
         calls.flags.append(f"parse: summarizer reply unreadable; fell back to the last round's "

@@ -2,6 +2,11 @@
 
 ``background`` renders the decomposition D_c, ``history`` the recalled memory M_c followed by the
 ReAct history H_t (thought, action, observation per step), ``tools`` the enabled tools.
+
+Citations (issue #22): every passage the history shows - recalled memory records first, then the
+observations of the steps in order - gets one number across the whole history (a passage shown
+twice keeps its first number), collected in a :class:`~factdebate.nodes.citations.Shown`; the
+executor's final answer cites those numbers (``executor_view``).
 """
 
 from __future__ import annotations
@@ -9,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from factdebate.core.mermaid import MermaidContext, MermaidState
+from factdebate.core.state import Evidence, Turn
+from factdebate.nodes.citations import Shown
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.render import render_evidence
 from factdebate.tools.evidence_memory import MemoryRecord
 from factdebate.tools.tool_providers import ToolSpec
-
-from factdebate.core.mermaid import MermaidContext, MermaidState
-from factdebate.core.state import Evidence, Turn
 
 
 def render_background(decomposition: dict[str, Any], empty: str) -> str:
@@ -41,15 +46,18 @@ def memory_evidence(records: Sequence[MemoryRecord]) -> list[Evidence]:
     ]
 
 
-def render_steps(turns: Sequence[Turn]) -> str:
-    """The ReAct history H_t."""
+def render_steps(turns: Sequence[Turn], shown: Shown | None = None) -> str:
+    """The ReAct history H_t; observations numbered across the history by ``shown`` (else each
+    observation from 1)."""
     lines = []
     for t in turns:
         lines.append(f"Step {t['round']}: Thought: {t['answer'] or '-'}")
         action = t.get("action") or ""  # type: ignore[misc]
         if action:
             lines.append(f"Action: {action} (input: {t['query']})")
-            lines.append(f"Observation: {render_evidence(t['evidence'])}")
+            observed = shown.render(t["evidence"]) if shown is not None and t["evidence"] \
+                else render_evidence(t["evidence"])
+            lines.append(f"Observation: {observed}")
         elif t["label"]:
             lines.append(f"Answer: {t['label']}")
         else:
@@ -57,14 +65,16 @@ def render_steps(turns: Sequence[Turn]) -> str:
     return "\n".join(lines)
 
 
-def render_executor_history(state: MermaidState, empty: str) -> str:
-    """Recalled memory, then the previous steps."""
+def render_executor_history(state: MermaidState, empty: str, shown: Shown | None = None) -> str:
+    """Recalled memory, then the previous steps; every passage numbered by ``shown`` (one
+    numbering across the whole history) when given."""
+    shown = shown if shown is not None else Shown()
     parts = []
     if state.get("recalled"):
         parts.append("Memory (evidence recalled for this claim's entities):\n"
-                     + render_evidence(memory_evidence(state["recalled"])))
+                     + shown.render(memory_evidence(state["recalled"])))
     if state.get("turns"):
-        parts.append("Previous steps:\n" + render_steps(state["turns"]))
+        parts.append("Previous steps:\n" + render_steps(state["turns"], shown))
     return "\n\n".join(parts) if parts else empty
 
 
@@ -75,14 +85,17 @@ def render_tools(tools: Sequence[ToolSpec], empty: str) -> str:
     return "\n" + "\n".join(f"- {t.name}: {t.description}" for t in tools)
 
 
-def executor_values(state: MermaidState, ctx: MermaidContext, tools: Sequence[ToolSpec]
-                    ) -> dict[str, Any]:
-    """Placeholders of the ``execute`` and ``force_answer`` templates."""
+def executor_view(state: MermaidState, ctx: MermaidContext, tools: Sequence[ToolSpec]
+                  ) -> tuple[dict[str, Any], Shown]:
+    """Placeholders of the ``execute`` and ``force_answer`` templates, and the passages their
+    history shows, numbered as shown (what the executor's answer may cite)."""
     texts = prompt_set(ctx).templates
-    return common_values(state, ctx, "executor") | {
+    shown = Shown()
+    values = common_values(state, ctx, "executor") | {
         "background": render_background(state.get("decomposition") or {},
                                         str(texts["no_background"])),
-        "history": render_executor_history(state, str(texts["no_memory"])),
+        "history": render_executor_history(state, str(texts["no_memory"]), shown),
         "tools": render_tools(tools, str(texts["no_tools"])),
         "t_max": ctx.t_max,
     }
+    return values, shown

@@ -176,4 +176,4 @@ async def test_update_state_routes_with_the_run_s_recorded_knobs(scenario):
     await graph.aupdate_state(config, {"stopped_by": ""}, as_node="check_consensus")
     assert (await graph.aget_state(config)).next == ("judge",)
     await graph.aupdate_state(config, {"stopped_by": "consensus"}, as_node="check_consensus")
-    assert (await graph.aget_state(config)).next == ()
+    assert (await graph.aget_state(config)).next == ("cite_verdict",)  # then END (#22)

@@ -48,7 +48,7 @@ def test_ls_frameworks_lists_both():
 def test_verify_with_madke(index_dir, scenario):
     spec = scenario(lambda call: madke_role(call, selected=(1,)))
     out = verify(index_dir, "--framework", "madke", "--model", spec)
-    assert out["framework"] == "madke" and out["prompt_version"] == "madke-1"
+    assert out["framework"] == "madke" and out["prompt_version"] == "madke-2"
     assert out["label"] == "SUPPORTS" and out["stopped_by"] == "consensus" and out["rounds"] == 1
     assert out["ledger"]["tool_calls"] == {"milvus": 1, "local_search": 1}
     assert any("stand-in" in f for f in out["flags"])
@@ -71,7 +71,7 @@ def test_verify_with_madam_rag(index_dir, scenario):
     spec = scenario(lambda call: madam_role(call, answer="SUPPORTS"))
     out = verify(index_dir, "--framework", "madam_rag", "--model", spec,
                  "--set", "num_documents=3")
-    assert out["framework"] == "madam_rag" and out["prompt_version"] == "madam_rag-1"
+    assert out["framework"] == "madam_rag" and out["prompt_version"] == "madam_rag-2"
     assert out["answers"] == ["SUPPORTS"] and out["label"] == "SUPPORTS"
     assert out["stopped_by"] == "no_change" and out["rounds"] == 2
     assert out["ledger"]["tool_calls"] == {"milvus": 1}

@@ -35,7 +35,7 @@ def test_routers_follow_algorithm_one():
 def test_context_defaults_and_checks():
     ctx = MermaidContext()
     assert (ctx.t_max, ctx.memory, ctx.decomposer, ctx.memory_only) == (5, True, True, False)
-    assert ctx.prompt_set == "mermaid" and load_prompts("mermaid").version == "mermaid-1"
+    assert ctx.prompt_set == "mermaid" and load_prompts("mermaid").version == "mermaid-2"
     assert context_class("mermaid") is MermaidContext
     with pytest.raises(ConfigError, match="t_max"):
         MermaidContext(t_max=0)

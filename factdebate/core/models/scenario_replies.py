@@ -9,8 +9,11 @@ Self-Reflection reviews, multi-answer replies). A schema not listed here still g
 validates (:func:`fill_schema`), so a new node never meets an unreadable reply from the double.
 
 ``agree`` = every agent answers the task's first label and every judge accepts; ``disagree`` = the
-first agent answers the first label, the others the second, judges and moderators see no
-consensus, so every round runs.
+first agent (``rag``, MADKE's ``debater1``, MADAM-RAG's ``doc1``) answers the first label, the
+others the second, judges and moderators see no consensus, so every round runs; deciders answer
+the first label, so the verdict always has a side that cited passages (issue #22). MERMAID's
+executor searches Wikipedia for the claim once (when the tool is offered) and answers from the
+observation, so its verdict cites what a tool returned.
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def _by_schema(call: ScriptCall, name: str, *, own: int, agrees: bool, claim: st
         "AggregateOut": lambda: {"answers": [label_for(call, 0)], "explanation": "Agents agree."},
         "AnswersOut": lambda: {"answers": [label], "explanation": "Document 1 states it."},
         "Decomposition": lambda: {"triplets": [_triplet(claim)], "topic": "general"},
-        "ReactStep": lambda: {"thought": "The evidence suffices.", "answer": label},
+        "ReactStep": lambda: _mermaid_step(call, claim, label),
         "ReactStepOut": lambda: _react_step(call, claim),
         "ModeratorOut": lambda: {"preference": agrees, "reasoning": "Weighed both sides.",
                                  "supported_side": "affirmative" if agrees else "none"},
@@ -124,11 +127,25 @@ def _triplet(claim: str) -> dict[str, str]:
             "object": " ".join(words[3:]), "attributes": ""}
 
 
+def _mermaid_step(call: ScriptCall, claim: str, label: str) -> dict[str, Any]:
+    """MERMAID's executor: search Wikipedia for the claim once (if offered), then answer."""
+    if "search_wikipedia:" in call.prompt and "Observation:" not in call.prompt:
+        return {"thought": "I need evidence about the claim.",
+                "action": {"name": "search_wikipedia", "reason": "find the article",
+                           "input": claim}}
+    return {"thought": "The evidence suffices.", "answer": label}
+
+
 def _react_step(call: ScriptCall, claim: str) -> dict[str, str]:
     """ReAct baseline: search once with the claim, then finish."""
     if call.round <= 1:
         return {"thought": "I need evidence.", "action": "search", "query": claim}
     return {"thought": "The evidence suffices.", "action": "finish", "query": ""}
+
+
+FIRST_AGENTS = ("", "rag", "debater1", "doc1")
+"""Agents that keep the first label under ``disagree`` (Tool-MAD's rag debater, MADKE's first
+debater, MADAM-RAG's first document agent, and calls made without an agent)."""
 
 
 # -- the registered scenarios (factdebate.core.models.script.SCENARIOS) ---------------------------
@@ -142,6 +159,6 @@ def disagree() -> Responder:
     """The first debater answers the first label, the others the second, judges see no consensus
     (``scripted:disagree``); speaks every framework."""
     def respond(call: ScriptCall) -> Any:
-        return respond_any(call, agrees=False, first=call.agent in ("", "rag"))
+        return respond_any(call, agrees=False, first=call.agent in FIRST_AGENTS)
 
     return respond
