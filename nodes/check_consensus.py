@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.routing import END, run_context
 from langgraph.runtime import Runtime
 
+from factdebate.core.budget import raise_if_refused
 from factdebate.core.state import DebateState, RoundScore, Turn
 from factdebate.core.tool_mad import ToolMadContext
+from factdebate.nodes.routing import END, rounds_done, rounds_used, run_context
 
 
 def round_turns(state: DebateState, round_: int | None = None) -> list[Turn]:
@@ -74,7 +75,12 @@ def consensus_reached(
 
 
 def check_consensus(state: DebateState, runtime: Runtime[ToolMadContext]) -> dict[str, Any]:
-    """Set the verdict when this round ends the debate by consensus."""
+    """Set the verdict when this round ends the debate by consensus.
+
+    First, a run whose budget refused one of this round's RAGAS calls (RAGAS records a refused
+    call as a scoring fault and goes on) stops here with the budget's error (issue #21).
+    """
+    raise_if_refused()
     turns = round_turns(state)
     if not consensus_reached(turns, state.get("scores", {}), runtime.context):
         return {}
@@ -85,9 +91,13 @@ def check_consensus(state: DebateState, runtime: Runtime[ToolMadContext]) -> dic
 def route_after_check_consensus(
     state: DebateState, ctx: ToolMadContext | None = None
 ) -> Literal["open_round", "judge", "__end__"]:
-    """End on consensus, go to the judge after the last round, else debate another round."""
+    """End on consensus, go to the judge after the last round, else debate another round.
+
+    Rounds are counted from the turns the debate recorded (``rounds_used``), so a client's edit
+    of ``round`` cannot buy rounds past ``max_rounds`` (issue #21).
+    """
     if state.get("stopped_by") == "consensus":
         return END
-    if state["round"] >= run_context(state, ToolMadContext, ctx).max_rounds:
+    if rounds_used(state, rounds_done(state)) >= run_context(state, ToolMadContext, ctx).max_rounds:
         return "judge"
     return "open_round"

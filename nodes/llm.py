@@ -105,9 +105,23 @@ async def model_for(spec: str, ctx: Context) -> BaseChatModel:
 
 
 def call_config(calls: CallLog, *, role: str, agent: str = "", round_: int = 0) -> RunnableConfig:
-    """Config of one model call: usage tracker plus role metadata."""
+    """Config of one model call: usage tracker, the run's budget, role metadata.
+
+    The run's budget (``factdebate.core.budget``: the operator's per-run limit of model calls and
+    tokens, counted outside the state for the whole run, nested graphs and parallel branches
+    included) counts the call when it starts and refuses it once spent; a budget already spent
+    raises ``BudgetExceededError`` here, before a library that swallows model errors (RAGAS)
+    gets the config.
+    """
+    from factdebate.core.budget import current_budget
+
+    callbacks: list[Any] = [calls.tracker]
+    budget = current_budget()
+    if budget is not None:
+        budget.check()
+        callbacks.append(budget)
     return {
-        "callbacks": [calls.tracker],
+        "callbacks": callbacks,
         "metadata": {"fd_role": role, "fd_agent": agent, "fd_round": round_},
         "tags": [f"fd:{role}"],
     }

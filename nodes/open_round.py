@@ -2,23 +2,31 @@
 
 Each branch gets only what Alg. 1 lets a debater see: the claim, its own previous query and the
 other agents' answers of the previous round.
+
+``open_round`` is shared by every round-based debate (Tool-MAD, MADKE, MADAM-RAG, MAD, Du et al.'s
+multi-agent debate). It numbers the new round from the rounds the turns record, not from the
+``round`` a client may have written, and refuses to open one past ``max_rounds``
+(nodes/routing.py, issue #21).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.check_consensus import round_turns
-from factdebate.nodes.routing import run_context
-from langgraph.types import Send
+from langgraph.types import Overwrite, Send
 
 from factdebate.core.state import DebaterState, DebateState
 from factdebate.core.tool_mad import ToolMadContext
+from factdebate.nodes.check_consensus import round_turns
+from factdebate.nodes.routing import refuse_past_cap, rounds_done, run_context
 
 
 def open_round(state: DebateState) -> dict[str, Any]:
-    """Advance the round counter."""
-    return {"round": 1}
+    """Open the next round: recorded rounds + 1, refused past ``max_rounds``."""
+    done = rounds_done(state)
+    cap = run_context(state, ToolMadContext).max_rounds  # every round-based Context has it
+    refuse_past_cap(done, cap, what="debate round(s)", knob="max_rounds")
+    return {"round": Overwrite(done + 1)}
 
 
 def route_debaters(state: DebateState, ctx: ToolMadContext | None = None) -> list[Send]:

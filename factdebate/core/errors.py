@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
 
 
 class FactDebateError(RuntimeError):
@@ -54,6 +55,16 @@ class IndexDamagedError(BackendUnavailableError):
     """An index exists but is unreadable or incomplete: a fault, never an empty result."""
 
 
+class UnsupportedDataError(BackendUnavailableError):
+    """A checkpoint holds what this project never writes: a value naming a Python callable or a
+    type outside the allow-list, pickle, or bytes that do not decode
+    (``factdebate.core.checkpoint_serde``). Nothing in it was run; ``source`` names the file."""
+
+    def __init__(self, problem: str, remedy: str = "", *, source: str = "") -> None:
+        self.source = source
+        super().__init__(problem, remedy)
+
+
 class StorageError(FactDebateError):
     """A place the run writes to is full, read-only or not a folder; nothing half written is kept."""
 
@@ -77,13 +88,51 @@ def storage_problem(exc: BaseException | None) -> str:
     Looks through the cause chain: SQLite says "database or disk is full", tantivy and Milvus
     wrap the OS error in their own exception types.
     """
-    seen, hops = exc, 0
-    while seen is not None and hops < 10:
+    for seen in exception_chain(exc):
         if isinstance(seen, OSError) and seen.errno in _STORAGE_ERRNOS:
             return os.strerror(seen.errno)
         text = str(seen).lower()
         for phrase in _STORAGE_TEXTS:
             if phrase in text:
                 return phrase
-        seen, hops = seen.__cause__ or seen.__context__, hops + 1
     return ""
+
+
+MAX_CHAIN = 64
+"""How many exceptions :func:`exception_chain` yields at most."""
+
+
+def exception_chain(exc: BaseException | None, limit: int = MAX_CHAIN) -> Iterator[BaseException]:
+    """``exc`` and every exception it came from, each once: causes, contexts, group members.
+
+    Every walk over ``__cause__``/``__context__`` in the project goes through here. A chain can
+    refer back to itself (grpc and pymilvus errors re-raised inside their own handlers do:
+    ``eval`` against a closed Milvus port spun at 100% CPU in a ``while`` loop, issue #21), so
+    exceptions already seen are skipped and at most ``limit`` are yielded. Order: ``exc``, then
+    breadth first (its cause before its context, an exception group's members in order).
+    """
+    queue: list[BaseException] = [exc] if exc is not None else []
+    seen: set[int] = set()
+    while queue and len(seen) < limit:
+        current = queue.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        nexts = [current.__cause__, current.__context__]
+        if isinstance(current, BaseExceptionGroup):
+            nexts.extend(current.exceptions)
+        queue.extend(e for e in nexts if isinstance(e, BaseException) and id(e) not in seen)
+
+
+class BudgetExceededError(FactDebateError):
+    """A run used up the operator's per-run budget of model calls or tokens (``budget`` names
+    which, ``env`` the variable that sets it; ``factdebate.core.budget``). The work done so far is
+    checkpointed: resuming the run continues it with a new budget."""
+
+    exit_code = 4
+
+    def __init__(self, problem: str, remedy: str = "", *, budget: str = "", env: str = "") -> None:
+        self.budget = budget
+        self.env = env
+        super().__init__(problem, remedy)

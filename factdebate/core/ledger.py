@@ -4,6 +4,10 @@ Nodes never share a mutable counter (parallel branches and resumed runs would co
 node counts the calls it makes with a ``UsageTracker`` callback and returns the counts as a
 ``{"ledger": {...}}`` update, which the ``add_ledger`` reducer sums. Token counts are the
 provider's (``usage_metadata``) when it reports them.
+
+The ledger is a record, not a limit: it lives in the state, which a server client can edit with
+``update_state``. The operator's per-run budget of calls and tokens counts outside the state
+(``factdebate.core.budget``).
 """
 
 from __future__ import annotations
@@ -57,16 +61,7 @@ class UsageTracker(BaseCallbackHandler):
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Add one call and the tokens its provider reported."""
-        prompt = completion = 0
-        for generations in response.generations:
-            for gen in generations:
-                usage = getattr(getattr(gen, "message", None), "usage_metadata", None) or {}
-                prompt += int(usage.get("input_tokens", 0) or 0)
-                completion += int(usage.get("output_tokens", 0) or 0)
-        if not prompt and not completion:
-            usage = (response.llm_output or {}).get("token_usage") or {}
-            prompt = int(usage.get("prompt_tokens", 0) or 0)
-            completion = int(usage.get("completion_tokens", 0) or 0)
+        prompt, completion = usage_of(response)
         # the structured-output method that served (factdebate.core.models.negotiation tags calls)
         method = next((t[18:] for t in kwargs.get("tags") or ()
                        if t.startswith("structured_output:")), None)
@@ -94,6 +89,22 @@ class UsageTracker(BaseCallbackHandler):
         if self.structured_output:
             out["structured_output"] = dict(self.structured_output)
         return out
+
+
+def usage_of(response: LLMResult) -> tuple[int, int]:
+    """``(prompt tokens, completion tokens)`` a provider reported for one call: the messages'
+    ``usage_metadata``, else the ``token_usage`` of ``llm_output``; ``(0, 0)`` when neither."""
+    prompt = completion = 0
+    for generations in response.generations:
+        for gen in generations:
+            usage = getattr(getattr(gen, "message", None), "usage_metadata", None) or {}
+            prompt += int(usage.get("input_tokens", 0) or 0)
+            completion += int(usage.get("output_tokens", 0) or 0)
+    if not prompt and not completion:
+        usage = (response.llm_output or {}).get("token_usage") or {}
+        prompt = int(usage.get("prompt_tokens", 0) or 0)
+        completion = int(usage.get("completion_tokens", 0) or 0)
+    return prompt, completion
 
 
 def empty_ledger() -> dict[str, Any]:

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.baselines.answering import baseline_values, note_turn
-from factdebate.nodes.llm import CallLog, ask
-from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 
 from factdebate.core.baseline_context import AstuteRagContext
 from factdebate.core.baseline_state import BaselineState
 from factdebate.core.state import Evidence
+from factdebate.nodes.baselines.answering import baseline_values, note_turn
+from factdebate.nodes.llm import CallLog, ask
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.routing import refuse_past_cap, rounds_used, run_context, steps_done
 
 MEMORY = "memory"
+CONSOLIDATE = ("consolidate",)
+"""The agent of each consolidation pass's turn (one per pass): the passes are counted from them."""
 
 
 class PassagesOut(BaseModel):
@@ -70,9 +73,16 @@ async def generate_passages(
 
 
 async def consolidate(state: BaselineState, runtime: Runtime[AstuteRagContext]) -> dict[str, Any]:
-    """One source-aware consolidation pass over the initial and the last context."""
+    """One source-aware consolidation pass over the initial and the last context.
+
+    Every pass records a turn (an unreadable one too), so the passes are counted from the turns;
+    one past ``consolidation_rounds`` is refused (only a state edit with ``goto`` asks for it).
+    """
     ctx = runtime.context
-    round_ = (state.get("round") or 0) + 1
+    done = steps_done(state, CONSOLIDATE)
+    refuse_past_cap(done, ctx.consolidation_rounds, what="consolidation pass(es)",
+                    knob="consolidation_rounds")
+    round_ = done + 1
     calls = CallLog()
     out, _ = await ask(
         ctx, ctx.debater_model,
@@ -82,7 +92,8 @@ async def consolidate(state: BaselineState, runtime: Runtime[AstuteRagContext]) 
     )
     if not isinstance(out, ConsolidatedOut):
         calls.flags.append(f"astute_rag: consolidation pass {round_} unreadable; context kept")
-        return {"round": 1, **calls.update()}
+        return {"round": Overwrite(round_), **calls.update(),
+                "turns": [note_turn("consolidate", round_, "unreadable; context kept")]}
     knowledge = [
         Evidence(id=f"group{i}", title=f"{p.source} (documents {p.documents or '-'})",
                  text=p.text, source="consolidated", url="", score=0.0)
@@ -90,13 +101,13 @@ async def consolidate(state: BaselineState, runtime: Runtime[AstuteRagContext]) 
     ]
     turn = note_turn("consolidate", round_, f"{len(knowledge)} consolidated passages",
                      evidence=knowledge)
-    return {"round": 1, "knowledge": knowledge, "turns": [turn], **calls.update()}
+    return {"round": Overwrite(round_), "knowledge": knowledge, "turns": [turn], **calls.update()}
 
 
 def route_after_consolidation(
     state: BaselineState, ctx: AstuteRagContext | None = None
 ) -> Literal["consolidate", "answer"]:
-    """Consolidate until ``consolidation_rounds`` passes are done, then answer."""
-    done = state.get("round") or 0
+    """Consolidate until ``consolidation_rounds`` passes are done (counted from the turns)."""
+    done = rounds_used(state, steps_done(state, CONSOLIDATE))
     rounds = run_context(state, AstuteRagContext, ctx).consolidation_rounds
     return "consolidate" if done < rounds else "answer"

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.baselines.answering import baseline_values, note_turn
-from factdebate.nodes.baselines.gather_evidence import retrieval_step
-from factdebate.nodes.llm import CallLog, ask
-from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.render import render_evidence
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 
 from factdebate.core.baseline_context import SelfAskContext
 from factdebate.core.baseline_state import BaselineState
 from factdebate.core.context import Context
+from factdebate.nodes.baselines.answering import baseline_values, note_turn
+from factdebate.nodes.baselines.gather_evidence import retrieval_step
+from factdebate.nodes.llm import CallLog, ask
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.render import render_evidence
+from factdebate.nodes.routing import refuse_past_cap, rounds_used, run_context, steps_done
 
 QUESTION, INTERMEDIATE = "follow_up", "intermediate"
 MAX_QUESTION_CHARS = 300
@@ -46,9 +48,12 @@ def self_ask_chain(state: BaselineState, ctx: Context) -> dict[str, Any]:
 
 
 async def follow_up(state: BaselineState, runtime: Runtime[SelfAskContext]) -> dict[str, Any]:
-    """The next follow-up question, or the decision that none is needed."""
+    """The next follow-up question, or the decision that none is needed (numbered from the
+    recorded questions; refused past ``max_follow_ups``, only a state edit asks for that, #21)."""
     ctx = runtime.context
-    step = (state.get("round") or 0) + 1
+    done = steps_done(state, (QUESTION,))
+    refuse_past_cap(done, ctx.max_follow_ups, what="follow-up question(s)", knob="max_follow_ups")
+    step = done + 1
     calls = CallLog()
     out, _ = await ask(
         ctx, ctx.debater_model,
@@ -62,7 +67,7 @@ async def follow_up(state: BaselineState, runtime: Runtime[SelfAskContext]) -> d
         calls.flags.append(f"self_ask: step {step} unreadable; answering now")
     if not question:
         return {"stopped_by": "final_answer", **calls.update()}
-    return {"round": 1, "turns": [note_turn(QUESTION, step, question, query=question)],
+    return {"round": Overwrite(step), "turns": [note_turn(QUESTION, step, question, query=question)],
             **calls.update()}
 
 
@@ -80,6 +85,12 @@ def route_after_follow_up(state: BaselineState) -> Literal["answer_follow_up", "
     return "answer" if state.get("stopped_by") == "final_answer" else "answer_follow_up"
 
 
-def route_after_answer_follow_up(state: BaselineState) -> Literal["follow_up", "answer"]:
-    """Ask the next question, or answer once ``max_follow_ups`` were answered."""
-    return "answer" if state.get("stopped_by") == "max_steps" else "follow_up"
+def route_after_answer_follow_up(
+    state: BaselineState, ctx: SelfAskContext | None = None
+) -> Literal["follow_up", "answer"]:
+    """Ask the next question, or answer once ``max_follow_ups`` were answered (from the turns)."""
+    if state.get("stopped_by") == "max_steps":
+        return "answer"
+    done = rounds_used(state, steps_done(state, (QUESTION,)))
+    cap = run_context(state, SelfAskContext, ctx).max_follow_ups
+    return "answer" if done >= cap else "follow_up"

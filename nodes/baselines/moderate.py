@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.baselines.answering import baseline_values, result_fields
-from factdebate.nodes.check_consensus import round_turns
-from factdebate.nodes.llm import CallLog, ask
-from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.render import render_opponents
-from factdebate.nodes.routing import END, run_context
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from factdebate.core.baseline_context import MadContext
 from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.answering import baseline_values, result_fields
+from factdebate.nodes.check_consensus import round_turns
+from factdebate.nodes.llm import CallLog, ask
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.render import render_opponents
+from factdebate.nodes.routing import END, rounds_done, rounds_used, run_context
 
 
 class ModeratorOut(BaseModel):
@@ -64,6 +64,6 @@ def route_after_moderate(
     """End on the moderator's preference, go to the judge after the last round, else debate on."""
     if state.get("stopped_by") == "moderator":
         return END
-    if state["round"] >= run_context(state, MadContext, ctx).max_rounds:
-        return "judge"
+    if rounds_used(state, rounds_done(state)) >= run_context(state, MadContext, ctx).max_rounds:
+        return "judge"  # rounds counted from the turns: an edit of 'round' buys none (#21)
     return "open_round"

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.baselines.answering import baseline_values, note_turn
-from factdebate.nodes.baselines.gather_evidence import retrieval_step
-from factdebate.nodes.llm import CallLog, ask
-from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.render import render_evidence
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 
 from factdebate.core.baseline_context import ReactContext
 from factdebate.core.baseline_state import BaselineState
 from factdebate.core.context import Context
 from factdebate.core.state import Turn
+from factdebate.nodes.baselines.answering import baseline_values, note_turn
+from factdebate.nodes.baselines.gather_evidence import retrieval_step
+from factdebate.nodes.llm import CallLog, ask
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.render import render_evidence
+from factdebate.nodes.routing import refuse_past_cap, rounds_used, run_context, steps_done
 
 THOUGHT, OBSERVATION = "react", "tool"
 
@@ -52,9 +54,12 @@ def _last_thought(state: BaselineState) -> Turn:
 
 
 async def react_step(state: BaselineState, runtime: Runtime[ReactContext]) -> dict[str, Any]:
-    """The next Thought and Action."""
+    """The next Thought and Action (numbered from the recorded thoughts; refused past
+    ``max_steps``, which only a state edit with ``goto`` can ask for, issue #21)."""
     ctx = runtime.context
-    step = (state.get("round") or 0) + 1
+    done = steps_done(state, (THOUGHT,))
+    refuse_past_cap(done, ctx.max_steps, what="ReAct step(s)", knob="max_steps")
+    step = done + 1
     values = baseline_values(state, ctx) | react_trajectory(state, ctx) | {"step": step}
     calls = CallLog()
     out, raw = await ask(
@@ -67,7 +72,7 @@ async def react_step(state: BaselineState, runtime: Runtime[ReactContext]) -> di
         calls.flags.append(f"react: step {step} unreadable; the agent answers now")
         out = ReactStepOut(thought=raw, action="finish")
     query = (out.query.strip() or state["claim"]) if out.action == "search" else ""
-    update = {"round": 1, "turns": [note_turn(THOUGHT, step, out.thought, query=query)],
+    update = {"round": Overwrite(step), "turns": [note_turn(THOUGHT, step, out.thought, query=query)],
               **calls.update()}
     return update | ({"stopped_by": "finish"} if out.action == "finish" else {})
 
@@ -83,6 +88,11 @@ def route_after_react_step(state: BaselineState) -> Literal["react_tool", "answe
     return "answer" if state.get("stopped_by") == "finish" else "react_tool"
 
 
-def route_after_react_tool(state: BaselineState) -> Literal["react_step", "answer"]:
-    """Another step, or answer once ``max_steps`` searches are used."""
-    return "answer" if state.get("stopped_by") == "max_steps" else "react_step"
+def route_after_react_tool(
+    state: BaselineState, ctx: ReactContext | None = None
+) -> Literal["react_step", "answer"]:
+    """Another step, or answer once ``max_steps`` searches are used (counted from the turns)."""
+    if state.get("stopped_by") == "max_steps":
+        return "answer"
+    done = rounds_used(state, steps_done(state, (THOUGHT,)))
+    return "answer" if done >= run_context(state, ReactContext, ctx).max_steps else "react_step"

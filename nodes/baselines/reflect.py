@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+from pydantic import BaseModel, Field
+
+from factdebate.core.baseline_context import SelfReflectionContext
+from factdebate.core.baseline_state import BaselineState
+from factdebate.core.state import Turn
 from factdebate.nodes.baselines.answering import (
     answer_turn,
     ask_answer,
@@ -19,15 +26,17 @@ from factdebate.nodes.baselines.answering import (
 )
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.routing import END, run_context
-from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field
-
-from factdebate.core.baseline_context import SelfReflectionContext
-from factdebate.core.baseline_state import BaselineState
-from factdebate.core.state import Turn
+from factdebate.nodes.routing import END, refuse_past_cap, rounds_used, run_context, steps_done
 
 ANSWERS = ("answer", "refine")
+REVIEW = ("review",)
+"""The agent of the turn that opens each reflection round: the rounds held are counted from them."""
+
+
+def reflection_cap(ctx: SelfReflectionContext) -> int:
+    """Reflection rounds a run holds: ``reflection_rounds``, and at least the one the graph's
+    ``answer -> review`` edge always opens."""
+    return max(1, ctx.reflection_rounds)
 
 
 class ReviewOut(BaseModel):
@@ -47,9 +56,13 @@ def _show(turn: Turn) -> str:
 
 
 async def review(state: BaselineState, runtime: Runtime[SelfReflectionContext]) -> dict[str, Any]:
-    """Feedback on the latest answer (opens a reflection round)."""
+    """Feedback on the latest answer (opens a reflection round, numbered from the recorded
+    reviews; refused past the cap, which only a state edit with ``goto`` asks for, issue #21)."""
     ctx = runtime.context
-    round_ = state["round"] + 1
+    done = steps_done(state, REVIEW)
+    refuse_past_cap(done, reflection_cap(ctx), what="reflection round(s)",
+                    knob="reflection_rounds")
+    round_ = done + 1
     values = baseline_values(state, ctx) | {"previous": _show(_latest(state, ANSWERS))}
     calls = CallLog()
     out, raw = await ask(
@@ -59,7 +72,8 @@ async def review(state: BaselineState, runtime: Runtime[SelfReflectionContext]) 
         calls=calls, role="review", agent="review", round_=round_,
     )
     feedback = out.feedback if isinstance(out, ReviewOut) else raw
-    return {"round": 1, "turns": [note_turn("review", round_, feedback)], **calls.update()}
+    return {"round": Overwrite(round_), "turns": [note_turn("review", round_, feedback)],
+            **calls.update()}
 
 
 async def refine(state: BaselineState, runtime: Runtime[SelfReflectionContext]) -> dict[str, Any]:
@@ -85,6 +99,6 @@ async def refine(state: BaselineState, runtime: Runtime[SelfReflectionContext]) 
 def route_after_refine(
     state: BaselineState, ctx: SelfReflectionContext | None = None
 ) -> Literal["review", "__end__"]:
-    """Another reflection round until ``reflection_rounds`` are done."""
+    """Another reflection round until ``reflection_rounds`` are done (counted from the turns)."""
     rounds = run_context(state, SelfReflectionContext, ctx).reflection_rounds
-    return END if state["round"] >= rounds else "review"
+    return END if rounds_used(state, steps_done(state, REVIEW)) >= rounds else "review"

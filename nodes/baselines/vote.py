@@ -11,12 +11,11 @@ import re
 from collections import Counter
 from typing import Any, Literal
 
-from factdebate.nodes.baselines.answering import first_round, result_fields
-from factdebate.nodes.routing import END, run_context
-
 from factdebate.core.baseline_context import MultiAgentDebateContext
 from factdebate.core.baseline_state import BaselineState
 from factdebate.core.state import Turn
+from factdebate.nodes.baselines.answering import first_round, result_fields
+from factdebate.nodes.routing import END, rounds_done, rounds_used, run_context
 
 
 def _agent_order(turn: Turn) -> tuple[str, int]:
@@ -57,6 +56,6 @@ def vote(state: BaselineState) -> dict[str, Any]:
 def route_after_vote(
     state: BaselineState, ctx: MultiAgentDebateContext | None = None
 ) -> Literal["open_round", "__end__"]:
-    """Du et al.: another debate round until ``max_rounds`` are done."""
+    """Du et al.: another debate round until ``max_rounds`` are done (counted from the turns)."""
     rounds = run_context(state, MultiAgentDebateContext, ctx).max_rounds
-    return END if state["round"] >= rounds else "open_round"
+    return END if rounds_used(state, rounds_done(state)) >= rounds else "open_round"

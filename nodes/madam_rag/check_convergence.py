@@ -3,18 +3,19 @@
 The debate stops early when every agent keeps its answer of the previous round
 (r_i^(t) = r_i^(t-1) for all i; answers compared ignoring case, punctuation and spacing), and in
 any case after T = ``max_rounds`` rounds; the last aggregate is the final answer. ``stopped_by``
-is ``no_change``, ``max_rounds`` or ``no_documents``.
+is ``no_change``, ``max_rounds`` or ``no_documents``. The final aggregate's aggregator reply's
+citations become the deciding citation of the verdict's evidence (``final_citation``, issue #22).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.madam_rag.aggregate import key
-from factdebate.nodes.routing import END
 from langgraph.runtime import Runtime
 
 from factdebate.core.madam_rag import DocResponse, MadamRagContext, MadamRagState
+from factdebate.nodes.madam_rag.aggregate import final_citation, key
+from factdebate.nodes.routing import END, rounds_done, rounds_used, run_context
 
 
 def _answers(responses: list[DocResponse], round_: int) -> dict[str, str]:
@@ -34,12 +35,17 @@ def check_convergence(state: MadamRagState, runtime: Runtime[MadamRagContext]) -
     if not state.get("agent_documents"):
         return {"stopped_by": "no_documents"}
     if unchanged(state.get("responses") or [], state["round"]):
-        return {"stopped_by": "no_change"}
-    if state["round"] >= runtime.context.max_rounds:
-        return {"stopped_by": "max_rounds"}
+        return {"stopped_by": "no_change", **final_citation(state)}
+    if rounds_used(state, rounds_done(state)) >= runtime.context.max_rounds:  # from turns (#21)
+        return {"stopped_by": "max_rounds", **final_citation(state)}
     return {}
 
 
-def route_after_check_convergence(state: MadamRagState) -> Literal["open_round", "__end__"]:
-    """End once stopped, else another round."""
-    return END if state.get("stopped_by") else "open_round"
+def route_after_check_convergence(
+    state: MadamRagState, ctx: MadamRagContext | None = None
+) -> Literal["open_round", "__end__"]:
+    """End once stopped or after ``max_rounds`` recorded rounds, else another round."""
+    if state.get("stopped_by"):
+        return END
+    done = rounds_used(state, rounds_done(state))
+    return END if done >= run_context(state, MadamRagContext, ctx).max_rounds else "open_round"

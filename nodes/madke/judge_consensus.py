@@ -11,14 +11,15 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from factdebate.nodes.check_consensus import round_turns
-from factdebate.nodes.llm import CallLog, ask
-from factdebate.nodes.madke.speak import render_stances
-from factdebate.nodes.prompting import common_values, prompt_set
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from factdebate.core.madke import MadkeContext, MadkeState
+from factdebate.nodes.check_consensus import round_turns
+from factdebate.nodes.llm import CallLog, ask
+from factdebate.nodes.madke.speak import render_stances
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.routing import rounds_done, rounds_used, run_context
 
 _TOKEN = re.compile(r"\[\s*(yes|no)\s*\]", re.IGNORECASE)
 
@@ -53,11 +54,16 @@ async def judge_consensus(state: MadkeState, runtime: Runtime[MadkeContext]) -> 
         calls.flags.append(f"judge: round {state['round']} verdict unreadable; counted as [No]")
     if agreed:
         return {"stopped_by": "consensus", **calls.update()}
-    if state["round"] >= ctx.max_rounds:
+    if rounds_used(state, rounds_done(state)) >= ctx.max_rounds:  # counted from the turns (#21)
         return {"stopped_by": "max_rounds", **calls.update()}
     return calls.update()
 
 
-def route_after_judge_consensus(state: MadkeState) -> Literal["open_round", "summarize"]:
-    """Summarise once the debate has stopped, else debate another round."""
-    return "summarize" if state.get("stopped_by") else "open_round"
+def route_after_judge_consensus(
+    state: MadkeState, ctx: MadkeContext | None = None
+) -> Literal["open_round", "summarize"]:
+    """Summarise once the debate has stopped or used its rounds, else debate another round."""
+    if state.get("stopped_by"):
+        return "summarize"
+    done = rounds_used(state, rounds_done(state))
+    return "summarize" if done >= run_context(state, MadkeContext, ctx).max_rounds else "open_round"
