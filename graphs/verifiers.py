@@ -24,7 +24,7 @@ from langgraph.graph.state import CompiledStateGraph
 from factdebate.core.errors import ConfigError
 
 PACKAGES = ("factdebate.graphs", "factdebate.graphs.baselines")
-NOT_VERIFIERS = frozenset({"check_text", "verifiers", "turns", "single_call", "baselines"})
+NOT_VERIFIERS = frozenset({"check_text", "verifiers", "turns", "finish", "single_call", "baselines"})
 """Modules of those packages that are not claim-verifying frameworks."""
 
 
