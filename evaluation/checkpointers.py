@@ -112,7 +112,11 @@ async def open_checkpointer(value: str | None, out: Path, *, repair: bool = Fals
     import psycopg
 
     try:
-        manager = AsyncPostgresSaver.from_conn_string(uri)
+        from factdebate.core.checkpoint_serde import CheckpointSerializer
+
+        # read as data: a value naming code is UnsupportedDataError, never run
+        manager = AsyncPostgresSaver.from_conn_string(
+            uri, serde=CheckpointSerializer(f"the PostgreSQL checkpointer at {masked(uri)}"))
         saver = await manager.__aenter__()
         await saver.setup()
     except psycopg.Error as exc:

@@ -161,7 +161,7 @@ def load_config(path: Path, overrides: dict[str, Any]) -> tuple[Path, list[tuple
             framework=job["framework"], dataset=job["dataset"], out=out / name,
             limit=job.get("limit", top.get("limit")), seed=job.get("seed", top.get("seed", 0)),
             concurrency=job.get("concurrency", top.get("concurrency", 4)),
-            workers=top.get("workers") or 1,
+            workers=1 if top.get("workers") is None else top["workers"],  # 0: refused, not 1
             model=job.get("model", top.get("model")), data_dir=top.get("data_dir"),
             sets=set_pairs(data.get("set")) + set_pairs(job.get("set")) + list(overrides.get("sets") or []),
             metrics=list(job.get("metrics", top.get("metrics")) or []),

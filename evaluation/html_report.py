@@ -14,7 +14,6 @@ and seen passage counts and whether the gold evidence was cited, only retrieved,
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 from html import escape
 from pathlib import Path
@@ -248,12 +247,9 @@ def _final_state(db: Path, thread_id: str) -> dict[str, Any]:
     """The thread's last checkpointed values in an eval folder's SQLite database ({} if none)."""
     if not db.is_file() or not thread_id:
         return {}
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    from factdebate.core.checkpoint_serde import final_values
 
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False) as conn:
-        saved = SqliteSaver(conn).get_tuple(
-            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    return dict((saved.checkpoint or {}).get("channel_values") or {}) if saved else {}
+    return final_values(db, thread_id) or {}  # read as data: UnsupportedDataError, never code
 
 
 def _item_html(n: int, row: dict[str, Any], state: dict[str, Any]) -> str:

@@ -23,7 +23,7 @@ from factdebate.evaluation.results import base_row, error_row, ok_row
 from factdebate.evaluation.run_folder import run_store_fault
 
 from factdebate.core.context import Context
-from factdebate.core.errors import FactDebateError
+from factdebate.core.errors import FactDebateError, exception_chain
 
 
 @dataclass(kw_only=True)
@@ -62,13 +62,11 @@ class RunSpec:
 
 def is_rate_limit(exc: BaseException) -> bool:
     """A provider's rate-limit error (class name or message says RateLimit / 429), chained too."""
-    seen: BaseException | None = exc
-    while seen is not None:
+    for seen in exception_chain(exc):  # a chain that refers back to itself ends
         text = f"{type(seen).__name__} {seen}".lower()
         if "ratelimit" in text or "rate limit" in text or "429" in text \
                 or getattr(seen, "status_code", None) == 429:
             return True
-        seen = seen.__cause__ or seen.__context__
     return False
 
 

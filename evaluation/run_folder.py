@@ -26,7 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from factdebate.core.errors import InputError, InUseError, StorageError, storage_problem
+from factdebate.core.errors import (
+    FactDebateError,
+    InputError,
+    InUseError,
+    StorageError,
+    UnsupportedDataError,
+    exception_chain,
+    storage_problem,
+)
 
 RUN_FILE = "run.json"
 LOCK_FILE = ".lock"
@@ -51,23 +59,25 @@ def storage_error(place: Path, exc: BaseException, what: str = "write") -> Stora
 _DAMAGED_DB = ("file is not a database", "database disk image is malformed")
 
 
-def run_store_fault(exc: BaseException) -> StorageError | None:
+def run_store_fault(exc: BaseException) -> FactDebateError | None:
     """The run-stopping error for a fault of the run's own storage, or None for an item fault.
 
-    A full disk or a damaged checkpoint database is not the item's failure: recording it as an
-    error row would keep a row a later ``--resume`` trusts, so the run stops instead.
+    A full disk, a damaged checkpoint database or checkpoints holding foreign data (a value naming
+    code: ``UnsupportedDataError``) are not the item's failure: recording them as error rows would
+    keep rows a later ``--resume`` trusts, so the run stops instead. The cause chain is walked by
+    ``exception_chain`` (a chain that refers back to itself ends).
     """
     problem = storage_problem(exc)
     if problem:
         return StorageError(f"the run's files cannot be written ({problem}); the item in flight "
                             "was not recorded", "free disk space, then rerun with --resume")
-    seen: BaseException | None = exc
-    while seen is not None:
+    for seen in exception_chain(exc):
+        if isinstance(seen, UnsupportedDataError):
+            return seen
         if any(text in str(seen).lower() for text in _DAMAGED_DB):
             return StorageError(f"the checkpoint database is damaged ({seen})",
                                 "rerun with --resume --repair: it is set aside and unfinished "
                                 "items start over (finished rows are kept)")
-        seen = seen.__cause__ or seen.__context__
     return None
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.tools import DEMO_CORPUS_DIR, index_lock, milvus_rag
-from factdebate.tools.base import RetrieverSettings
+from factdebate.tools.base import RetrieverSettings, get_retriever
 from factdebate.tools.embeddings import embedding_dimension, get_embeddings
 from factdebate.tools.index_state import (  # noqa: F401 - re-exported: the public API
     MANIFEST,
@@ -50,7 +50,14 @@ from factdebate.tools.index_state import (  # noqa: F401 - re-exported: the publ
 )
 from factdebate.tools.keyword import KEYWORD_SUBDIR, write_keyword_index
 
-from factdebate.core.errors import BackendUnavailableError, InputError, StorageError, storage_problem
+from factdebate.core.errors import (
+    BackendUnavailableError,
+    IndexDamagedError,
+    InputError,
+    StorageError,
+    storage_problem,
+)
+from factdebate.core.settings import mask_url
 
 DEFAULT_COLLECTION = RetrieverSettings.collection
 CHUNK_CHARS = 2000
@@ -412,3 +419,36 @@ def read_manifest(index_dir: str | Path) -> dict[str, Any]:
 def index_exists(index_dir: str | Path) -> bool:
     """True when ``index_dir`` holds a complete build (see :func:`inspect_index`)."""
     return inspect_index(index_dir).status == "ok"
+
+
+PROBE_QUERY = "the"
+"""What :func:`read_vector_index` searches for: any query has neighbours in a whole index."""
+
+
+def read_vector_index(index_dir: str | Path, milvus_uri: str = "",
+                      embedding_model: str = "minilm") -> int:
+    """Read the vector index as the runs will, not only list its files (the server's start-up).
+
+    :func:`inspect_index` is cheap and opens no Milvus database; a Milvus Lite folder whose files
+    hold random bytes passed it, and the server started and reported "serving ... (N passages)"
+    (issue #21). This opens the index through the retriever registry - the collection, its vector
+    dimension, loading it, its passage count against ``manifest.json`` - and runs one search. The
+    opened retriever stays cached for the process, so the first run does not open it again.
+
+    Returns:
+        The passages the vector index holds (checked against its manifest).
+
+    Raises:
+        IndexDamagedError: The vector index cannot be read, holds other counts, or finds nothing.
+        BackendUnavailableError: A Milvus server cannot be reached, or the folder is in use.
+    """
+    settings = RetrieverSettings(index_dir=str(index_dir), embedding_model=embedding_model,
+                                 milvus_uri=milvus_uri or str(Path(index_dir) / MILVUS_LITE_NAME))
+    retriever: Any = get_retriever("milvus", settings)
+    hits = retriever.search_sync(PROBE_QUERY, 1)
+    if not hits:  # a server index that answers nothing (Lite raises in search_sync itself)
+        raise IndexDamagedError(f"vector index at {mask_url(settings.milvus_uri)} "
+                                "answered a search with nothing",
+                                f"rebuild it: factdebate index CORPUS.jsonl --index-dir {index_dir} "
+                                "--replace")
+    return int(retriever.passages)

@@ -40,6 +40,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from factdebate.tools.base import RetrieverSettings
+from factdebate.tools.tool_providers import masked_fault
 from factdebate.tools.toolbox import (
     ONLINE_ONLY_TOOLS,
     PARAMETER_DESCRIPTIONS,
@@ -52,6 +53,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from factdebate.core.context import default_index_dir
+from factdebate.core.errors import exception_chain
 from factdebate.core.state import Evidence
 
 SERVER_NAME = "factdebate-tools"
@@ -98,7 +100,13 @@ def _serve(fn: Callable[..., Awaitable[list[Evidence]]]) -> Callable[..., Awaita
     """Wrap a toolbox function: described parameters, structured + JSON text result."""
 
     async def tool(**kwargs: Any) -> CallToolResult:
-        found = await fn(**kwargs)
+        try:
+            found = await fn(**kwargs)
+        except Exception as exc:  # FastMCP sends str(exc) to the client: no credentials in it
+            masked = masked_fault(exc)
+            if masked is exc:
+                raise
+            raise masked from None
         return CallToolResult(
             content=[TextContent(type="text", text=json.dumps(found, ensure_ascii=False))],
             structuredContent={"evidence": found})
@@ -160,12 +168,7 @@ class QuietDisconnects(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         """Rewrite a disconnect's record (traceback dropped); keep every other record as is."""
         exc = record.exc_info[1] if record.exc_info else None
-        chain = []
-        while exc is not None and len(chain) < 10:
-            chain.append(type(exc).__name__)
-            exc = exc.__cause__ or exc.__context__
-        groups = getattr(record.exc_info[1], "exceptions", []) if record.exc_info else []
-        chain += [type(e).__name__ for e in groups]
+        chain = [type(e).__name__ for e in exception_chain(exc)]  # causes, contexts, group members
         if not any(name in self.DISCONNECTS for name in chain):
             return True
         record.msg, record.args = "MCP client disconnected (%s)", (chain[0],)

@@ -36,7 +36,12 @@ from factdebate.tools import index_lock
 from factdebate.tools.base import RetrieverSettings, run_blocking
 from factdebate.tools.embeddings import embedding_dimension, get_embeddings
 
-from factdebate.core.errors import BackendUnavailableError, ConfigError, IndexDamagedError
+from factdebate.core.errors import (
+    BackendUnavailableError,
+    ConfigError,
+    FactDebateError,
+    IndexDamagedError,
+)
 from factdebate.core.settings import mask_url
 from factdebate.core.state import Evidence
 
@@ -103,8 +108,9 @@ def connect(uri: str, *, create: bool = False) -> MilvusClient:
     if not is_local_uri(uri):
         options = LOOPBACK_GRPC_OPTIONS if _is_loopback(uri) else {}
         try:
-            return MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""),
-                                grpc_options=options)
+            with _quiet_milvus_logs():
+                return MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""),
+                                    grpc_options=options)
         except Exception as exc:
             raise BackendUnavailableError(
                 f"cannot connect to Milvus at {mask_url(uri)} ({type(exc).__name__}: {mask_url(str(exc))})",
@@ -124,7 +130,7 @@ def connect(uri: str, *, create: bool = False) -> MilvusClient:
     patches.enabled("milvus_lite")
     with _lite_lock:
         try:
-            with _quiet_lite_log():
+            with _quiet_milvus_logs():
                 client = MilvusClient(uri=str(path), grpc_options=LOOPBACK_GRPC_OPTIONS)
         except Exception as exc:  # pymilvus wraps every Lite failure in one generic message
             raise _lite_open_error(path, exc) from exc
@@ -148,19 +154,55 @@ def disconnect(client: MilvusClient, uri: str) -> None:
     server_manager_instance.release_server(key)
 
 
+QUIETED_LOGGERS = ("pymilvus.decorators", *(f"milvus_lite.{name}" for name in (
+    "server_manager", "adapter.grpc.servicer", "adapter.grpc.server", "engine.collection",
+    "engine.recovery", "engine.compaction", "storage.manifest", "storage.wal")))
+"""Loggers that print a failed Milvus call's traceback (pymilvus' ``_log_rpc_error``, Milvus
+Lite's servicer and server manager: ~50 lines for one unreadable data file). While this module
+calls Milvus their records are dropped: every failure is raised as one error naming the index,
+the damage and the rebuild command (issue #21)."""
+
+
+class _Quiet(logging.Filter):
+    """Drops every record while :func:`_quiet_milvus_logs` blocks are open (any thread)."""
+
+    depth = 0
+    lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep the record unless a quiet block is open."""
+        return _Quiet.depth == 0
+
+
+_QUIET = _Quiet()
+for _name in QUIETED_LOGGERS:
+    logging.getLogger(_name).addFilter(_QUIET)
+
+
 @contextlib.contextmanager
-def _quiet_lite_log() -> Iterator[None]:
-    """Mute milvus-lite's traceback for a failed open: the error we raise says it better."""
-    logger = logging.getLogger("milvus_lite.server_manager")
-    previous = logger.disabled
-    logger.disabled = True
+def _quiet_milvus_logs() -> Iterator[None]:
+    """Mute Milvus' own tracebacks for the calls in the block: the error we raise says it better."""
+    with _Quiet.lock:
+        _Quiet.depth += 1
     try:
         yield
     finally:
-        logger.disabled = previous
+        with _Quiet.lock:
+            _Quiet.depth -= 1
+
+
+def milvus_failure(uri: str, what: str, exc: BaseException) -> BackendUnavailableError:
+    """The one-line error of a Milvus server (not Lite) call that failed: names the server."""
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return BackendUnavailableError(
+        f"Milvus at {mask_url(uri)} failed to {what} ({type(exc).__name__}: "
+        f"{mask_url(first)[:240]})",
+        "check that the Milvus server is up and holds the index (FACTDEBATE_MILVUS_URI), "
+        "or rebuild it: factdebate index CORPUS.jsonl --milvus-uri URI --replace")
 
 
 def _lite_open_error(path: Path, exc: Exception) -> BackendUnavailableError:
+    """Why a Milvus Lite folder did not open: held by another process, or damaged."""
     if _lite_folder_locked(path):
         return BackendUnavailableError(
             f"Milvus Lite index {path} is in use by another process (a Milvus Lite folder can be "
@@ -168,9 +210,11 @@ def _lite_open_error(path: Path, exc: Exception) -> BackendUnavailableError:
             "stop the other process (e.g. a running `langgraph dev` or another factdebate "
             "command) or point --index-dir elsewhere",
         )
-    return BackendUnavailableError(
-        f"cannot open Milvus Lite index {path} ({type(exc).__name__}: {exc})",
-        f"rebuild it ({_INDEX_REMEDY}) or point --index-dir elsewhere",
+    first = (str(exc).splitlines() or [""])[0][:200]
+    return IndexDamagedError(
+        f"vector index at {path} is damaged: it cannot be opened ({type(exc).__name__}: {first})",
+        f"rebuild it: factdebate index CORPUS.jsonl --index-dir {path.parent} --replace "
+        "(or point --index-dir elsewhere)",
     )
 
 
@@ -270,10 +314,17 @@ class MilvusRetriever:
         self._expected_rows = expected_rows
         self._client: MilvusClient | None = connect(uri)
         try:
-            self._check_collection()
-        except Exception:
+            with _quiet_milvus_logs():
+                self._check_collection()
+        except FactDebateError:
             self.close()
             raise
+        except Exception as exc:  # pymilvus/grpc: a Lite folder that does not read, a server fault
+            self.close()
+            if is_local_uri(uri):
+                raise self._damaged(f"it cannot be read ({type(exc).__name__}: "
+                                    f"{_first_line(exc)})") from exc
+            raise milvus_failure(uri, f"open collection {collection!r}", exc) from exc
 
     def _check_collection(self) -> None:
         client = self._require_client()
@@ -295,7 +346,7 @@ class MilvusRetriever:
             if not is_local_uri(self.uri):
                 raise
             raise self._damaged(f"it cannot be loaded ({type(exc).__name__}: "
-                                f"{str(exc)[:200]})") from exc
+                                f"{_first_line(exc)})") from exc
         self._check_rows(client)
         self._index_type = vector_index_type(client, self.collection)
 
@@ -308,6 +359,8 @@ class MilvusRetriever:
         if rows == 0 or (self._expected_rows is not None and rows != self._expected_rows):
             said = "" if self._expected_rows is None else f", its manifest says {self._expected_rows}"
             raise self._damaged(f"it holds {rows} passages{said}")
+        self.passages = rows
+        """Passages in the collection (checked against the manifest when it has one)."""
 
     def _damaged(self, why: str) -> IndexDamagedError:
         return IndexDamagedError(
@@ -326,15 +379,22 @@ class MilvusRetriever:
             return []
         vector = self._embeddings.embed_query(query)
         try:
-            hits = self._require_client().search(
-                self.collection, data=[vector], limit=k, output_fields=OUTPUT_FIELDS,
-                search_params={"metric_type": METRIC, "params": search_params(self._index_type, k)},
-            )
+            with _quiet_milvus_logs():
+                hits = self._require_client().search(
+                    self.collection, data=[vector], limit=k, output_fields=OUTPUT_FIELDS,
+                    search_params={"metric_type": METRIC,
+                                   "params": search_params(self._index_type, k)},
+                )
+        except FactDebateError:
+            raise
         except Exception as exc:
             if is_local_uri(self.uri):  # Lite reads its files here: unreadable = damaged
                 raise self._damaged(f"search failed ({type(exc).__name__}: "
-                                    f"{str(exc)[:200]})") from exc
-            raise  # a server's fault may pass: the retrieve node retries and flags it
+                                    f"{_first_line(exc)})") from exc
+            # a server's fault: the retrieve node retries it, then flags it (named, masked)
+            failure = milvus_failure(self.uri, "search", exc)
+            failure.retryable = True  # type: ignore[attr-defined]  # nodes/llm.is_retryable
+            raise failure from exc
         found = [_evidence(hit) for hit in (hits[0] if hits else [])]
         if not found and is_local_uri(self.uri):
             # cosine search over a non-empty collection always returns neighbours
@@ -350,6 +410,13 @@ class MilvusRetriever:
         if self._client is not None:
             client, self._client = self._client, None
             disconnect(client, self.uri)
+
+
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an error's message (pymilvus repeats itself inside its own repr)."""
+    message = getattr(exc, "message", None)  # MilvusException's own text, without its repr
+    text = message if isinstance(message, str) and message else str(exc)
+    return (text.splitlines() or [""])[0][:limit]
 
 
 def _evidence(hit: Any) -> Evidence:

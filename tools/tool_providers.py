@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from factdebate.tools.toolbox import TOOL_DESCRIPTIONS, Toolbox, ToolboxSettings
 
 from factdebate.core.errors import BackendUnavailableError
+from factdebate.core.settings import mask_url
 from factdebate.core.state import Evidence
 
 SERVER_KEY = "factdebate"
@@ -51,6 +52,26 @@ class ToolProvider(Protocol):
 
 class UnknownToolError(LookupError):
     """The executor asked for a tool the provider does not serve."""
+
+
+def masked_fault(exc: Exception) -> Exception:
+    """``exc``, or an error of the same kind whose message has the credentials of URLs masked.
+
+    Tool errors become MCP error texts and MERMAID's ``tool fault`` flags (state, checkpoints,
+    traces, output); an operator's ``http://user:pass@mirror`` must not travel with them (issue
+    #21). The masked copy keeps the class when its constructor takes a message, else it is a
+    ``RuntimeError`` naming the class; it is raised ``from None`` (the original chain holds the
+    unmasked text).
+    """
+    text = str(exc)
+    clean = mask_url(text)
+    if clean == text:
+        return exc
+    try:
+        copy = type(exc)(clean)
+    except Exception:  # noqa: BLE001 - constructors with required keywords (httpx errors ...)
+        return RuntimeError(f"{type(exc).__name__}: {clean}")
+    return copy if str(copy) == clean else RuntimeError(f"{type(exc).__name__}: {clean}")
 
 
 def _evidence_from(content: Any) -> list[Evidence]:
@@ -81,7 +102,13 @@ class InProcessToolProvider:
             raise UnknownToolError(name)
         fn = self._functions[name]
         first = next(iter(inspect.signature(fn).parameters))
-        return await fn(**{first: text})
+        try:
+            return await fn(**{first: text})
+        except Exception as exc:
+            masked = masked_fault(exc)
+            if masked is exc:
+                raise
+            raise masked from None
 
 
 class McpToolProvider:
@@ -124,7 +151,8 @@ class McpToolProvider:
             where = self.connection.get("url") or " ".join(
                 [str(self.connection.get("command", "")), *self.connection.get("args", [])[:4]])
             raise BackendUnavailableError(
-                f"MCP tool server {where} cannot be reached ({type(exc).__name__}: {exc})"[:400],
+                mask_url(f"MCP tool server {where} cannot be reached ({type(exc).__name__}: "
+                         f"{exc})")[:400],
                 "start it (python -m factdebate.tools.mcp_server --transport streamable-http --port P) and "
                 "check mcp_url / mcp_command, or use tool_provider=in_process",
             ) from exc
@@ -143,7 +171,13 @@ class McpToolProvider:
         schema = tool.args_schema if isinstance(tool.args_schema, dict) else \
             tool.args_schema.model_json_schema()
         params = schema.get("required") or list(schema.get("properties", {}))
-        return _evidence_from(await tool.ainvoke({params[0]: text}))
+        try:
+            return _evidence_from(await tool.ainvoke({params[0]: text}))
+        except Exception as exc:  # a server of another version may not mask its error texts
+            masked = masked_fault(exc)
+            if masked is exc:
+                raise
+            raise masked from None
 
     async def aclose(self) -> None:
         """End the session (a stdio server process exits with it)."""

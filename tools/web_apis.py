@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from factdebate.core.settings import mask_url
 from factdebate.core.state import Evidence
 
 USER_AGENT = "factdebate/0.1 (claim verification research; MERMAID tools)"
@@ -50,8 +51,14 @@ class _Client:
 
     async def _get(self, path: str, params: dict[str, Any]) -> httpx.Response:
         url = f"{self.base_url}/{path}" if path else self.base_url
-        response = await self._http.get(url, params=params)
-        response.raise_for_status()
+        try:
+            response = await self._http.get(url, params=params)
+            response.raise_for_status()
+        except httpx.HTTPStatusError as exc:  # its text names the URL: an operator's mirror
+            raise httpx.HTTPStatusError(mask_url(str(exc)), request=exc.request,
+                                        response=exc.response) from None
+        except httpx.RequestError as exc:
+            raise type(exc)(mask_url(str(exc)), request=exc.request) from None
         return response
 
     async def aclose(self) -> None:

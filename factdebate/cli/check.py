@@ -26,7 +26,7 @@ import typer
 
 from factdebate.cli.output import err, fail, out
 from factdebate.core.check_text import MAX_TEXT_CHARS, CheckTextContext
-from factdebate.core.errors import BackendUnavailableError, FactDebateError, InputError
+from factdebate.core.errors import FactDebateError, InputError
 
 CHECKS_FILE_BYTES = MAX_TEXT_CHARS * 4
 """A file larger than this cannot hold a text within the limit (4 bytes per character at most)."""
@@ -98,13 +98,20 @@ def check(
     resume: Annotated[bool, typer.Option(help="Resume --thread-id from its checkpoint.")] = False,
     checkpoint_db: Annotated[Path | None, typer.Option(help="SQLite checkpoint file.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-    out_html: Annotated[Path | None, typer.Option("--out", help="Write a self-contained HTML "
-                        "report, e.g. report.html.")] = None,
+    out_raw: Annotated[str | None, typer.Option("--out", help="Write a self-contained HTML "
+                       "report, e.g. report.html.")] = None,
 ) -> None:
     """Check a whole text: extract its claims, debate each, mark every sentence with a verdict."""
+    from factdebate.cli.flags import in_range, place
+
     try:
         if resume and not thread_id:
             raise InputError("--resume needs --thread-id", "name the run to resume")
+        out_html = place("--out", out_raw, "file")  # "" would be the current folder
+        place("--index-dir", index_dir)
+        in_range("--rounds", rounds, 1)  # 0 was dropped (the verifier's default ran)
+        if out_html is not None and out_html.is_dir():
+            raise InputError(f"--out {out_html} is a folder", "give a file path, e.g. report.html")
         if out_html is not None and not out_html.parent.is_dir():
             raise InputError(f"--out {out_html}: folder {out_html.parent} does not exist",
                              "create it or write the report elsewhere")
@@ -116,7 +123,7 @@ def check(
             {"framework": name, "debater_model": model, "judge_model": judge_model,
              "model_base_url": base_url, "max_claims": max_claims, "label_set": label_set,
              "rag_backend": rag_backend, "search_backend": search_backend,
-             "index_dir": index_dir}, list(set_), {"max_rounds": rounds} if rounds else {})
+             "index_dir": index_dir}, list(set_), {} if rounds is None else {"max_rounds": rounds})
         if FRAMEWORKS.entry(name).meta.get("needs_index", True):
             from factdebate.run.setup import ensure_index
 
@@ -149,12 +156,10 @@ def _run(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,
     except FactDebateError:
         raise
     except Exception as exc:  # a provider or tool fault that outlived its retries
-        detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        from factdebate.cli.verify_checks import interrupted_run
+
         raise storage_failure(exc, checkpoint_db or default_checkpoint_db()) or \
-            BackendUnavailableError(
-                f"the check stopped ({detail}); finished claims are checkpointed under thread "
-                f"{thread_id}", f"fix the cause, then rerun with --resume --thread-id {thread_id}",
-            ) from exc
+            interrupted_run(exc, thread_id, "the check") from exc
 
 
 async def _check(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,

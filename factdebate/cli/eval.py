@@ -112,7 +112,7 @@ def eval_command(
     workers: Annotated[int | None, typer.Option(
         help="Processes running items (up to one per core when our CPU, not the model, limits "
              "throughput).", show_default="1")] = None,
-    out_dir: Annotated[Path | None, typer.Option(
+    out_raw: Annotated[str | None, typer.Option(
         "--out", help="Output folder.",
         show_default="runs/<framework>__<dataset>__<time>")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
@@ -146,11 +146,16 @@ def eval_command(
         "--set", help="Any Context field=value.", show_default="none")] = [],  # noqa: B006
 ) -> None:
     """Evaluate a framework on a dataset (or a --config experiment); writes results and reports."""
+    from factdebate.cli.flags import in_range, place
     from factdebate.evaluation.config import load_config, with_flags
     from factdebate.evaluation.runner import RunSpec, run_eval
     from factdebate.run.claims import run_async
 
     try:
+        out_dir = place("--out", out_raw)  # "" is refused, never the current folder
+        in_range("--concurrency", concurrency, 1, default=4)
+        in_range("--workers", workers, 1, default=1)
+        in_range("--limit", limit, 1, default="all items")
         extra = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
         if config:
             folder, specs = load_config(config, {
@@ -167,7 +172,8 @@ def eval_command(
             folder = out_dir or Path("runs") / f"{framework}__{Path(dataset).stem}__{stamp}"
             specs = [(folder.name, RunSpec(
                 framework=framework, dataset=dataset, out=folder, limit=limit, seed=seed or 0,
-                concurrency=concurrency or 4, workers=workers or 1, model=model, sets=list(set_),
+                concurrency=4 if concurrency is None else concurrency,
+                workers=1 if workers is None else workers, model=model, sets=list(set_),
                 data_dir=data_dir,
                 metrics=extra or [], metric_model=metric_model, server=server,
                 checkpointer=checkpointer))]
@@ -227,11 +233,14 @@ def _write_reports(folder: Path, run_dirs: list[Path]) -> dict[str, Any]:
 
 
 def compare_command(
-    first: Annotated[Path, typer.Argument(help="Baseline eval output folder (A).")],
-    second: Annotated[Path, typer.Argument(help="Eval output folder to compare (B).")],
+    first_raw: Annotated[str, typer.Argument(metavar="FIRST",
+                                             help="Baseline eval output folder (A).")],
+    second_raw: Annotated[str, typer.Argument(metavar="SECOND",
+                                              help="Eval output folder to compare (B).")],
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
 ) -> None:
     """Accuracy difference B - A on the shared items: paired-bootstrap CI and p, McNemar's exact p."""
+    from factdebate.cli.flags import required_place
     from factdebate.evaluation.compare import (
         COLUMNS,
         EVIDENCE_COLUMNS,
@@ -241,6 +250,8 @@ def compare_command(
     )
 
     try:
+        first = required_place("FIRST", first_raw, "run folder")
+        second = required_place("SECOND", second_raw, "run folder")
         results = compare_outputs(first, second, seed=seed)
     except FactDebateError as exc:
         fail(exc)

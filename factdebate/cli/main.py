@@ -23,12 +23,12 @@ from factdebate.cli.output import err, fail, out, quiet_libraries  # noqa: E402
 from factdebate.cli.verify_checks import (  # noqa: E402
     check_thread,
     checkpoint_place,
+    interrupted_run,
     read_claim,
     storage_failure,
 )
 from factdebate.core.context import Context, context_fields  # noqa: E402
 from factdebate.core.errors import (  # noqa: E402
-    BackendUnavailableError,
     FactDebateError,
     InputError,
 )
@@ -102,8 +102,10 @@ def verify(
     another framework's.
     """
     try:
+        from factdebate.cli.flags import place
         from factdebate.nodes.prepare import clean_claim
 
+        place("--index-dir", index_dir)  # "" is refused, never the default index
         claim = read_claim(claim)
         if resume and not thread_id:
             raise InputError("--resume needs --thread-id", "name the run to resume")
@@ -146,16 +148,6 @@ def verify(
         print_result(out, result)
 
 
-def interrupted_run(exc: Exception, thread_id: str) -> BackendUnavailableError:
-    """A one-line error for a run stopped by a fault; its checkpoint lets it resume."""
-    detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-    what = "the model server is unreachable" if "connect" in detail.lower() else "the run stopped"
-    return BackendUnavailableError(
-        f"{what} ({detail}); progress is checkpointed under thread {thread_id}",
-        f"fix the cause, then rerun with --resume --thread-id {thread_id}",
-    )
-
-
 async def _verify(framework: str, claim: str, ctx: Context, thread_id: str | None,
                   resume: bool, checkpoint_db: Path | None) -> dict[str, Any]:
     from factdebate.run.claims import (
@@ -192,6 +184,10 @@ def index(
     from factdebate.tools.indexing import build_indexes
 
     try:
+        from factdebate.cli.flags import place
+
+        place("--index-dir", index_dir)
+        place("--milvus-uri", milvus_uri, "Milvus Lite folder or server URI")
         ctx = build_context({"index_dir": index_dir, "milvus_uri": milvus_uri,
                              "embedding_model": embedding_model}, [])
         if not corpus.is_file():
@@ -214,10 +210,10 @@ def index(
 @app.command()
 def bench(
     names: Annotated[list[str], typer.Argument(help="overhead | scaling | retrieval | embedded")],
-    out: Annotated[Path, typer.Option(help="Folder for <bench>.json and work files.")] = Path(
-        "bench-results"),
-    data_dir: Annotated[Path | None, typer.Option(
-        help="Benchmark data folder.", show_default="$FACTDEBATE_DATA_DIR")] = None,
+    out_raw: Annotated[str, typer.Option(
+        "--out", help="Folder for <bench>.json and work files.")] = "bench-results",
+    data_dir_raw: Annotated[str | None, typer.Option(
+        "--data-dir", help="Benchmark data folder.", show_default="$FACTDEBATE_DATA_DIR")] = None,
     latency: Annotated[float | None, typer.Option(
         help="Scripted-model latency per call, s.",
         show_default="overhead 0.1, scaling 1.0")] = None,
@@ -228,14 +224,23 @@ def bench(
         show_default="1")] = None,
     limit: Annotated[int, typer.Option(help="Retrieval: claims per gold set.")] = 300,
     pad_to: Annotated[int, typer.Option(help="Retrieval: passages for the latency run.")] = 100_000,
-    markdown: Annotated[Path, typer.Option(help="Markdown file to regenerate.")] = Path(
-        "BENCHMARKS.md"),
+    markdown_raw: Annotated[str, typer.Option(
+        "--markdown", help="Markdown file to regenerate.")] = "BENCHMARKS.md",
 ) -> None:
     """Run benchmarks; write OUT/<name>.json and regenerate their BENCHMARKS.md sections."""
+    from factdebate.cli.flags import in_range, place, required_place
     from factdebate.evaluation.bench import BENCHES, run_bench
     from factdebate.evaluation.bench_report import write_markdown
 
     try:
+        out = required_place("--out", out_raw)
+        markdown = required_place("--markdown", markdown_raw, "file")
+        data_dir = place("--data-dir", data_dir_raw)
+        in_range("--latency", latency, 0.0, 60.0)
+        in_range("--claims", claims, 1)
+        in_range("--workers", workers, 1, default=1)
+        in_range("--limit", limit, 1, default=300)
+        in_range("--pad-to", pad_to, 1, default=100_000)
         for name in names:
             BENCHES.resolve(name)
         folder = data_dir or (Path(os.environ["FACTDEBATE_DATA_DIR"])

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from factdebate.core.errors import InputError, StorageError, storage_problem
+from factdebate.core.errors import BackendUnavailableError, InputError, StorageError, storage_problem
 
 
 def read_claim(raw: str) -> str:
@@ -100,3 +100,25 @@ async def check_thread(saver: Any, thread_id: str, framework: str, claim: str) -
         shown = stored if len(stored) <= 80 else stored[:77] + "..."
         raise InputError(f"thread {thread_id!r} verifies another claim ({shown!r})",
                          "resume it with that claim, or drop --resume to verify this one")
+
+
+def interrupted_run(exc: Exception, thread_id: str, what: str = "the run") -> BackendUnavailableError:
+    """A one-line error for a run stopped by a fault; its checkpoint lets it resume.
+
+    A model-server or Milvus fault names the backend (``backend_error``); URLs in the text have
+    their credentials masked.
+    """
+    from factdebate.core.faults import backend_error
+    from factdebate.core.settings import mask_url
+
+    known = backend_error(exc)
+    if known is not None:
+        return BackendUnavailableError(
+            f"{known.problem}; {what} stopped, progress is checkpointed under thread {thread_id}",
+            f"{known.remedy or 'fix the cause'}, then rerun with --resume --thread-id {thread_id}")
+    detail = mask_url(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+    stopped = "the model server is unreachable" if "connect" in detail.lower() else f"{what} stopped"
+    return BackendUnavailableError(
+        f"{stopped} ({detail}); progress is checkpointed under thread {thread_id}",
+        f"fix the cause, then rerun with --resume --thread-id {thread_id}",
+    )

@@ -19,10 +19,10 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from functools import cache
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from factdebate.core.labels import NEI
 from factdebate.core.schema_docs import described

@@ -72,17 +72,22 @@ async def open_sqlite_saver(path: Path | str) -> AsyncIterator[BaseCheckpointSav
     starts - the ``kill -9`` crash trials of ``evaluation/crash_trials.py`` run against it) and
     gives up only the last commits on power loss. Measured: aput + aput_writes p50 1.15 -> 0.37 ms.
     Writes take one trip to the database thread each (``factdebate/patches/sqlite_saver.py``).
+    Checkpoints are read as data (``factdebate/core/checkpoint_serde.py``): a value naming code
+    or a foreign type is ``UnsupportedDataError`` "unsupported data in PATH", never run.
     """
+    import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     from factdebate import patches
+    from factdebate.core.checkpoint_serde import CheckpointSerializer
 
     saver_class = AsyncSqliteSaver
     if patches.enabled("sqlite_saver"):
         from factdebate.patches.sqlite_saver import OneTripSqliteSaver
 
         saver_class = OneTripSqliteSaver
-    async with saver_class.from_conn_string(str(path)) as saver:
+    async with aiosqlite.connect(str(path)) as conn:  # as saver_class.from_conn_string, + serde
+        saver = saver_class(conn, serde=CheckpointSerializer(path))
         await saver.setup()  # journal_mode=WAL
         await saver.conn.execute("PRAGMA synchronous=NORMAL")
         yield saver

@@ -6,10 +6,12 @@ graphs are loaded and before the server answers requests, so a fresh ``langgraph
 yet) builds the bundled demo index once (~35 s) and its first run succeeds. The rule is the CLI's
 (:func:`factdebate.tools.demo_index.ensure_index`): the demo index only in the default folder and
 only where no index exists at all; an index folder or Milvus URI the operator configured must hold
-an index; a damaged index is never replaced. The index is the operator's (``FACTDEBATE_INDEX_DIR``,
-``FACTDEBATE_MILVUS_URI``, ``FACTDEBATE_HOME``): clients cannot choose it. On success one line
-names the served index, and the process holds the index's shared lock (``factdebate index
---replace`` is refused while the server runs).
+an index; a damaged index is never replaced. The index is read, not only listed: the vector index
+is opened (collection, dimension, passage count against the manifest) and searched once
+(``factdebate.tools.indexing.read_vector_index``). The index is the operator's
+(``FACTDEBATE_INDEX_DIR``, ``FACTDEBATE_MILVUS_URI``, ``FACTDEBATE_HOME``): clients cannot choose
+it. On success one line names the served index, and the process holds the index's shared lock
+(``factdebate index --replace`` is refused while the server runs).
 
 A problem stops the start with one line on stderr naming it and the remedy, e.g.
 ``factdebate: the server cannot start: the index at /srv/index is damaged: manifest.json is
@@ -37,12 +39,16 @@ def _say(line: str) -> None:
 
 
 def prepare_index() -> None:
-    """Find or build the operator's index (blocking; the lifespan runs it in a thread)."""
+    """Find or build the operator's index, then read it (blocking; the lifespan runs it in a
+    thread): the vector index is opened and searched once (``read_vector_index``), so a Milvus
+    Lite folder whose files hold random bytes stops the start instead of every run."""
     from factdebate.tools.demo_index import ensure_index
+    from factdebate.tools.indexing import read_vector_index
 
-    state = ensure_index(Context(), announce=_say)
-    passages = (state.manifest or {}).get("passages", "?")
-    _say(f"serving the index at {state.path} ({passages} passages)")
+    ctx = Context()
+    state = ensure_index(ctx, announce=_say)
+    passages = read_vector_index(ctx.index_path, ctx.resolved_milvus_uri, ctx.embedding_model)
+    _say(f"serving the index at {state.path} ({passages} passages, read and searched)")
 
 
 @contextlib.asynccontextmanager

@@ -185,3 +185,25 @@ def test_eval_with_tracing_leaks_no_key(server, tmp_path):
     assert {"summary.json", "report.md", "run.json", "checkpoints.sqlite"} <= {
         p.name for p in out.iterdir()}
     assert assert_nothing_leaked(done, [out, home]) > 0
+
+
+OPERATOR_SECRET = f"opPw{secrets.token_hex(8)}"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue #21 item 6: ChatOpenAI's lc_attributes put openai_api_base (with the URL's "
+    "credentials) into every LLM run's 'serialized' manifest; the fix belongs where the model is "
+    "created (factdebate/core/models/__init__.py), outside this change - remove this mark with it"))
+def test_credentials_in_the_operator_base_url_stay_out_of_traces(server, index_dir, tmp_path):
+    Servers.captured.clear()
+    home = tmp_path / "home"
+    base = server.replace("http://", f"http://op:{OPERATOR_SECRET}@") + "/v1"
+    done = run_cli(["verify", CLAIM, "--model", "openai:gpt-4o-mini", "--base-url", base,
+                    "--rag-backend", "keyword", "--index-dir", str(index_dir), "--scoring",
+                    "none", "--rounds", "1", "--json"], server, home)
+    posted = [b for p, _, b in Servers.captured if p.startswith("/runs")]
+    assert posted, "no trace reached the capture endpoint: the test would prove nothing"
+    assert OPERATOR_SECRET.encode() not in done.stdout.encode() + done.stderr.encode()
+    for path in (p for p in home.rglob("*") if p.is_file()):
+        assert OPERATOR_SECRET.encode() not in path.read_bytes(), path
+    assert not [b for b in posted if OPERATOR_SECRET.encode() in b]

@@ -41,6 +41,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from factdebate.core.errors import ConfigError
 from factdebate.core.models.script import (  # noqa: F401 - re-exported for scripts and tests
     SCENARIOS,
     CallRecord,
@@ -48,7 +49,6 @@ from factdebate.core.models.script import (  # noqa: F401 - re-exported for scri
     ScriptCall,
     ScriptFault,
 )
-from factdebate.core.errors import ConfigError
 from factdebate.core.models.scripted_citations import CITE_MODES, add_citations
 from factdebate.core.models.structured import json_structured_output
 
