@@ -54,7 +54,8 @@ from factdebate.core.citations import (
     with_citations,
 )
 from factdebate.core.context import Context, JudgedContext
-from factdebate.core.errors import FactDebateError
+from factdebate.core.errors import FactDebateError, RunFaultError
+from factdebate.core.faults import backend_error
 from factdebate.core.labels import LabelSet, ParsedLabel, get_label_set, parse_label, verdict_schema
 from factdebate.core.ledger import UsageTracker
 from factdebate.core.models import cached_model, load_model, negotiation
@@ -220,12 +221,21 @@ async def ask_structured(
     the ledger counts. ``metadata``, when given, receives the reply's ``response_metadata`` (e.g.
     the embedded model's ``repetition_cut``)."""
     setting = negotiation.current_setting()
-    out, _method = await with_retries(
-        lambda: negotiation.ask_negotiated(model, messages, schema, config=config,
-                                           setting=setting),
-        retries=retries,
-        what=f"{config.get('metadata', {}).get('fd_role', 'model')} call",
-    )
+    try:
+        out, _method = await with_retries(
+            lambda: negotiation.ask_negotiated(model, messages, schema, config=config,
+                                               setting=setting),
+            retries=retries,
+            what=f"{config.get('metadata', {}).get('fd_role', 'model')} call",
+        )
+    except Exception as exc:
+        # a provider's own exception type reaches a server client as "An internal error
+        # occurred" (langgraph-api shows only FactDebateError messages): name the model server,
+        # credentials masked (issue #21 item 5); tool faults are not raised through here
+        known = None if isinstance(exc, FactDebateError) else backend_error(exc)
+        if known is not None:
+            raise RunFaultError(known.problem, known.remedy) from exc
+        raise
     raw = out.get("raw")
     if metadata is not None:
         metadata.update(getattr(raw, "response_metadata", None) or {})

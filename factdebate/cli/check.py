@@ -26,7 +26,7 @@ import typer
 
 from factdebate.cli.output import err, fail, out
 from factdebate.core.check_text import MAX_TEXT_CHARS, CheckTextContext
-from factdebate.core.errors import FactDebateError, InputError
+from factdebate.core.errors import FactDebateError, InputError, RunFaultError
 
 CHECKS_FILE_BYTES = MAX_TEXT_CHARS * 4
 """A file larger than this cannot hold a text within the limit (4 bytes per character at most)."""
@@ -153,6 +153,10 @@ def _run(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,
 
     try:
         return run_async(_check(text, ctx, thread_id, resume, checkpoint_db))
+    except RunFaultError as exc:  # a model server that failed mid-run: resumable
+        from factdebate.cli.verify_checks import interrupted_run
+
+        raise interrupted_run(exc, thread_id, "the check") from exc
     except FactDebateError:
         raise
     except Exception as exc:  # a provider or tool fault that outlived its retries

@@ -31,6 +31,7 @@ from factdebate.core.context import Context, context_fields  # noqa: E402
 from factdebate.core.errors import (  # noqa: E402
     FactDebateError,
     InputError,
+    RunFaultError,
 )
 from factdebate.run.setup import build_context, ensure_index  # noqa: E402
 
@@ -130,6 +131,8 @@ def verify(
             from factdebate.run.claims import run_async
 
             result = run_async(_verify(framework, claim, ctx, thread_id, resume, checkpoint_db))
+        except RunFaultError as exc:  # a model server that failed mid-run: resumable
+            raise interrupted_run(exc, thread_id) from exc
         except FactDebateError:
             raise
         except Exception as exc:  # a provider or tool fault that outlived its retries

@@ -65,6 +65,11 @@ class UnsupportedDataError(BackendUnavailableError):
         super().__init__(problem, remedy)
 
 
+class RunFaultError(BackendUnavailableError):
+    """A backend (model server, Milvus) failed while a run was under way, after its retries:
+    readable on the server, and on the CLI the run resumes from its checkpoint (``--resume``)."""
+
+
 class StorageError(FactDebateError):
     """A place the run writes to is full, read-only or not a folder; nothing half written is kept."""
 

@@ -286,11 +286,6 @@ def test_in_process_tool_errors_mask_credentials_too(failing, pristine, monkeypa
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue #21 item 5 (server part): nodes/llm.py's with_retries re-raises the provider's own "
-    "exception after its retries, which langgraph-api replaces with 'An internal error "
-    "occurred'; raising factdebate.core.faults.backend_error(exc) there (nodes/llm.py is outside "
-    "this change) names the backend - remove this mark with that change"))
 def test_a_server_run_against_a_failing_operator_model_endpoint_names_it(failing, pristine,
                                                                          tmp_path):
     from langgraph_sdk import get_client

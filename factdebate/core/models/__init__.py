@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+from functools import cache
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -117,6 +118,39 @@ def missing_package(provider: str) -> ConfigError | None:
                        f"pip install {package} (see README: Model providers)")
 
 
+@cache
+def _masked_chat_openai() -> type[BaseChatModel]:
+    """``ChatOpenAI`` whose trace manifest masks credentials in its base URL (issue #21 item 6).
+
+    ``ChatOpenAI.lc_attributes`` puts ``openai_api_base`` into the ``serialized`` part of every
+    LLM run a tracer (LangSmith) records; an operator URL such as ``http://user:pass@host/v1``
+    would travel there in clear, and so would the constructor's ``openai_api_base`` kwarg. The
+    same class ``init_chat_model("openai:...")`` builds, with the attributes masked
+    (``mask_values``) and a base URL that holds credentials serialized as a secret reference."""
+    from langchain_openai import ChatOpenAI
+
+    from factdebate.core.settings import mask_values
+
+    class MaskedChatOpenAI(ChatOpenAI):
+        """``ChatOpenAI`` with credentials masked in its serialized attributes."""
+
+        @property
+        def lc_attributes(self) -> dict[str, Any]:
+            return mask_values(super().lc_attributes)  # type: ignore[no-any-return]
+
+        @property
+        def lc_secrets(self) -> dict[str, str]:
+            # the constructor's kwargs are serialized too: a base URL holding credentials is
+            # serialized as a secret reference, like the API key
+            secrets = dict(super().lc_secrets)
+            base = str(self.openai_api_base or "")
+            if base and mask_values(base) != base:
+                secrets["openai_api_base"] = "OPENAI_BASE_URL"
+            return secrets
+
+    return MaskedChatOpenAI
+
+
 def _create(spec: str, *, base_url: str, temperature: float) -> BaseChatModel:
     provider, name = split_spec(spec)
     if provider in PROVIDERS:
@@ -139,6 +173,8 @@ def _create(spec: str, *, base_url: str, temperature: float) -> BaseChatModel:
         if provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
             kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore it
     try:
+        if provider == "openai":
+            return _masked_chat_openai()(model=name, **kwargs)
         return init_chat_model(f"{provider}:{name}", **kwargs)
     except ImportError as exc:
         package = re.search(r"pip install (?:-U )?([\w.\-]+)", str(exc))

@@ -138,8 +138,10 @@ def model_key(model: BaseChatModel) -> tuple[str, str, str]:
 
 def describe(model: BaseChatModel) -> str:
     """``<model> at <url>`` for messages."""
+    from factdebate.core.settings import mask_url
+
     _, name, url = model_key(model)
-    return f"model {name or type(model).__name__}" + (f" at {url}" if url else "")
+    return f"model {name or type(model).__name__}" + (f" at {mask_url(url)}" if url else "")
 
 
 def native_json(model: BaseChatModel) -> bool:
