@@ -224,7 +224,13 @@ class ClaimResult(TypedDict):
     scores: dict[str, list[RoundScore]]
     """Per-agent per-round scores."""
     evidence: list[Evidence]
-    """Passages cited for the claim (final round first, de-duplicated)."""
+    """The passages the claim's verdict rests on: what its deciding replies cited (the verifier's
+    ``verdict_evidence``, with ``cited_by`` and ``stance``), at most ``citations_per_claim``."""
+    retrieved: NotRequired[list[Evidence]]
+    """Passages the claim's debate retrieved or was shown but did not cite."""
+    citation_records: NotRequired[list[dict[str, Any]]]
+    """The verifier's per-reply citation records (issue #22; a claim's ``citations`` are the
+    numbers of its passages in the text's citation list)."""
     flags: list[str]
     """The verifier's caveats for this claim."""
     ledger: dict[str, Any]

@@ -18,6 +18,7 @@ from factdebate.nodes.baselines.consolidate import consolidate, generate_passage
 from factdebate.nodes.baselines.gather_evidence import gather_evidence
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.single_answer import single_answer
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import AstuteRagContext
@@ -34,13 +35,14 @@ def build_astute_rag() -> StateGraph:
     g.add_node("generate_passages", generate_passages)
     g.add_node("consolidate", consolidate)
     g.add_node("answer", single_answer("astute_finalize", stop="finalize"))
+    add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "gather_evidence")
     g.add_edge("gather_evidence", "generate_passages")
     g.add_conditional_edges("generate_passages", route_after_consolidation,
                             ["consolidate", "answer"])
     g.add_conditional_edges("consolidate", route_after_consolidation, ["consolidate", "answer"])
-    g.add_edge("answer", END)
+    g.add_edge("answer", CITE_VERDICT)
     return g
 
 

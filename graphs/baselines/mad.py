@@ -20,6 +20,7 @@ from factdebate.nodes.baselines.moderate import moderate, route_after_moderate
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.judge import judge
 from factdebate.nodes.open_round import open_round
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import MadContext
@@ -37,13 +38,15 @@ def build_mad() -> StateGraph:
     g.add_node("negative", argue("negative"))
     g.add_node("moderate", moderate)
     g.add_node("judge", judge)
+    add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "open_round")
     g.add_edge("open_round", "affirmative")
     g.add_edge("affirmative", "negative")
     g.add_edge("negative", "moderate")
-    g.add_conditional_edges("moderate", route_after_moderate, ["open_round", "judge", END])
-    g.add_edge("judge", END)
+    g.add_conditional_edges("moderate", route_after_moderate,
+                            {"open_round": "open_round", "judge": "judge", END: CITE_VERDICT})
+    g.add_edge("judge", CITE_VERDICT)
     return g
 
 

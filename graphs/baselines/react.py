@@ -24,6 +24,7 @@ from factdebate.nodes.baselines.react_step import (
     route_after_react_tool,
 )
 from factdebate.nodes.baselines.single_answer import single_answer
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import ReactContext
@@ -39,11 +40,12 @@ def build_react() -> StateGraph:
     g.add_node("react_step", react_step)
     g.add_node("react_tool", react_tool)
     g.add_node("answer", single_answer("react_answer", stop=None, extra=react_trajectory))
+    add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "react_step")
     g.add_conditional_edges("react_step", route_after_react_step, ["react_tool", "answer"])
     g.add_conditional_edges("react_tool", route_after_react_tool, ["react_step", "answer"])
-    g.add_edge("answer", END)
+    g.add_edge("answer", CITE_VERDICT)
     return g
 
 

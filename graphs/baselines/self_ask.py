@@ -24,6 +24,7 @@ from factdebate.nodes.baselines.follow_up import (
 )
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.single_answer import single_answer
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import SelfAskContext
@@ -39,12 +40,13 @@ def build_self_ask() -> StateGraph:
     g.add_node("follow_up", follow_up)
     g.add_node("answer_follow_up", answer_follow_up)
     g.add_node("answer", single_answer("self_ask_answer", stop=None, extra=self_ask_chain))
+    add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "follow_up")
     g.add_conditional_edges("follow_up", route_after_follow_up, ["answer_follow_up", "answer"])
     g.add_conditional_edges("answer_follow_up", route_after_answer_follow_up,
                             ["follow_up", "answer"])
-    g.add_edge("answer", END)
+    g.add_edge("answer", CITE_VERDICT)
     return g
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.sample import route_samples, sample
 from factdebate.nodes.baselines.vote import vote
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import SelfConsistencyContext
@@ -29,10 +30,11 @@ def build_self_consistency() -> StateGraph:
     g.add_node("prepare", prepare_baseline)
     g.add_node("sample", sample, input_schema=BranchState)
     g.add_node("vote", vote)
+    add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     g.add_conditional_edges("prepare", route_samples, ["sample"])
     g.add_edge("sample", "vote")
-    g.add_edge("vote", END)
+    g.add_edge("vote", CITE_VERDICT)
     return g
 
 

@@ -15,6 +15,7 @@ from factdebate.nodes.baselines.gather_evidence import gather_evidence
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.reflect import refine, review, route_after_refine
 from factdebate.nodes.baselines.single_answer import single_answer
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import SelfReflectionContext
@@ -28,15 +29,18 @@ def build_self_reflection() -> StateGraph:
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("gather_evidence", gather_evidence)
-    g.add_node("answer", single_answer("reflect_answer", stop=None, counts_round=False))
+    # the first answer does not decide: its refinement does (its citations are the verdict's)
+    g.add_node("answer", single_answer("reflect_answer", stop=None, counts_round=False,
+                                       decides=False))
     g.add_node("review", review)
     g.add_node("refine", refine)
+    add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "gather_evidence")
     g.add_edge("gather_evidence", "answer")
     g.add_edge("answer", "review")
     g.add_edge("review", "refine")
-    g.add_conditional_edges("refine", route_after_refine, ["review", END])
+    g.add_conditional_edges("refine", route_after_refine, {"review": "review", END: CITE_VERDICT})
     return g
 
 

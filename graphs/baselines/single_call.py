@@ -5,6 +5,7 @@ from __future__ import annotations
 from factdebate.nodes.baselines.gather_evidence import gather_evidence
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.single_answer import single_answer
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import BaselineContext
@@ -22,6 +23,7 @@ def build_single_call(
     )
     g.add_node("prepare", prepare_baseline)
     g.add_node("answer", single_answer(template))
+    add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     if evidence:
         g.add_node("gather_evidence", gather_evidence)
@@ -29,5 +31,5 @@ def build_single_call(
         g.add_edge("gather_evidence", "answer")
     else:
         g.add_edge("prepare", "answer")
-    g.add_edge("answer", END)
+    g.add_edge("answer", CITE_VERDICT)
     return g

@@ -29,6 +29,7 @@ from factdebate.nodes.baselines.draft import draft, route_drafts
 from factdebate.nodes.baselines.gather_evidence import gather_evidence
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.verify_drafts import select_draft, verify_draft
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.baseline_context import SpeculativeRagContext
@@ -56,13 +57,14 @@ def build_speculative_rag() -> StateGraph:
     g.add_node("draft_branch", turn_node(build_draft_branch(), "draft_branch"))  # graphs/turns.py
     g.add_node("select_draft", select_draft)
     g.add_node("aggregate_drafts", aggregate_drafts)
+    add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "gather_evidence")
     g.add_conditional_edges("gather_evidence", route_drafts, ["draft_branch"])
     g.add_conditional_edges("draft_branch", route_after_drafts,
                             ["select_draft", "aggregate_drafts"])
-    g.add_edge("select_draft", END)
-    g.add_edge("aggregate_drafts", END)
+    g.add_edge("select_draft", CITE_VERDICT)
+    g.add_edge("aggregate_drafts", CITE_VERDICT)
     return g
 
 

@@ -70,7 +70,7 @@ async def aggregate_drafts(
     result = await ask_answer(
         ctx, ctx.judge_model_spec,
         prompt_set(ctx).render("speculative_aggregate", **values), state,
-        calls=calls, role="aggregator", round_=1,
+        calls=calls, role="aggregator", round_=1, shown=values["shown"], decides=True,
     )
     flag_parse(calls, "aggregator", 1, result)
     return {"label": result.label, "answers": result.answers, "rationale": result.reasoning,

@@ -14,13 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from factdebate.nodes.citations import Shown, cite, cited_keys
 from factdebate.nodes.llm import CallLog, ask, ask_label
 from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.render import render_evidence, render_options
+from factdebate.nodes.render import render_options
 from factdebate.prompts import label_instructions
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
+from factdebate.core.citations import citations_in_text, with_citations
 from factdebate.core.context import Context
 from factdebate.core.state import Evidence, Turn
 
@@ -40,6 +42,8 @@ class Answer:
     label: str | None = None
     answers: list[str] = field(default_factory=list)
     parse: str = "structured"
+    cited: list[str] = field(default_factory=list)
+    """Keys of the passages the answer cited (checked against what its prompt showed)."""
 
 
 _ALL_ANSWERS = re.compile(r"All Correct Answers:\s*(\[.*?\])", re.IGNORECASE | re.DOTALL)
@@ -72,7 +76,12 @@ def clean_answers(answers: list[str]) -> list[str]:
 
 
 def baseline_values(state: Any, ctx: Context) -> dict[str, Any]:
-    """Placeholders every baseline template may use (subject, claim, task, answer format, evidence)."""
+    """Placeholders every baseline template may use (subject, claim, task, answer format, evidence).
+
+    ``shown`` (not a placeholder) numbers the passages the templates show, ``{evidence}`` first and
+    ``{knowledge}`` after it under continued numbers, so an answer cites them unambiguously; a node
+    passes it on to :func:`ask_answer` (and to a trajectory renderer that shows more)."""
+    shown = Shown()
     formats = prompt_set(ctx).templates["formats"]
     if state.get("multi_answer"):
         subject, task, answer_format = "Question", formats["answers_task"], formats["answers"]
@@ -88,8 +97,9 @@ def baseline_values(state: Any, ctx: Context) -> dict[str, Any]:
         "options": render_options(state.get("options")),
         "task": task,
         "answer_format": answer_format,
-        "evidence": render_evidence([*(state.get("internal") or []), *(state.get("evidence") or [])]),
-        "knowledge": render_evidence(state.get("knowledge") or []),
+        "evidence": shown.render([*(state.get("internal") or []), *(state.get("evidence") or [])]),
+        "knowledge": shown.render(state.get("knowledge") or []),
+        "shown": shown,
     }
 
 
@@ -103,19 +113,39 @@ async def ask_answer(
     role: str,
     agent: str = "",
     round_: int = 0,
+    shown: Shown | None = None,
+    decides: bool = False,
 ) -> Answer:
     """The answer of one step: a label (label mode, ``ask_label``) or a list of answers
-    (multi-answer mode, ``ask`` with ``AnswersOut``), from the model of ``spec``."""
+    (multi-answer mode, ``ask`` with ``AnswersOut``), from the model of ``spec``.
+
+    The reply cites the ``shown`` passages (``baseline_values(...)["shown"]``); its citations are
+    checked and recorded in ``calls`` (``nodes/citations.cite``), ``decides`` for the answer that
+    alone is the verdict (a one-call baseline, a final answer) - samples, drafts and debaters are
+    counted by their label instead."""
+    shown = shown if shown is not None else Shown()
     if not state.get("multi_answer"):
         reasoning, parsed = await ask_label(ctx, spec, messages, state["task"], calls=calls,
-                                            role=role, agent=agent, round_=round_)
-        return Answer(reasoning, label=parsed.label, parse=parsed.how)
-    out, raw = await ask(ctx, spec, messages, AnswersOut, calls=calls, role=role, agent=agent,
-                         round_=round_)
-    if out is not None:
-        return Answer(out.explanation, answers=clean_answers(out.answers))
-    answers = parse_answers(raw)
-    return Answer(raw, answers=answers or [], parse="explicit" if answers is not None else "failed")
+                                            role=role, agent=agent, round_=round_,
+                                            shown=len(shown))
+        answer = Answer(reasoning, label=parsed.label, parse=parsed.how)
+        raw_cited: Any = parsed.citations
+    else:
+        out, raw = await ask(ctx, spec, messages, with_citations(AnswersOut, len(shown)),
+                             calls=calls, role=role, agent=agent, round_=round_)
+        if out is not None:
+            answer = Answer(out.explanation, answers=clean_answers(out.answers))
+            raw_cited = getattr(out, "citations", None) or []
+        else:
+            answers = parse_answers(raw)
+            answer = Answer(raw, answers=answers or [],
+                            parse="explicit" if answers is not None else "failed")
+            raw_cited = citations_in_text(raw)
+    if answer.label is not None or answer.answers:
+        record = cite(shown, raw_cited, calls, by=agent or role, role=role, round_=round_,
+                      label=answer.label, answers=answer.answers, decides=decides)
+        answer.cited = cited_keys(record)
+    return answer
 
 
 def answer_turn(
@@ -125,7 +155,7 @@ def answer_turn(
     """The turn recording one answer step."""
     return Turn(agent=agent, round=round_, query=query, evidence=list(evidence or []),
                         answer=answer.reasoning, label=answer.label, parse=answer.parse,
-                        answers=list(answer.answers))
+                        answers=list(answer.answers), cited=list(answer.cited))
 
 
 def note_turn(agent: str, round_: int, text: str, *, query: str = "",

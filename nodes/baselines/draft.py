@@ -50,11 +50,12 @@ async def draft(state: BranchState, runtime: Runtime[SpeculativeRagContext]) -> 
     """A draft answer and rationale from this branch's documents."""
     ctx = runtime.context
     calls = CallLog()
+    values = baseline_values(state, ctx)
     result = await ask_answer(
         ctx, ctx.debater_model,
-        prompt_set(ctx).render("speculative_draft", **baseline_values(state, ctx)),
+        prompt_set(ctx).render("speculative_draft", **values),
         state,
-        calls=calls, role="drafter", agent=state["agent"], round_=1,
+        calls=calls, role="drafter", agent=state["agent"], round_=1, shown=values["shown"],
     )
     flag_parse(calls, state["agent"], 1, result)
     turn = answer_turn(state["agent"], 1, result, evidence=state["evidence"])

@@ -21,6 +21,7 @@ from factdebate.nodes.baselines.answering import baseline_values, note_turn
 from factdebate.nodes.baselines.gather_evidence import retrieval_step
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.citations import Shown
 from factdebate.nodes.render import render_evidence
 from factdebate.nodes.routing import refuse_past_cap, rounds_used, run_context, steps_done
 
@@ -36,14 +37,16 @@ class FollowUpOut(BaseModel):
     )
 
 
-def self_ask_chain(state: BaselineState, ctx: Context) -> dict[str, Any]:
-    """``{"chain": "Follow up: ... / Intermediate answer: ..."}`` from the turns."""
+def self_ask_chain(state: BaselineState, ctx: Context, shown: Shown | None = None) -> dict[str, Any]:
+    """``{"chain": "Follow up: ... / Intermediate answer: ..."}`` from the turns; passages
+    numbered across the chain by ``shown`` (the final answer cites them)."""
     lines: list[str] = []
     for turn in state.get("turns") or []:
         if turn["agent"] == QUESTION:
             lines.append(f"Follow up: {turn['query']}")
         elif turn["agent"] == INTERMEDIATE:
-            lines.append(f"Intermediate answer: {render_evidence(turn['evidence'])}")
+            lines.append("Intermediate answer: " + (shown.render(turn["evidence"]) if shown is not None
+                                                   else render_evidence(turn["evidence"])))
     return {"chain": "Yes.\n" + "\n".join(lines) if lines else "(no follow-up questions yet)"}
 
 

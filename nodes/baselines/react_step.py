@@ -21,6 +21,7 @@ from factdebate.nodes.baselines.answering import baseline_values, note_turn
 from factdebate.nodes.baselines.gather_evidence import retrieval_step
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.citations import Shown
 from factdebate.nodes.render import render_evidence
 from factdebate.nodes.routing import refuse_past_cap, rounds_used, run_context, steps_done
 
@@ -35,8 +36,11 @@ class ReactStepOut(BaseModel):
     query: str = Field(default="", description="Search query (empty when finishing).")
 
 
-def react_trajectory(state: BaselineState, ctx: Context) -> dict[str, Any]:
-    """``{"trajectory": "Thought 1 / Action 1 / Observation 1 ..."}`` from the turns."""
+def react_trajectory(state: BaselineState, ctx: Context, shown: Shown | None = None) -> dict[str, Any]:
+    """``{"trajectory": "Thought 1 / Action 1 / Observation 1 ..."}`` from the turns.
+
+    Observations are numbered across the trajectory by ``shown`` (the final answer cites them);
+    without it each observation counts from 1."""
     lines: list[str] = []
     for turn in state.get("turns") or []:
         n = turn["round"]
@@ -45,7 +49,8 @@ def react_trajectory(state: BaselineState, ctx: Context) -> dict[str, Any]:
             action = f"search[{turn['query']}]" if turn["query"] else "finish"
             lines.append(f"Action {n}: {action}")
         elif turn["agent"] == OBSERVATION:
-            lines.append(f"Observation {n}: {render_evidence(turn['evidence'])}")
+            lines.append(f"Observation {n}: " + (shown.render(turn["evidence"]) if shown is not None
+                                                  else render_evidence(turn["evidence"])))
     return {"trajectory": "\n".join(lines) or "(no steps yet)"}
 
 

@@ -90,6 +90,7 @@ async def refine(state: BaselineState, runtime: Runtime[SelfReflectionContext]) 
         prompt_set(ctx).render("reflect_refine", **values),
         state,
         calls=calls, role="refine", agent="refine", round_=round_,
+        shown=values["shown"], decides=True,
     )
     flag_parse(calls, "refine", round_, result)
     turn = answer_turn("refine", round_, result, evidence=state.get("evidence") or [])

@@ -41,11 +41,12 @@ async def sample(state: BranchState, runtime: Runtime[SelfConsistencyContext]) -
     ctx = runtime.context
     sampling = dataclasses.replace(ctx, temperature=ctx.sample_temperature)
     calls = CallLog()
+    values = baseline_values(state, ctx)
     result = await ask_answer(
         sampling, ctx.debater_model,
-        prompt_set(ctx).render(SAMPLE_TEMPLATE, **baseline_values(state, ctx)),
+        prompt_set(ctx).render(SAMPLE_TEMPLATE, **values),
         state,
-        calls=calls, role="sample", agent=state["agent"], round_=1,
+        calls=calls, role="sample", agent=state["agent"], round_=1, shown=values["shown"],
     )
     flag_parse(calls, state["agent"], 1, result)
     return {"turns": [answer_turn(state["agent"], 1, result)], **calls.update()}

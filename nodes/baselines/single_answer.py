@@ -18,6 +18,7 @@ from factdebate.nodes.baselines.answering import (
     flag_parse,
     result_fields,
 )
+from factdebate.nodes.citations import Shown
 from factdebate.nodes.llm import CallLog
 from factdebate.nodes.prompting import prompt_set
 from langgraph.runtime import Runtime
@@ -25,23 +26,27 @@ from langgraph.runtime import Runtime
 from factdebate.core.baseline_state import BaselineState
 from factdebate.core.context import Context
 
-ExtraValues = Callable[[BaselineState, Context], dict[str, Any]]
+ExtraValues = Callable[[BaselineState, Context, Shown], dict[str, Any]]
+"""Extra template values (a trajectory) rendered with the answer's passage numbering."""
 Node = Callable[[BaselineState, Runtime[Context]], Awaitable[dict[str, Any]]]
 
 
 def single_answer(
     template: str, *, agent: str = "answer", stop: str | None = "answer",
-    extra: ExtraValues | None = None, counts_round: bool = True,
+    extra: ExtraValues | None = None, counts_round: bool = True, decides: bool = True,
 ) -> Node:
     """A node answering with ``template``.
 
     ``stop`` (if given) becomes ``stopped_by``; ``extra`` adds template values (a trajectory);
-    ``counts_round`` makes a one-shot baseline report one round used.
+    ``counts_round`` makes a one-shot baseline report one round used; ``decides`` (default) makes
+    the answer's citations the verdict's evidence (Self-Reflection's first answer does not decide:
+    its refinement does).
     """
 
     async def answer(state: BaselineState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = runtime.context
-        values = baseline_values(state, ctx) | (extra(state, ctx) if extra else {})
+        values = baseline_values(state, ctx)
+        values |= extra(state, ctx, values["shown"]) if extra else {}
         round_ = max(state.get("round") or 0, 1)
         calls = CallLog()
         result = await ask_answer(
@@ -49,6 +54,7 @@ def single_answer(
             prompt_set(ctx).render(template, **values),
             state,
             calls=calls, role=agent, agent=agent, round_=round_,
+            shown=values["shown"], decides=decides,
         )
         flag_parse(calls, agent, round_, result)
         turn = answer_turn(agent, round_, result, evidence=state.get("evidence") or [])

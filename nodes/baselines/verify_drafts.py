@@ -64,5 +64,8 @@ def select_draft(state: BaselineState) -> dict[str, Any]:
 
     best = max(drafts, key=lambda t: score(t["agent"]))  # max keeps the first on ties
     rationale = f"{best['answer']} (verifier score {score(best['agent']):.2f}, {best['agent']})"
+    # the verdict rests on what the selected draft cited, not on other drafts with its label
+    chosen = [dict(c, by="verifier", role="verifier", decides=True)
+              for c in state.get("citations") or [] if c["by"] == best["agent"]][-1:]
     return {**result_fields(best), "rationale": rationale, "stopped_by": "verifier",
-            "round": 1}
+            "round": 1, **({"citations": chosen} if chosen else {})}

@@ -61,7 +61,9 @@ def verify_claim_node(lookup: Callable[[str], Any]) -> Callable[..., Any]:
             label=out.get("label"), rationale=out.get("rationale") or "",
             rounds=int(out.get("round") or 0), stopped_by=out.get("stopped_by") or "",
             turns=turns, scores=dict(out.get("scores") or {}),
-            evidence=cited_evidence(turns, ctx.citations_per_claim),
+            evidence=list(out.get("verdict_evidence") or [])[:ctx.citations_per_claim],
+            retrieved=list(out.get("retrieved_evidence") or []),
+            citation_records=list(out.get("citations") or []),
             flags=list(out.get("flags") or []), ledger=dict(out.get("ledger") or {}))
         return {"results": {state["key"]: result}, "ledger": result["ledger"]}
 
@@ -70,16 +72,6 @@ def verify_claim_node(lookup: Callable[[str], Any]) -> Callable[..., Any]:
 
 def _evidence_key(e: Evidence) -> str:
     return e.get("url") or e.get("id") or e.get("title") or e.get("text", "")[:80]
-
-
-def cited_evidence(turns: list[Turn], limit: int) -> list[Evidence]:
-    """Up to ``limit`` distinct passages of the debate, the final round's first."""
-    ordered = sorted(turns, key=lambda t: -int(t.get("round") or 0))
-    seen: dict[str, Evidence] = {}
-    for turn in ordered:
-        for e in turn.get("evidence") or []:
-            seen.setdefault(_evidence_key(e), e)
-    return list(seen.values())[:limit]
 
 
 def _sentence_mark(categories: list[str]) -> str:

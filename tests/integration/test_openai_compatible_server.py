@@ -159,7 +159,7 @@ def test_check_a_text_through_the_server(server, index_dir, tmp_path):
     for claim in check["claims"]:
         if not claim.get("turns"):
             continue
-        cited = {p["id"] for c in claim.get("citations") or [] for p in c["passages"]}
+        cited = {p["id"] for c in claim.get("citation_records") or [] for p in c["passages"]}
         assert {e["id"] for e in claim.get("evidence") or []} <= cited, claim
 
 
