@@ -3,19 +3,24 @@
 Who: API keys mapped to identities (:mod:`factdebate.server.identities`); clients send a key as
 ``x-api-key`` (what ``langgraph_sdk.get_client(api_key=...)`` does) or ``Authorization: Bearer``.
 No key -> 401, a wrong key -> 403. A server without any configured key refuses every request
-(401) unless ``FACTDEBATE_AUTH=off`` is set, for local development only (identity
-``local-development``): deny by default, so a forgotten variable never exposes a deployment. The
-keys are read when the server loads this module: a malformed configuration stops the start.
+(401), Studio's ``x-auth-scheme`` bypass included (:mod:`factdebate.server.guard`), unless
+``FACTDEBATE_AUTH=off`` is set, for local development only (identity ``local-development``): deny
+by default, so a forgotten variable never exposes a deployment. The keys and the operator's
+limits (:mod:`factdebate.server.limits`) are read when the server loads this module: a malformed
+configuration stops the start with one line (no traceback).
 
 What: every resource action has a handler below; anything without one is refused (``@auth.on``).
 
 * Threads, runs, crons and assistants a user creates get ``metadata.owner = <identity>``;
   reads, searches, updates, deletes and new runs are filtered by it, so another user's thread is
-  "not found". The graphs' own assistants (``created_by: system``) are readable by all and
-  writable by none.
+  "not found". Creates return the same filter: a client-chosen id of an existing object that is not
+  the user's (``if_exists: do_nothing``) is a 409 conflict, never that object. The graphs' own
+  assistants (``created_by: system``) are readable by all and writable by none.
 * Settings are checked before anything starts (:mod:`factdebate.server.policy`): a run, an
   assistant or a cron that sets an operator-only Context field or a model off the allow-list is
-  refused with 403 naming the field.
+  refused with 403 naming the field; so is a size above the operator's caps or a
+  ``recursion_limit`` above its cap (a run without one gets the cap), and a user's run beyond
+  ``FACTDEBATE_MAX_RUNS_PER_USER`` pending or running runs is refused with 429.
 * The store: a user's namespaces start with their identity; other prefixes are refused, and
   searches/listings without a prefix are narrowed to the user's own.
 
@@ -26,14 +31,20 @@ it. Deployments set ``"disable_studio_auth": true`` (README, "Deployment").
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from typing import Any
 
 from langgraph_sdk import Auth
 
-from factdebate.server.identities import load_keyring
+from factdebate.core.errors import ConfigError
+from factdebate.server import logs
+from factdebate.server.identities import KeyRing, load_keyring
+from factdebate.server.limits import RUNS_ENV, Limits, RunAdmission, job_slots_warning, load_limits
 from factdebate.server.policy import (
     Refused,
+    cap_recursion_limit,
     check_assistant,
     check_cron_payload,
     check_run_kwargs,
@@ -41,8 +52,36 @@ from factdebate.server.policy import (
 )
 from factdebate.server.run_input import add_model_metadata, complete_run_input
 
+STUDIO_IDENTITY = "langgraph-studio-user"
+"""The identity langgraph-api gives Studio's local bypass (header ``x-auth-scheme: langsmith``)."""
+
+
+def _in_server() -> bool:
+    return "langgraph_api" in sys.modules
+
+
+def _configuration() -> tuple[KeyRing, Limits]:
+    """The keys and the limits; in the server, a bad value stops the start with one line (a
+    raise here would print langgraph-api's traceback around it)."""
+    try:
+        keys, limits = load_keyring(), load_limits()
+    except ConfigError as exc:
+        if not _in_server():
+            raise
+        print(f"factdebate: the server cannot start: {exc}", file=sys.stderr, flush=True)
+        os._exit(exc.exit_code)
+    if _in_server():
+        logs.install()  # credentials in URLs are masked in every log line of the server
+    warning = job_slots_warning(limits)
+    if warning and _in_server() and not os.environ.get("_FACTDEBATE_SLOTS_WARNED"):
+        os.environ["_FACTDEBATE_SLOTS_WARNED"] = "1"  # the module may be loaded twice
+        logging.getLogger("factdebate.server").warning(warning)  # a server log line
+    return keys, limits
+
+
 auth = Auth()
-KEYS = load_keyring()
+KEYS, LIMITS = _configuration()
+ADMISSION = RunAdmission()
 OWNER = "owner"
 SYSTEM_FILTER_KEY = "created_by"
 """langgraph-api marks the assistants it makes from ``langgraph.json`` ``created_by: system``."""
@@ -62,14 +101,28 @@ def _deny(status: int, detail: str) -> Auth.exceptions.HTTPException:
     return Auth.exceptions.HTTPException(status_code=status, detail=detail)
 
 
+def auth_off() -> bool:
+    """``FACTDEBATE_AUTH=off``: a server without keys admits everyone (local development)."""
+    return os.environ.get("FACTDEBATE_AUTH", "").lower() == "off"
+
+
+def studio_bypass_refused() -> bool:
+    """Studio's key-less bypass is refused on a server without keys (unless auth is off): deny
+    by default holds for every way in, not only for requests that reach ``authenticate``."""
+    return not KEYS and not auth_off()
+
+
+NO_KEYS = ("this server has no API keys configured; set FACTDEBATE_API_KEYS (or "
+           "FACTDEBATE_API_KEYS_FILE), or FACTDEBATE_AUTH=off for local development")
+
+
 @auth.authenticate
 async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDict:
     """The identity of the request's API key."""
     if not KEYS:
-        if os.environ.get("FACTDEBATE_AUTH", "").lower() == "off":
+        if auth_off():
             return {"identity": "local-development"}
-        raise _deny(401, "this server has no API keys configured; set FACTDEBATE_API_KEYS (or "
-                    "FACTDEBATE_API_KEYS_FILE), or FACTDEBATE_AUTH=off for local development")
+        raise _deny(401, NO_KEYS)
     presented = _presented_key(headers)
     if presented is None:
         raise _deny(401, "missing API key: send it in the x-api-key header")
@@ -80,7 +133,10 @@ async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDic
 
 
 def _me(ctx: Auth.types.AuthContext) -> str:
-    return str(ctx.user.identity)
+    identity = str(ctx.user.identity)
+    if identity == STUDIO_IDENTITY and studio_bypass_refused():  # also refused by the middleware
+        raise _deny(401, NO_KEYS)
+    return identity
 
 
 def _mine(ctx: Auth.types.AuthContext) -> dict[str, str]:
@@ -109,7 +165,7 @@ def _checked(check: Any, *args: Any) -> None:
     try:
         check(*args)
     except Refused as exc:
-        raise _deny(403, exc.detail) from None
+        raise _deny(exc.status, exc.detail) from None
 
 
 @auth.on
@@ -120,18 +176,41 @@ async def refuse_the_rest(ctx: Auth.types.AuthContext, value: Any) -> bool:
 
 # Threads (and their runs: langgraph-api files run reads under "threads").
 @auth.on.threads.create
-async def on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> None:
-    """A new thread belongs to its creator."""
+async def on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """A new thread belongs to its creator.
+
+    The filter matters when the client names an id that exists (``thread_id`` with
+    ``if_exists: do_nothing``, or ``raise``): langgraph-api matches it against the existing thread
+    and answers 409 instead of returning another user's thread (or writing its ``supersteps``).
+    """
     _stamp(ctx, value)
+    return _mine(ctx)
 
 
 @auth.on.threads.create_run
 async def on_run_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
-    """Check the run's settings, stamp it, and allow it only on the user's own thread."""
-    _checked(check_run_kwargs, value.get("kwargs") or {}, graph_of(value.get("assistant_id")))
+    """Check the run's settings and sizes, stamp it, and allow it only on the user's own thread
+    and within the user's concurrent runs (429 beyond ``FACTDEBATE_MAX_RUNS_PER_USER``)."""
+    kwargs = value.get("kwargs") or {}
+    _checked(check_run_kwargs, kwargs, graph_of(value.get("assistant_id")))
     _stamp(ctx, value)
+    if isinstance(kwargs.get("config"), dict):  # langgraph-api always sends one
+        cap_recursion_limit(kwargs["config"], LIMITS)
     complete_run_input(value)  # one claim per run: omitted optional input keys do not leak
     add_model_metadata(value)  # model specs as top-level run metadata (trace filters)
+    me = _me(ctx)
+    thread = value.get("thread_id")
+    try:
+        already = await ADMISSION.admit(me, OWNER, LIMITS.runs_per_user, value.get("run_id"),
+                                        None if thread is None else str(thread))
+    except Exception as exc:  # noqa: BLE001  # the server's own API did not answer: fail closed
+        raise _deny(503, f"cannot count the runs of {me} ({type(exc).__name__}); retry, or the "
+                    f"operator sets {RUNS_ENV}=0 to turn the per-user limit off") from None
+    if already is not None:
+        raise Auth.exceptions.HTTPException(
+            status_code=429, headers={"Retry-After": "5"},
+            detail=f"{me} has {already} runs pending or running on this server, its limit "
+                   f"({RUNS_ENV}={LIMITS.runs_per_user}); wait for one to finish or cancel one")
     return _mine(ctx)
 
 
@@ -152,10 +231,12 @@ async def on_thread_access(ctx: Auth.types.AuthContext, value: Any) -> dict[str,
 
 # Assistants
 @auth.on.assistants.create
-async def on_assistant_create(ctx: Auth.types.AuthContext, value: Any) -> None:
-    """An assistant's settings become run settings: the same checks as a run."""
+async def on_assistant_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """An assistant's settings become run settings: the same checks as a run. The filter turns a
+    client-chosen ``assistant_id`` of another user's (or a graph's own) assistant into 409."""
     _checked(check_assistant, value)
     _stamp(ctx, value)
+    return _mine(ctx)
 
 
 @auth.on.assistants.update

@@ -4,7 +4,10 @@ The folders are the operator's: only folders under ``FACTDEBATE_RUNS_DIR`` (set 
 environment) are served, and only to holders of an API key (the routes in
 :mod:`factdebate.server.webapp` check it). A run is named by its path relative to that root
 (``toolmad_fever`` or ``toolmad_table3/fever_tool_mad``); absolute paths, ``..``, hidden
-segments, backslashes and anything that resolves outside the root (a symlink) are refused.
+segments, backslashes and anything that resolves outside the root (a symlink) are refused. Every
+file read from a run folder (``results.jsonl``, ``run.json``, ``summary.json``,
+``checkpoints.sqlite``) must resolve inside the root too: a file linked to one outside it is treated
+as absent. Messages name files relative to the root, never by their absolute server path.
 
 Files are read in a worker thread: the server's event loop must not block (``langgraph dev``
 turns blocking calls in it into errors).
@@ -57,6 +60,24 @@ def _root() -> Path:
     return root
 
 
+def inside(root: Path, path: Path) -> Path | None:
+    """``path`` when it is a regular file that resolves inside ``root`` (a symlink to a file
+    outside is refused like an absent file), else None."""
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, or a symlink loop
+        return None
+    return path if resolved.is_relative_to(root) and resolved.is_file() else None
+
+
+def relative(text: str, root: Path | None = None) -> str:
+    """``text`` with the runs root's absolute path taken out (paths shown relative to it)."""
+    root = root or runs_root()
+    if root is None:
+        return text
+    return text.replace(f"{root}{os.sep}", "").replace(str(root), ".")
+
+
 def run_folder(name: str) -> Path:
     """The run folder ``name`` (relative to the root), checked to lie inside it.
 
@@ -69,9 +90,19 @@ def run_folder(name: str) -> Path:
         raise Refused(400, f"run {name!r} is not a run folder name; use a path relative to "
                       "the runs folder, as the list shows it")
     folder = (root / name).resolve()
-    if not folder.is_relative_to(root) or not (folder / RESULTS).is_file():
+    if not folder.is_relative_to(root) or inside(root, folder / RESULTS) is None:
         raise Refused(404, f"no evaluation run {name!r} in the runs folder")
     return folder
+
+
+def _record(root: Path, folder: Path) -> dict[str, Any]:
+    """``run.json`` (when it is a file inside the root), else {}."""
+    if inside(root, folder / "run.json") is None:
+        return {}
+    try:
+        return read_run_record(folder)
+    except (FactDebateError, OSError, ValueError):
+        return {}  # a run without a readable run.json is still listed and served
 
 
 def _metrics(summary: Any) -> dict[str, Any] | None:
@@ -82,20 +113,33 @@ def _metrics(summary: Any) -> dict[str, Any] | None:
     return metrics if isinstance(metrics, dict) else None
 
 
+def _evidence(summary: Any) -> dict[str, Any] | None:
+    """The first run's evidence figures of a ``summary.json`` (issue #22), each with its n:
+    ``headline`` ({name, key, value, n}: FEVER score or page-level evidence F1), ``page`` and
+    ``sentence`` ({precision, recall, f1, n}), ``fever`` ({score, n, level, ...}), ``retrieval``
+    ({gold_retrieved, gold_cited, retrieved_not_cited, not_retrieved, n, level}), ``citations``
+    ({uncited_verdicts, n_verdicts, hallucinated, n_rows, ...}), ``level``, ``notes``."""
+    runs = summary.get("runs") if isinstance(summary, dict) else None
+    first = runs[0] if isinstance(runs, list) and runs and isinstance(runs[0], dict) else {}
+    evidence = first.get("evidence")
+    if not isinstance(evidence, dict):
+        return None
+    keys = ("headline", "level", "gold_kind", "n_with_gold", "n_without_gold", "page",
+            "sentence", "fever", "hover", "retrieval", "citations", "notes")
+    return {k: evidence.get(k) for k in keys}
+
+
 def _summary(root: Path, folder: Path) -> dict[str, Any]:
-    record: dict[str, Any] = {}
-    try:
-        record = read_run_record(folder)
-    except (FactDebateError, OSError, ValueError):
-        pass  # a run without a readable run.json is still listed
+    record = _record(root, folder)
     summary: dict[str, Any] = {}
     try:
-        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        if inside(root, folder / "summary.json") is not None:
+            summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         pass
     return {"run": folder.relative_to(root).as_posix(),
             "framework": record.get("framework", ""), "dataset": record.get("dataset", ""),
-            "metrics": _metrics(summary),
+            "metrics": _metrics(summary), "evidence": _evidence(summary),
             "modified": (folder / RESULTS).stat().st_mtime}
 
 
@@ -106,7 +150,7 @@ def _list(root: Path) -> dict[str, Any]:
             rel = results.parent.relative_to(root)
             if len(rel.parts) > MAX_DEPTH or any(p.startswith(".") for p in rel.parts):
                 continue
-            if results.parent.resolve().is_relative_to(root):
+            if results.parent.resolve().is_relative_to(root) and inside(root, results):
                 runs.append(_summary(root, results.parent))
     runs.sort(key=lambda r: r["modified"], reverse=True)
     return {"root": root.name, "runs": runs}
@@ -119,17 +163,15 @@ async def list_runs() -> dict[str, Any]:
 
 def _results(name: str) -> dict[str, Any]:
     folder = run_folder(name)
+    root = _root()
     try:
         rows = read_results(folder / RESULTS)
     except FactDebateError as exc:
-        raise Refused(422, str(exc)) from None
-    try:
-        record = read_run_record(folder)
-    except (FactDebateError, OSError, ValueError):
-        record = {}
+        raise Refused(422, relative(str(exc), root)) from None
+    record = _record(root, folder)
     return {"run": name, "record": {k: record[k] for k in _RECORD_KEYS if k in record},
             "rows": rows[:MAX_ROWS], "truncated": len(rows) > MAX_ROWS,
-            "transcripts": (folder / SQLITE_FILE).is_file()}
+            "transcripts": inside(root, folder / SQLITE_FILE) is not None}
 
 
 async def results(name: str) -> dict[str, Any]:
@@ -138,30 +180,29 @@ async def results(name: str) -> dict[str, Any]:
 
 
 def _final_state(db: Path, thread_id: str) -> dict[str, Any] | None:
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    from factdebate.core.checkpoint_serde import final_values
 
-    conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, check_same_thread=False)
-    try:
-        saved = SqliteSaver(conn).get_tuple(
-            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    finally:
-        conn.close()
-    return None if saved is None else dict(saved.checkpoint.get("channel_values") or {})
+    return final_values(db, thread_id)  # read as data: UnsupportedDataError, never code
 
 
 def _transcript(name: str, item: str) -> dict[str, Any]:
     folder = run_folder(name)
-    row = next((r for r in read_results(folder / RESULTS) if r["item_id"] == item), None)
+    try:
+        row = next((r for r in read_results(folder / RESULTS) if r["item_id"] == item), None)
+    except FactDebateError as exc:
+        raise Refused(422, relative(str(exc), _root())) from None
     if row is None:
         raise Refused(404, f"run {name!r} has no item {item!r}")
     db = folder / SQLITE_FILE
-    if not db.is_file():
+    if inside(_root(), db) is None:  # absent, or a link to a database outside the root
         raise Refused(404, f"run {name!r} keeps no transcripts here ({SQLITE_FILE} is missing: "
                       "a --server run keeps them on that server's threads)")
     try:
         values = _final_state(db, str(row.get("thread_id") or ""))
     except sqlite3.Error as exc:
-        raise Refused(422, f"cannot read {name}/{SQLITE_FILE} ({exc})") from None
+        raise Refused(422, relative(f"cannot read {name}/{SQLITE_FILE} ({exc})")) from None
+    except FactDebateError as exc:  # UnsupportedDataError: a value naming code, nothing run
+        raise Refused(422, relative(str(exc).replace(str(db), f"{name}/{SQLITE_FILE}"))) from None
     if values is None:
         raise Refused(404, f"no transcript of item {item!r} in {name}/{SQLITE_FILE}")
     keys = ("claim", "turns", "scores", "label", "answers", "rationale", "round", "stopped_by",

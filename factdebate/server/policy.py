@@ -15,6 +15,13 @@ reliably at this point (a client-made assistant names its graph elsewhere), so t
 checked against every framework's Context class: a field that is operator-only in any of them is
 refused. Keys no Context knows are left alone (langgraph-api drops them by the graph's schema).
 
+Beyond who may set what: sizes that multiply work are capped by the operator
+(:mod:`factdebate.server.limits`, 403 naming the field, the cap and its variable), so is
+``config.recursion_limit``; ``check_text``'s ``verifier_settings`` get the checks its verifier's
+Context gets when a claim is verified; and where the graph is known the values are built into its
+Context (types, ranges, cross-field checks: 422) when they are stored (assistants, crons), so a
+stored assistant or cron never holds settings that fail every run.
+
 ``config.configurable`` keys the server itself sets (``langgraph_auth_user``, ``user_id``, ``__...``)
 are refused from clients where the server would otherwise trust them later (assistants, crons:
 the cron scheduler takes a cron's user from its stored payload).
@@ -23,6 +30,7 @@ the cron scheduler takes a cron's user from its stored payload).
 from __future__ import annotations
 
 import functools
+import math
 import uuid
 from collections.abc import Mapping
 from dataclasses import fields
@@ -33,20 +41,24 @@ from factdebate.core.context import (
     allowed_models_from_env,
     check_client_settings,
     operator_fields,
+    run_fields,
 )
-from factdebate.core.errors import SettingsRefused
-from factdebate.core.settings import default_of
+from factdebate.core.errors import ConfigError, SettingsRefused
+from factdebate.core.settings import coerce, default_of, field_types
 from factdebate.run.frameworks import FRAMEWORKS, context_class
+from factdebate.server.limits import RECURSION_ENV, Limits, load_limits
 
 
 class Refused(Exception):
-    """A client setting the server does not accept (the auth handlers answer 403 with it)."""
+    """A client setting the server does not accept (the auth handlers answer ``status`` with it:
+    403 for what this server does not allow, 422 for a value no run could use)."""
 
-    def __init__(self, field: str, detail: str) -> None:
+    def __init__(self, field: str, detail: str, status: int = 403) -> None:
         """``field``: the refused setting; ``detail``: the one-line message for the client."""
         super().__init__(detail)
         self.field = field
         self.detail = detail
+        self.status = status
 
 
 RESERVED_CONFIGURABLE_PREFIXES = ("langgraph_", "__", "user_id", "cron_id")
@@ -89,20 +101,26 @@ def _operator_anywhere() -> frozenset[str]:
 
 
 def check_settings(values: Mapping[str, Any] | None, where: str,
-                   graph: str | None = None) -> None:
-    """Refuse operator-only fields and models off the allow-list in ``values``.
+                   graph: str | None = None, limits: Limits | None = None,
+                   stored: bool = False) -> None:
+    """Refuse operator-only fields, models off the allow-list, sizes above the operator's caps
+    and bad ``verifier_settings``.
 
     ``graph`` known: checked against that framework's Context. Unknown (an assistant a client
     made): against every framework's Context, where an operator-only field may still hold the
     default of some framework (Studio echoes a form's defaults, e.g. ``prompt_set="mermaid"``).
+    ``stored`` (an assistant's or a cron's settings, used by later runs): every value must also be
+    one the graph's Context accepts (type, range, cross-field checks: 422). A run's own values are
+    checked by the Context when the run starts, before any model call, with the same message.
 
     Raises:
-        Refused: Naming the field and where it was sent.
+        Refused: Naming the field and where it was sent (403; 422 for an invalid value).
     """
     if not values:
         return
     if not isinstance(values, Mapping):
-        raise Refused(where, f"{where} must be an object of settings; send a JSON object")
+        raise Refused(where, f"{where} must be an object of settings; send a JSON object", 422)
+    limits = limits or load_limits()
     allowed = allowed_models_from_env()
     classes = (context_class(graph),) if graph else context_classes()
     for cls in classes:
@@ -118,6 +136,145 @@ def check_settings(values: Mapping[str, Any] | None, where: str,
             check_client_settings(cls, known, allowed)
         except SettingsRefused as exc:
             raise Refused(exc.field or where, f"{where}: {exc}") from None
+    check_caps(values, where, limits, strict=stored)
+    if "verifier_settings" in values:
+        check_verifier_settings(values, where, limits)
+    if graph and stored:
+        _build(context_class(graph), values, where)
+
+
+def _build(cls: type[Context], values: Mapping[str, Any], where: str) -> Context:
+    """``cls`` from the fields of ``values`` it has: the types, ranges and cross-field checks a
+    run gets when it starts (a stored assistant or cron would otherwise fail every run)."""
+    known = {k: v for k, v in values.items() if k in {f.name for f in fields(cls)}}
+    try:
+        return cls(**known)
+    except ConfigError as exc:  # "max_rounds=0 is out of range ..." names the field first
+        field = next((k for k in known if str(exc).startswith((f"{k}=", f"{k} "))), where)
+        raise Refused(field, f"{where}: {exc}", 422) from None
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for cls in context_classes():
+        for name, hint in field_types(cls).items():
+            out.setdefault(name, hint)
+    return out
+
+
+@functools.cache
+def _ranges() -> dict[str, tuple[float, float]]:
+    """Field -> the widest declared range over every framework's Context."""
+    out: dict[str, tuple[float, float]] = {}
+    for cls in context_classes():
+        for f in fields(cls):
+            if f.metadata.get("range"):
+                low, high = f.metadata["range"]
+                old = out.get(f.name, (low, high))
+                out[f.name] = (min(low, old[0]), max(high, old[1]))
+    return out
+
+
+def check_caps(values: Mapping[str, Any], where: str, limits: Limits,
+               strict: bool = True) -> None:
+    """Refuse a size field above the operator's cap (:mod:`factdebate.server.limits`).
+
+    Not ``strict`` (a run's own values): a value that is not a number or is outside the field's
+    declared range is left to the Context, which refuses it when the run starts, before any work.
+    """
+    for name, cap in limits.caps.items():
+        if name not in values or name not in _hints():
+            continue
+        try:
+            value = coerce(name, values[name], _hints()[name])
+        except ConfigError as exc:
+            if not strict:
+                continue
+            raise Refused(name, f"{where}: {exc}", 422) from None
+        low, high = _ranges().get(name, (-math.inf, math.inf))
+        if isinstance(value, int | float) and not low <= value <= high:  # NaN too
+            if not strict:  # "max_rounds=99 is out of range ..." from the Context, at the start
+                continue
+            raise Refused(name, f"{where}: {name}={value} is out of range; use a value from "
+                          f"{low:g} to {high:g}", 422)
+        size = len(value) if isinstance(value, list) else value
+        if isinstance(size, int | float) and size > cap:
+            what = f"{len(value)} entries" if isinstance(value, list) else f"{name}={value}"
+            raise Refused(name, f"{where}: {what} is above this server's cap of {cap:g} for "
+                          f"{name} ({Limits.cap_variable(name)}); lower it")
+
+
+def check_verifier_settings(values: Mapping[str, Any], where: str, limits: Limits) -> None:
+    """``check_text``'s ``verifier_settings``: the checks its verifier's Context gets when a claim
+    is verified (``factdebate.core.check_text.verifier_context``), before anything is stored.
+
+    Settings the verifier's Context lacks, its model fields, operator-only fields, sizes above
+    the caps and out-of-range values are refused, naming ``verifier_settings.<field>``.
+    """
+    from factdebate.core.check_text import CheckTextContext, parse_settings
+
+    where = f"{where} verifier_settings"
+    try:
+        settings = parse_settings(values.get("verifier_settings") or {})
+    except ConfigError as exc:
+        raise Refused("verifier_settings", f"{where}: {exc}", 422) from None
+    if not settings:
+        return
+    default = default_of(next(f for f in fields(CheckTextContext) if f.name == "framework"))
+    framework = str(values.get("framework") or default)
+    try:
+        framework = FRAMEWORKS.resolve(framework.replace("-", "_"))
+    except ConfigError as exc:
+        raise Refused("framework", f"{where}: {exc}", 422) from None
+    if framework == "check_text":
+        raise Refused("framework", f"{where}: check_text cannot verify its own claims; set "
+                      "framework to a debate framework, e.g. tool_mad", 422)
+    cls = context_class(framework)
+    known = {f.name: f for f in fields(cls)}
+    for name in settings:
+        f = known.get(name)
+        if name in _operator_anywhere() and (f is None or settings[name] != default_of(f)):
+            raise Refused(f"verifier_settings.{name}", f"{where}: {name} is an operator-only "
+                          "setting and cannot be set by a run; remove it")
+        if f is None:
+            raise Refused(f"verifier_settings.{name}", f"{where}: {name!r} is not a setting of "
+                          f"{cls.__name__} ({framework}); its settings: "
+                          f"{', '.join(sorted(run_fields(cls)))}", 422)
+        if f.metadata.get("model"):
+            raise Refused(f"verifier_settings.{name}", f"{where}: the model field {name!r} is "
+                          "set with debater_model or judge_model of the text check instead")
+    nested = {k: v for k, v in settings.items() if k != "verifier_settings"}
+    try:  # checked in full now: the verifier itself sees them only after the claims' extraction
+        check_settings(nested, where, framework, limits, stored=True)
+    except Refused as exc:
+        raise Refused(f"verifier_settings.{exc.field}", exc.detail, exc.status) from None
+
+
+def check_config(config: Mapping[str, Any] | None, where: str,
+                 limits: Limits | None = None) -> None:
+    """A client's ``config``: ``recursion_limit`` at most the operator's cap."""
+    if not config:
+        return
+    if not isinstance(config, Mapping):
+        raise Refused("config", f"{where}: config must be an object; send a JSON object", 422)
+    if "recursion_limit" not in config:
+        return
+    limits = limits or load_limits()
+    value = config["recursion_limit"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise Refused("recursion_limit", f"{where}: config.recursion_limit={value!r} is not a "
+                      "positive integer", 422)
+    if value > limits.recursion_limit:
+        raise Refused("recursion_limit", f"{where}: config.recursion_limit={value} is above "
+                      f"this server's cap of {limits.recursion_limit} ({RECURSION_ENV}); lower "
+                      "it or leave it out")
+
+
+def cap_recursion_limit(config: dict[str, Any], limits: Limits | None = None) -> None:
+    """A run without ``recursion_limit`` gets the operator's cap (LangGraph's default: 10,007)."""
+    limits = limits or load_limits()
+    config.setdefault("recursion_limit", limits.recursion_limit)
 
 
 def check_reserved_configurable(config: Mapping[str, Any] | None, where: str) -> None:
@@ -135,27 +292,33 @@ def check_run_kwargs(kwargs: Mapping[str, Any], graph: str | None = None) -> Non
     ``kwargs["context"]`` is what reaches the graph: the client's ``context``, or a copy of its
     ``config.configurable`` when it sent no context (langgraph-api ``create_valid_run``).
     """
-    check_settings(kwargs.get("context"), "run context", graph)
+    limits = load_limits()
+    check_config(kwargs.get("config"), "run", limits)
+    check_settings(kwargs.get("context"), "run context", graph, limits)
     configurable = (kwargs.get("config") or {}).get("configurable") or {}
-    check_settings(configurable, "run config.configurable", graph)
+    check_settings(configurable, "run config.configurable", graph, limits)
 
 
 def check_assistant(value: Mapping[str, Any]) -> None:
     """An assistant's stored settings (create and update)."""
+    limits = load_limits()
     graph = value.get("graph_id") if value.get("graph_id") in FRAMEWORKS.names() else None
-    check_settings(value.get("context"), "assistant context", graph)
+    check_config(value.get("config"), "assistant", limits)
+    check_settings(value.get("context"), "assistant context", graph, limits, stored=True)
     check_reserved_configurable(value.get("config"), "assistant")
     check_settings((value.get("config") or {}).get("configurable"),
-                   "assistant config.configurable", graph)
+                   "assistant config.configurable", graph, limits, stored=True)
 
 
 def check_cron_payload(payload: Mapping[str, Any] | None) -> None:
     """A cron's run payload (create and update)."""
+    limits = load_limits()
     payload = payload or {}
     graph = graph_of(payload.get("assistant_id"))
-    check_settings(payload.get("context"), "cron context", graph)
+    check_config(payload.get("config"), "cron", limits)
+    check_settings(payload.get("context"), "cron context", graph, limits, stored=True)
     config = dict(payload.get("config") or {})
     configurable = {k: v for k, v in (config.get("configurable") or {}).items()
                     if k != "cron_id"}  # langgraph-api stamps cron_id itself before the check
     check_reserved_configurable({"configurable": configurable}, "cron")
-    check_settings(configurable, "cron config.configurable", graph)
+    check_settings(configurable, "cron config.configurable", graph, limits, stored=True)

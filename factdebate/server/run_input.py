@@ -7,6 +7,7 @@
   node of every graph resets the rest of the per-claim state.
 * ``add_model_metadata``: the run's model specs as top-level run metadata (``model_debater``,
   ``model_judge`` ...), so LangSmith traces of server runs can be filtered by model like CLI runs.
+  Credentials inside a URL in a spec are masked (``mask_url``): run metadata goes into traces.
 
 The handler mutates the ``RunsCreate`` value in place (langgraph-api stores the run from it after
 the handler returns). Wiring, in factdebate/server/auth.py::
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.core.context import Context
+from factdebate.core.context import Context, mask_url
 from factdebate.core.state import complete_input
 
 
@@ -37,10 +38,10 @@ def add_model_metadata(value: dict[str, Any]) -> None:
     """Add ``model_<role>`` keys for the models the run's context names (defaults included)."""
     context = (value.get("kwargs") or {}).get("context") or {}
     debater = context.get("debater_model") or Context().debater_model
-    specs = {"model_debater": debater}
+    specs = {"model_debater": mask_url(str(debater))}
     for key, spec in context.items():
         if key.endswith("_model") and key != "debater_model" and isinstance(spec, str):
-            specs[f"model_{key.removesuffix('_model')}"] = spec or debater
+            specs[f"model_{key.removesuffix('_model')}"] = mask_url(spec or str(debater))
     metadata = value.get("metadata")
     if isinstance(metadata, dict):  # langgraph-api merges this very dict into the run's metadata
         metadata.update(specs)

@@ -18,6 +18,10 @@ is set, and that would also lock the page itself (a browser cannot send a header
 URL). So the static files are public (they hold no data) and each ``/app/api`` route checks the key
 with the project's own ``authenticate`` handler: same keys, same identities, same 401/403
 messages, and Studio's ``x-auth-scheme`` bypass does not apply here.
+
+Every response under ``/app`` carries a Content-Security-Policy (own files and API only),
+``frame-ancestors 'none'``/``X-Frame-Options: DENY`` and ``Referrer-Policy: no-referrer``
+(:mod:`factdebate.server.guard`, the app's middleware, which langgraph-api runs on every route).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 
 from langgraph_sdk import Auth
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -39,7 +44,8 @@ from factdebate.core.models.script import SCENARIOS
 from factdebate.core.settings import choices_of, default_of, field_types
 from factdebate.run.frameworks import FRAMEWORKS, context_class
 from factdebate.server import evals_browser
-from factdebate.server.auth import authenticate
+from factdebate.server.auth import LIMITS, authenticate
+from factdebate.server.guard import ServerGuard
 from factdebate.server.lifespan import lifespan
 
 STATIC = Path(__file__).with_name("static")
@@ -98,9 +104,13 @@ def _kind(hint: Any) -> str:
 
 def _field(f: Any, hint: Any) -> dict[str, Any]:
     default = default_of(f)
+    bounds = list(f.metadata["range"]) if f.metadata.get("range") else None
+    cap = LIMITS.caps.get(f.name)
+    if bounds and cap is not None:  # the page offers what this server accepts
+        bounds[1] = min(bounds[1], cap)
     return {"name": f.name, "kind": _kind(hint), "default": default,
             "description": f.metadata.get("description", ""),
-            "range": list(f.metadata["range"]) if f.metadata.get("range") else None,
+            "range": bounds,
             "choices": list(choices_of(f, hint) or []) or None,
             "model": bool(f.metadata.get("model"))}
 
@@ -108,7 +118,7 @@ def _field(f: Any, hint: Any) -> dict[str, Any]:
 @functools.cache
 def framework_options() -> list[dict[str, Any]]:
     """Every framework with the Context fields a client's run may set (operator-only ones left
-    out), in declaration order."""
+    out), in declaration order; number ranges end at the operator's caps."""
     out = []
     for name in FRAMEWORKS.names():
         cls = context_class(name)
@@ -162,7 +172,8 @@ async def evals_transcript(request: Request, who: str) -> dict[str, Any]:
 
 
 async def to_page(request: Request) -> Response:
-    """``/app`` -> ``/app/`` (relative asset URLs resolve under it)."""
+    """Redirect /app to /app/, so relative asset URLs resolve under it."""
+    # (langgraph-api parses route docstrings as YAML for /docs: a leading backquote breaks it)
     return RedirectResponse(url="/app/", status_code=307)
 
 
@@ -173,5 +184,6 @@ app = Starlette(routes=[
     Route("/app/api/evals/results", evals_results, methods=["GET"]),
     Route("/app/api/evals/transcript", evals_transcript, methods=["GET"]),
     Mount("/app", StaticFiles(directory=STATIC, html=True), name="app"),
-], lifespan=lifespan)  # the index is found or built before the first request
+], lifespan=lifespan,  # the index is found or built before the first request
+    middleware=[Middleware(ServerGuard)])  # langgraph-api runs it on every route
 """The custom app langgraph-api merges with its own (``langgraph.json`` ``http.app``)."""

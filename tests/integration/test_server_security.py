@@ -118,6 +118,7 @@ def test_keys_map_to_identities(server: str, headers: dict[str, str], status: in
 def attacks(command: str, url: str) -> list[tuple[str, str, dict[str, Any], str]]:
     """(path, description, JSON body, refused field) of every route into a run's Context."""
     run = {"input": {"claim": "The Eiffel Tower is in Paris."}}
+    text = {"input": {"text": "The Eiffel Tower is in Paris. Berlin is in Germany."}}
     return [
         ("/runs/wait", "stateless run context", {**run, "assistant_id": "mermaid",
          "context": {**OK_CONTEXT, "mcp_command": command}}, "mcp_command"),
@@ -139,6 +140,18 @@ def attacks(command: str, url: str) -> list[tuple[str, str, dict[str, Any], str]
             "debater_model": "openai:gpt-4o-mini"}}, "debater_model"),
         ("THREAD/runs", "judge model off the allow-list", {**run, "assistant_id": "tool_mad",
          "context": {**OK_CONTEXT, "judge_model": "openai:gpt-4o"}}, "judge_model"),
+        # check_text hands verifier_settings to the verifier's Context (issue #21, item 11)
+        ("/assistants", "assistant verifier_settings", {"graph_id": "check_text", "context": {
+            "verifier_settings": {"mcp_command": command}}}, "mcp_command"),
+        ("/assistants", "verifier_settings of a MERMAID verifier, as text", {
+            "graph_id": "check_text", "config": {"configurable": {
+                "framework": "mermaid", "verifier_settings": f"mcp_url={url}/mcp"}}}, "mcp_url"),
+        ("/runs/crons", "cron verifier_settings", {**text, "assistant_id": "check_text",
+         "schedule": "* * * * *", "context": {"verifier_settings": {
+             "model_base_url": f"{url}/v1"}}}, "model_base_url"),
+        ("THREAD/runs", "run verifier_settings as JSON", {**text, "assistant_id": "check_text",
+         "context": {**OK_CONTEXT, "verifier_settings": json.dumps({"index_dir": "/etc"})}},
+         "index_dir"),
     ]
 
 
@@ -285,3 +298,130 @@ def test_cors_allows_studio_only(server: str, origin: str, allowed: bool):
         "Access-Control-Request-Headers": "x-auth-scheme,content-type"}, timeout=10)
     assert (preflight.headers.get("access-control-allow-origin") == origin) is allowed
     assert (preflight.status_code == 200) is allowed
+
+
+@pytest.mark.parametrize(("settings", "status", "named"), [
+    ({"max_roundz": 1}, 422, "max_roundz"),  # not a setting of the verifier
+    ({"judge_model": "scripted:agree"}, 403, "judge_model"),  # models: debater/judge_model
+    ({"max_rounds": 0}, 422, "max_rounds"),  # out of the verifier's range
+    ({"debaters": "rag,nope"}, 422, "nope"),  # the verifier's own cross-field checks
+    ("max_rounds=", 422, "verifier_settings"),  # not a mapping
+])
+def test_verifier_settings_are_checked_when_an_assistant_or_cron_is_stored(
+        server: str, settings: Any, status: int, named: str):
+    """Issue #21, item 11: what would fail every run of a stored assistant or cron (every
+    minute for a cron) is refused when it is stored, with the checks a run's claims get."""
+    with as_user(server, "bob") as bob:
+        for path, body in (
+            ("/assistants", {"graph_id": "check_text", "context": {"verifier_settings": settings}}),
+            ("/runs/crons", {"assistant_id": "check_text", "schedule": "* * * * *",
+                             "input": {"text": "Paris is in France."},
+                             "context": {"verifier_settings": settings}}),
+        ):
+            refused = bob.post(path, json=body)
+            assert refused.status_code == status, (path, refused.text)
+            assert named in refused.json()["detail"], (path, refused.text)
+        assert bob.post("/runs/crons/search", json={}).json() == []
+        ok = bob.post("/assistants", json={"graph_id": "check_text", "context": {
+            "framework": "cot", "verifier_settings": {"top_k": 2}}})
+        assert ok.status_code == 200, ok.text
+        assert bob.delete(f"/assistants/{ok.json()['assistant_id']}").status_code in (200, 204)
+
+
+# --- client-chosen ids (issue #21, item 1) --------------------------------------------------------
+def test_a_client_chosen_id_of_another_users_object_is_a_conflict(server: str):
+    """``POST /threads`` / ``POST /assistants`` with an existing id and ``if_exists: do_nothing``
+    returned the existing object to anyone; now another user's id is 409 (as ``raise`` is) and
+    nothing of it is returned or written. The other routes that take a client's id of an existing
+    object (runs with ``if_not_exists``, thread crons, copy, prune) find nothing."""
+    with as_user(server, "alice") as alice, as_user(server, "bob") as bob:
+        tid = alice.post("/threads", json={"metadata": {"topic": "alice-secret"}}).json()["thread_id"]
+        done = alice.post(f"/threads/{tid}/runs/wait", json={
+            "assistant_id": "cot", "input": {"claim": "Berlin is in Germany."}, "context": OK_CONTEXT})
+        assert done.status_code == 200, done.text
+        aid = alice.post("/assistants", json={"graph_id": "cot", "name": "alice-private",
+                                              "context": {"top_k": 2}}).json()["assistant_id"]
+        system_cot = next(a["assistant_id"] for a in bob.post("/assistants/search", json={
+            "limit": 100}).json() if a["graph_id"] == "cot")
+        superstep = [{"updates": [{"values": {"claim": "poison"}, "as_node": "__input__"}]}]
+        for body in ({"thread_id": tid, "if_exists": "do_nothing"}, {"thread_id": tid},
+                     {"thread_id": tid, "if_exists": "do_nothing", "supersteps": superstep}):
+            taken = bob.post("/threads", json=body)
+            assert taken.status_code == 409, (body, taken.text)
+            assert "alice" not in taken.text and "Berlin" not in taken.text, taken.text
+        for body in ({"assistant_id": aid, "graph_id": "cot", "if_exists": "do_nothing"},
+                     {"assistant_id": aid, "graph_id": "cot"},
+                     {"assistant_id": system_cot, "graph_id": "cot", "if_exists": "do_nothing"}):
+            taken = bob.post("/assistants", json=body)
+            assert taken.status_code == 409, (body, taken.text)
+            assert "alice" not in taken.text, taken.text
+        for path, body in (
+            (f"/threads/{tid}/runs/wait", {"assistant_id": "cot", "if_not_exists": "create",
+                                           "input": {"claim": "x y z"}, "context": OK_CONTEXT}),
+            (f"/threads/{tid}/runs/crons", {"assistant_id": "cot", "schedule": "0 0 1 1 *",
+                                            "input": {"claim": "x y z"}}),
+            (f"/threads/{tid}/copy", {}),  # langgraph-api answers 409 for "nothing to copy"
+        ):
+            refused = bob.post(path, json=body)
+            assert refused.status_code in (404, 409) and "alice" not in refused.text, path
+        bob.post("/threads/prune", json={"thread_ids": [tid]})
+        assert all(t["metadata"].get("topic") != "alice-secret"  # nothing was copied to bob
+                   for t in bob.post("/threads/search", json={"limit": 100}).json())
+        # alice's objects are untouched, and her own do_nothing still returns her thread
+        mine = alice.post("/threads", json={"thread_id": tid, "if_exists": "do_nothing"})
+        assert mine.status_code == 200 and mine.json()["metadata"]["topic"] == "alice-secret"
+        state = alice.get(f"/threads/{tid}/state").json()["values"]
+        assert state["claim"] == "Berlin is in Germany."
+        assert alice.get(f"/threads/{tid}/runs").json()[0]["status"] == "success"
+        assert len(alice.get(f"/threads/{tid}/runs").json()) == 1
+        assert alice.get(f"/assistants/{aid}").json()["name"] == "alice-private"
+
+
+# --- the web page's headers (issue #21, item 12) --------------------------------------------------
+def test_the_page_sends_browser_security_headers(server: str):
+    for path, headers in (("/app/", {}), ("/app/js/main.js", {}),
+                          ("/app/api/options", {"x-api-key": KEYS["alice"]})):
+        response = httpx.get(f"{server}{path}", headers=headers, timeout=10)
+        assert response.status_code == 200, (path, response.text)
+        csp = response.headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "script-src 'self'" in csp, csp
+        assert "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp, csp
+        assert response.headers["x-frame-options"] == "DENY"
+        assert response.headers["referrer-policy"] == "no-referrer"
+        assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_webhook_cannot_reach_the_servers_network(server: str, canary):
+    """A run's ``webhook`` is a request the server makes later: one to a loopback or private
+    address (the canary, the server itself) is refused when the run is created."""
+    url, hits = canary
+    with as_user(server, "bob") as bob:
+        for hook in (f"{url}/hook", "/threads/search", "http://169.254.169.254/latest/meta-data"):
+            refused = bob.post("/runs/wait", json={
+                "assistant_id": "cot", "input": {"claim": "Paris is in France."},
+                "context": OK_CONTEXT, "webhook": hook})
+            assert refused.status_code == 422, (hook, refused.text)
+    time.sleep(0.5)
+    assert hits == []
+
+
+def test_an_oversized_request_body_is_refused_before_it_is_read(server: str):
+    """A 2 MB thread metadata was read and stored; bodies above ``FACTDEBATE_MAX_REQUEST_BYTES``
+    (default 1 MiB) are refused with 413, whether their length is declared or streamed."""
+
+    def streamed() -> Iterator[bytes]:
+        yield b'{"metadata": {"x": "'
+        for _ in range(40):
+            yield b"a" * 50_000
+        yield b'"}}'
+
+    with as_user(server, "bob") as bob:
+        declared = bob.post("/threads", json={"metadata": {"x": "a" * 2_000_000}})
+        chunked = bob.post("/threads", content=streamed(),
+                           headers={"content-type": "application/json"})
+        for refused in (declared, chunked):
+            assert refused.status_code == 413, refused.text
+            assert "FACTDEBATE_MAX_REQUEST_BYTES" in refused.json()["detail"]
+        assert bob.post("/threads", json={"metadata": {"x": "a" * 500_000}}).status_code == 200
+        assert all(len(json.dumps(t["metadata"])) < 600_000
+                   for t in bob.post("/threads/search", json={"limit": 100}).json())

@@ -7,20 +7,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from factdebate.core.errors import ConfigError
 from factdebate.graphs.mermaid import build_mermaid
 from factdebate.nodes.mermaid.memory import memory_owner, run_memory_namespace
+from factdebate.server.identities import load_keyring
+from factdebate.server.policy import Refused, check_assistant, check_run_kwargs, graph_of
 from factdebate.tools.evidence_memory import (
     LOCAL_OWNER,
     SHARED_OWNER,
     index_fingerprint,
     memory_namespace,
 )
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.memory import InMemoryStore
-
-from factdebate.core.errors import ConfigError
-from factdebate.server.identities import load_keyring
-from factdebate.server.policy import Refused, check_assistant, check_run_kwargs, graph_of
 from tests.graph.test_mermaid import CLAIM, ctx_for, searching_responder
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789ab"
@@ -138,3 +138,163 @@ async def test_one_users_mermaid_memory_is_not_recalled_by_another(scenario, mon
     namespace = run_memory_namespace(ctx_for(spec), {"configurable": {
         "langgraph_auth_user_id": "alice"}})
     assert namespace[0] == "alice" and await store.asearch(namespace, limit=1)
+
+
+# --- operator limits (issue #21, item 3) ----------------------------------------------------------
+def test_limits_come_from_the_environment_with_defaults():
+    from factdebate.server.limits import DEFAULT_CAPS, load_limits
+
+    limits = load_limits({})
+    assert dict(limits.caps) == DEFAULT_CAPS and limits.runs_per_user == 4
+    assert limits.recursion_limit == 150 and limits.request_bytes == 1_048_576
+    limits = load_limits({"FACTDEBATE_CAP_MAX_CLAIMS": "50", "FACTDEBATE_MAX_RUNS_PER_USER": "0",
+                          "FACTDEBATE_MAX_RECURSION_LIMIT": "400"})
+    assert limits.caps["max_claims"] == 50 and limits.runs_per_user == 0
+    assert limits.recursion_limit == 400
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"FACTDEBATE_CAP_MAX_CLAIMS": "lots"}, "FACTDEBATE_CAP_MAX_CLAIMS='lots'"),
+    ({"FACTDEBATE_CAP_TOP_K": "0"}, "at least 1"),
+    ({"FACTDEBATE_CAP_TOOL_TIMEOUT_S": "nan"}, "FACTDEBATE_CAP_TOOL_TIMEOUT_S"),
+    ({"FACTDEBATE_MAX_RUNS_PER_USER": "-1"}, "at least 0"),
+    ({"FACTDEBATE_MAX_RECURSION_LIMIT": "3"}, "at least 10"),
+    ({"FACTDEBATE_MAX_REQUEST_BYTES": "1e6"}, "FACTDEBATE_MAX_REQUEST_BYTES"),
+])
+def test_bad_limits_stop_the_start_naming_the_variable(env: dict[str, str], message: str):
+    from factdebate.server.limits import load_limits
+
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        load_limits(env)
+
+
+@pytest.mark.parametrize(("kwargs", "graph", "field", "status"), [
+    ({"context": {"max_claims": 200}}, "check_text", "max_claims", 403),
+    ({"context": {"max_claims": "200"}}, None, "max_claims", 403),  # text, graph unknown
+    ({"context": {"max_rounds": 10.0}}, "tool_mad", "max_rounds", 403),
+    ({"context": {"debaters": "rag,search,rag2,search2,rag3"}}, "tool_mad", "debaters", 403),
+    ({"context": {"tool_timeout_s": 61.5}}, "cot", "tool_timeout_s", 403),
+    ({"config": {"recursion_limit": 151}}, "cot", "recursion_limit", 403),
+    ({"config": {"recursion_limit": True}}, "cot", "recursion_limit", 422),
+    ({"context": {"verifier_settings": {"max_rounds": 6}}}, "check_text",
+     "verifier_settings.max_rounds", 403),
+    ({"context": {"verifier_settings": "max_rounds=6"}}, None,
+     "verifier_settings.max_rounds", 403),
+    ({"context": {"verifier_settings": {"mcp_command": "sh -c id"}}}, "check_text",
+     "verifier_settings.mcp_command", 403),
+    ({"context": {"framework": "mermaid", "verifier_settings": {"mcp_url": "http://evil"}}},
+     None, "verifier_settings.mcp_url", 403),
+    ({"context": {"verifier_settings": {"query_model": "openai:gpt-4o"}}}, "check_text",
+     "verifier_settings.query_model", 403),
+    ({"context": {"verifier_settings": {"nope": 1}}}, "check_text", "verifier_settings.nope", 422),
+    ({"context": {"framework": "check_text", "verifier_settings": {"top_k": 2}}}, "check_text",
+     "framework", 422),
+])
+def test_sizes_and_verifier_settings_are_checked(monkeypatch, kwargs: dict[str, Any],
+                                                 graph: str | None, field: str, status: int):
+    monkeypatch.setenv("FACTDEBATE_ALLOW_SCRIPTED", "1")
+    for name in ("FACTDEBATE_MAX_RECURSION_LIMIT", "FACTDEBATE_CAP_MAX_CLAIMS",
+                 "FACTDEBATE_CAP_MAX_ROUNDS"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(Refused) as refused:
+        check_run_kwargs(kwargs, graph)
+    assert (refused.value.field, refused.value.status) == (field, status), refused.value.detail
+    if status == 403 and "cap" in refused.value.detail:
+        assert "FACTDEBATE_" in refused.value.detail
+
+
+@pytest.mark.parametrize(("context", "graph", "field"), [
+    ({"top_k": "many"}, "cot", "top_k"),
+    ({"tool_timeout_s": float("nan")}, "cot", "tool_timeout_s"),
+    ({"max_rounds": 0}, "tool_mad", "max_rounds"),  # the Context's own range
+    ({"max_rounds": 99}, None, "max_rounds"),  # graph unknown: the declared range
+    ({"debaters": "rag"}, "tool_mad", "debaters"),  # the Context's own check: "at least two"
+])
+def test_stored_settings_get_the_checks_a_run_gets_when_it_starts(
+        context: dict[str, Any], graph: str | None, field: str):
+    """An assistant's (or cron's) settings are used by every later run: refused now (422).
+    A run's own bad value is left to its Context, which names it when the run starts."""
+    with pytest.raises(Refused) as refused:
+        check_assistant({"graph_id": graph or "not-a-framework", "context": context})
+    assert (refused.value.field, refused.value.status) == (field, 422), refused.value.detail
+    check_run_kwargs({"context": context}, graph)  # the run starts and fails with the message
+
+
+def test_values_at_the_caps_pass_and_the_operator_may_raise_them(monkeypatch):
+    from factdebate.server.policy import cap_recursion_limit, check_cron_payload
+
+    monkeypatch.delenv("FACTDEBATE_CAP_MAX_CLAIMS", raising=False)
+    check_run_kwargs({"context": {"max_claims": 20, "verifier_settings": {"max_rounds": 5}},
+                      "config": {"recursion_limit": 150}}, "check_text")
+    check_assistant({"graph_id": "tool_mad", "context": {"max_rounds": 5, "top_k": 10}})
+    check_cron_payload({"assistant_id": "cot", "context": {"llm_retries": 3}})
+    monkeypatch.setenv("FACTDEBATE_CAP_MAX_CLAIMS", "200")
+    check_run_kwargs({"context": {"max_claims": 200}}, "check_text")
+    config: dict[str, Any] = {}
+    cap_recursion_limit(config)
+    assert config == {"recursion_limit": 150}
+
+
+def test_too_few_job_slots_are_named_at_the_start():
+    from factdebate.server.limits import job_slots_warning, load_limits
+
+    limits = load_limits({"FACTDEBATE_MAX_RUNS_PER_USER": "2"})
+    warning = job_slots_warning(limits, {"N_JOBS_PER_WORKER": "1"})
+    assert warning and "--n-jobs-per-worker" in warning and "FACTDEBATE_MAX_RUNS_PER_USER" in warning
+    assert job_slots_warning(limits, {"N_JOBS_PER_WORKER": "3"}) is None
+    assert job_slots_warning(load_limits({"FACTDEBATE_MAX_RUNS_PER_USER": "0"}),
+                             {"N_JOBS_PER_WORKER": "10"})  # no per-user limit: any slots
+
+
+# --- masked log lines (issue #21, item 6) ---------------------------------------------------------
+def test_log_records_have_credentials_in_urls_masked():
+    import logging
+
+    from factdebate.server import logs
+
+    before = logging.getLogRecordFactory()
+    try:
+        logs.install()
+        logs.install()  # once
+        record = logging.getLogger("httpx").makeRecord(
+            "httpx", logging.INFO, __file__, 1, 'HTTP Request: %s %s "%s"',
+            ("POST", "http://fduser:s3cret@127.0.0.1/v1/chat", "200 OK"), None)
+        assert record.getMessage() == 'HTTP Request: POST http://fduser:***@127.0.0.1/v1/chat "200 OK"'
+        structured = logging.LogRecord("x", logging.INFO, __file__, 1, {
+            "event": "connect", "uri": "http://u:pw@milvus:19530?token=abc"}, None, None)
+        record = logging.getLogRecordFactory()("x", logging.INFO, __file__, 1, {
+            "event": "connect", "uri": "http://u:pw@milvus:19530?token=abc"}, None, None)
+        assert record.msg == {"event": "connect", "uri": "http://u:***@milvus:19530?token=***"}
+        assert structured.msg["uri"].startswith("http://u:pw@")  # a plain record is untouched
+    finally:
+        logging.setLogRecordFactory(before)
+
+
+def test_run_metadata_model_specs_are_masked():
+    from factdebate.server.run_input import add_model_metadata
+
+    value = {"kwargs": {"context": {"debater_model": "openai:m", "judge_model":
+                                    "openai:http://u:pw@host/v1"}}, "metadata": {}}
+    add_model_metadata(value)
+    assert value["metadata"] == {"model_debater": "openai:m",
+                                 "model_judge": "openai:http://u:***@host/v1"}
+
+
+# --- the evaluation browser's files (issue #21, item 7) ----------------------------------------
+def test_evaluation_files_must_resolve_inside_the_root(tmp_path: Path):
+    from factdebate.server.evals_browser import inside, relative
+
+    root, outside = tmp_path / "runs", tmp_path / "outside.jsonl"
+    (root / "run").mkdir(parents=True)
+    outside.write_text("{}\n")
+    (root / "run" / "results.jsonl").write_text("{}\n")
+    (root / "run" / "linked.jsonl").symlink_to(outside)
+    (root / "run" / "loop").symlink_to(root / "run" / "loop")
+    (root / "run" / "inner.jsonl").symlink_to(root / "run" / "results.jsonl")
+    assert inside(root, root / "run" / "results.jsonl") is not None
+    assert inside(root, root / "run" / "inner.jsonl") is not None  # a link within the root
+    for name in ("linked.jsonl", "loop", "missing.jsonl"):
+        assert inside(root, root / "run" / name) is None, name
+    assert inside(root, root / "run") is None  # a folder is not a file
+    text = f"{root}/run/results.jsonl is damaged (under {root})"
+    assert relative(text, root) == "run/results.jsonl is damaged (under .)"

@@ -1,0 +1,272 @@
+"""Operator limits on the work one client can buy from the LangGraph server (issue #21, item 3).
+
+Three limits, all set in the server's environment and read when the server loads the auth module
+(a malformed value stops the start with one line), then checked before anything starts:
+
+* **Size caps** on the client-set Context fields that multiply model calls, prompt size or time
+  (``max_claims``, ``max_rounds``, debaters, ``top_k``, retries ...): ``FACTDEBATE_CAP_<FIELD>``,
+  e.g. ``FACTDEBATE_CAP_MAX_CLAIMS=20``; defaults in :data:`DEFAULT_CAPS`. A run, an assistant, a
+  cron or a ``check_text`` run's ``verifier_settings`` above a cap is refused (403) naming the
+  field, the cap and the variable. Each factor of a product (claims x rounds x debaters x top_k)
+  is capped, so the product is; the per-run model-call budget
+  (``FACTDEBATE_MAX_MODEL_CALLS_PER_RUN``, ``factdebate.core.budget``) bounds the total as well.
+* **Recursion limit**: ``config.recursion_limit`` above ``FACTDEBATE_MAX_RECURSION_LIMIT``
+  (default 150; the largest run within the default caps takes about 35 steps) is refused; a run
+  that sets none gets this cap instead of LangGraph's default of 10,007.
+* **Request size**: a body above ``FACTDEBATE_MAX_REQUEST_BYTES`` (default 1 MiB, ``0`` = no
+  limit) is refused with 413 before it is parsed (:mod:`factdebate.server.guard`): a 2 MB thread
+  metadata or a 100 MB "claim" would otherwise be read into memory and stored.
+* **Concurrent runs per user**: ``FACTDEBATE_MAX_RUNS_PER_USER`` (default 4, ``0`` = no limit)
+  pending or running runs per identity; one more is refused with 429 until one finishes. Counted
+  through the server's own API (in-process, :func:`active_runs`): the user's busy threads and
+  their pending/running runs, so runs queued on any thread, stateless runs and cron runs count.
+
+Job slots: ``langgraph dev`` runs ``--n-jobs-per-worker`` runs at once (default **1**: it
+overrides ``N_JOBS_PER_WORKER``); deployments (``langgraph up``/``build``) read
+``N_JOBS_PER_WORKER`` (default 10). With fewer slots than ``FACTDEBATE_MAX_RUNS_PER_USER`` + 1,
+one user's runs can hold every slot while another user's run waits: the start warns about it
+(:func:`job_slots_warning`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from factdebate.core.errors import ConfigError
+
+CAP_PREFIX = "FACTDEBATE_CAP_"
+RECURSION_ENV = "FACTDEBATE_MAX_RECURSION_LIMIT"
+RUNS_ENV = "FACTDEBATE_MAX_RUNS_PER_USER"
+REQUEST_BYTES_ENV = "FACTDEBATE_MAX_REQUEST_BYTES"
+DEFAULT_REQUEST_BYTES = 1_048_576
+"""1 MiB: a 20,000-character text, a claim with its documents, a state update fit many times."""
+JOBS_ENV = "N_JOBS_PER_WORKER"
+DEFAULT_RECURSION_LIMIT = 150
+DEFAULT_RUNS_PER_USER = 4
+"""Equal to ``factdebate eval``'s default ``--concurrency``, so ``eval --server`` fits in it."""
+
+DEFAULT_CAPS: dict[str, float] = {
+    # how many debates / loops
+    "max_claims": 20,  # check_text: debates per text (range 1-200)
+    "max_rounds": 5,  # Tool-MAD, MADKE, MADAM-RAG, MAD, multi-agent debate (1-10)
+    "t_max": 10,  # MERMAID steps (1-20)
+    "max_steps": 10,  # ReAct (1-20)
+    "max_follow_ups": 5,  # self-ask (1-10)
+    "reflection_rounds": 5,  # self-reflection (0-10)
+    "samples": 10,  # self-consistency (1-20)
+    "drafts": 5,  # speculative RAG (1-10)
+    # how many agents per round
+    "debaters": 4,  # Tool-MAD: the list's length (2-6)
+    "num_debaters": 4,  # MADKE (2-6)
+    "agents": 5,  # multi-agent debate (2-10)
+    "num_documents": 10,  # MADAM-RAG: one agent per document (1-20)
+    # how much per call, how often a call is repeated, how long one may hold a job slot
+    "top_k": 10,  # passages per retrieval (1-50)
+    "llm_retries": 3,  # (0-10)
+    "tool_retries": 3,  # (0-10)
+    "tool_timeout_s": 60,  # seconds (0-600)
+}
+"""Field -> the largest value a client may set (a list field: its length)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The operator's limits (see the module docstring)."""
+
+    caps: Mapping[str, float]
+    recursion_limit: int
+    runs_per_user: int
+    """0 = no limit."""
+    request_bytes: int = DEFAULT_REQUEST_BYTES
+    """Largest request body the server reads; 0 = no limit."""
+
+    @staticmethod
+    def cap_variable(name: str) -> str:
+        """The environment variable of ``name``'s cap."""
+        return f"{CAP_PREFIX}{name.upper()}"
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, integer: bool,
+            low: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < low:
+        kind = "an integer" if integer else "a number"
+        raise ConfigError(f"{name}={raw!r} is not a valid limit",
+                          f"set it to {kind} of at least {low:g}")
+    return value
+
+
+def load_limits(env: Mapping[str, str] | None = None) -> Limits:
+    """The limits from ``env`` (default ``os.environ``).
+
+    Raises:
+        ConfigError: A value that is not a number, or below its minimum (naming the variable).
+    """
+    env = os.environ if env is None else env
+    caps = {}
+    for name, default in DEFAULT_CAPS.items():
+        caps[name] = _number(env, Limits.cap_variable(name), default,
+                             integer=name != "tool_timeout_s", low=0 if name.endswith(
+                                 ("retries", "rounds")) else 1)
+    return Limits(caps=caps,
+                  recursion_limit=int(_number(env, RECURSION_ENV, DEFAULT_RECURSION_LIMIT,
+                                              integer=True, low=10)),
+                  runs_per_user=int(_number(env, RUNS_ENV, DEFAULT_RUNS_PER_USER,
+                                            integer=True, low=0)),
+                  request_bytes=int(_number(env, REQUEST_BYTES_ENV, DEFAULT_REQUEST_BYTES,
+                                            integer=True, low=0)))
+
+
+def job_slots_warning(limits: Limits, env: Mapping[str, str] | None = None) -> str | None:
+    """One line when one user's runs can hold every job slot of this server process, else None."""
+    env = os.environ if env is None else env
+    try:
+        slots = int(env.get(JOBS_ENV, "") or 10)
+    except ValueError:
+        return None
+    if limits.runs_per_user and slots > limits.runs_per_user:
+        return None
+    per_user = limits.runs_per_user or "any number of"
+    return (f"{slots} job slot(s) ({JOBS_ENV}) and {per_user} concurrent runs per user "
+            f"({RUNS_ENV}): one user's runs can hold every slot while other users' runs wait; "
+            f"start langgraph dev with --n-jobs-per-worker {max(2 * (limits.runs_per_user or 4), 8)}"
+            f" (deployments: {JOBS_ENV}), or lower {RUNS_ENV}")
+
+
+# --- counting a user's runs --------------------------------------------------------------------
+_clients: dict[int, Any] = {}
+
+
+def _loopback() -> Any:
+    """langgraph_sdk's in-process client of this very server (root path ``/noauth``: the
+    server's own calls; no request leaves the process). One per event loop."""
+    from langgraph_sdk import get_client
+
+    loop = id(asyncio.get_running_loop())
+    if loop not in _clients:
+        _clients[loop] = get_client(url=None, api_key=None)
+    return _clients[loop]
+
+
+async def active_runs(identity: str, owner_key: str, enough: int) -> set[str]:
+    """Ids of ``identity``'s pending and running runs (stops counting at ``enough``).
+
+    A thread with a pending or running run is ``busy`` (langgraph-api keeps it busy while runs are
+    queued on it); stateless runs get a temporary thread stamped with the run's owner too.
+    """
+    client = _loopback()
+    found: set[str] = set()
+    offset, page = 0, 100
+    while len(found) < enough:
+        threads = await client.threads.search(metadata={owner_key: identity}, status="busy",
+                                              limit=page, offset=offset)
+        for thread in threads:
+            for status in ("running", "pending"):
+                runs = await client.runs.list(thread["thread_id"], status=status,
+                                              limit=enough + 1)
+                found.update(str(r["run_id"]) for r in runs)
+            if len(found) >= enough:
+                break
+        if len(threads) < page:
+            break
+        offset += page
+    return found
+
+
+class RunAdmission:
+    """Per-user admission of new runs, exact under concurrent requests of one server process.
+
+    The auth handler returns before langgraph-api stores the run, so two requests of one user
+    could both count the same runs and both pass. Admission is serialised per user: the next
+    request of that user waits (at most :attr:`settle_s`) until the admitted run is visible in the
+    server's API, or was not stored at all (refused later by the runtime). Other users never wait.
+    ``langgraph dev`` serves requests on several event loops (threads), so the per-user locks are
+    thread locks, taken without blocking any loop.
+    """
+
+    settle_s = 1.0
+    poll_s = 0.02
+
+    def __init__(self) -> None:
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _lock(self, identity: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(identity, threading.Lock())
+
+    async def _acquire(self, lock: threading.Lock) -> bool:
+        deadline = time.monotonic() + self.settle_s + 1.0
+        while not lock.acquire(blocking=False):
+            if time.monotonic() > deadline:  # a stuck settle task; do not block this user
+                return False
+            await asyncio.sleep(self.poll_s)
+        return True
+
+    async def admit(self, identity: str, owner_key: str, limit: int, run_id: Any,
+                    thread_id: str | None) -> int | None:
+        """Admit a run (returns None) or return the number of runs the user already has.
+
+        ``limit`` 0 admits everything. On admission the user's lock stays held until the run
+        shows up (released by a background task).
+        """
+        if not limit:
+            return None
+        lock = self._lock(identity)
+        held = await self._acquire(lock)
+        try:
+            active = await active_runs(identity, owner_key, limit)
+        except BaseException:
+            _release(lock, held)
+            raise
+        if len(active) >= limit or run_id is None:
+            _release(lock, held)
+            return len(active) if len(active) >= limit else None
+        task = asyncio.get_running_loop().create_task(
+            self._settle(lock, held, identity, owner_key, str(run_id), thread_id))
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+        return None
+
+    async def _settle(self, lock: threading.Lock, held: bool, identity: str, owner_key: str,
+                      run_id: str, thread_id: str | None) -> None:
+        deadline = time.monotonic() + self.settle_s
+        pause = self.poll_s
+        try:
+            client = _loopback()
+            while time.monotonic() < deadline:
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.2)
+                if thread_id is not None:
+                    try:
+                        await client.runs.get(thread_id, run_id)
+                        return  # stored (pending, running or already done)
+                    except Exception:  # noqa: BLE001, S112  # not stored yet (404)
+                        continue
+                if run_id in await active_runs(identity, owner_key, 10_000):
+                    return
+        except Exception:  # noqa: BLE001, S110  # the lock is released whatever happens
+            pass
+        finally:
+            _release(lock, held)
+
+
+_background: set[asyncio.Task[None]] = set()
+
+
+def _release(lock: threading.Lock, held: bool) -> None:
+    if held:
+        lock.release()
