@@ -206,7 +206,7 @@ def _transcript(name: str, item: str) -> dict[str, Any]:
     if values is None:
         raise Refused(404, f"no transcript of item {item!r} in {name}/{SQLITE_FILE}")
     keys = ("claim", "turns", "scores", "label", "answers", "rationale", "round", "stopped_by",
-            "flags", "ledger")
+            "flags", "ledger", "verdict_evidence", "retrieved_evidence", "citations")
     return {"run": name, "item": item, "row": row,
             "state": {k: values[k] for k in keys if k in values}}
 

@@ -120,7 +120,7 @@ async def test_update_state_through_the_sdk(fresh):
                                  as_node="check_consensus")
     state = await c.threads.get_state(thread)
     assert "reviewed by a person" in state["values"]["flags"]
-    assert state["next"] == []  # consensus was reached: the router ends the run, no context
+    assert state["next"] == ["cite_verdict"]  # consensus: the router ends the debate (then END)
     await c.threads.update_state(thread, {"stopped_by": ""}, as_node="check_consensus")
     assert (await c.threads.get_state(thread))["next"] == ["open_round"]  # round 1 < 2 rounds
 
