@@ -47,13 +47,12 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 
 from factdebate.core.errors import BudgetExceededError, ConfigError
-from factdebate.core.ledger import usage_of
+from factdebate.core.ledger import ModelEventHandler, usage_of
 
 __all__ = [
     "CALLS_ENV", "SERVER_DEFAULT_CALLS", "TOKENS_ENV", "BudgetLimits", "RunBudget",
@@ -115,7 +114,7 @@ def limits_from_env(*, server: bool, env: Mapping[str, str] | None = None) -> Bu
                         tokens=_limit(env, TOKENS_ENV, None))
 
 
-class RunBudget(BaseCallbackHandler):
+class RunBudget(ModelEventHandler):
     """Counts one run's model calls and tokens; refuses a call once the budget is spent.
 
     Shared by every model call of the run (parallel branches, nested graphs), so the counts are
@@ -124,21 +123,6 @@ class RunBudget(BaseCallbackHandler):
     """
 
     raise_error = True
-    run_inline = True
-    """Counted on the event loop: a check and an addition under a lock (see ``UsageTracker``)."""
-
-    @property
-    def ignore_chain(self) -> bool:
-        """Only model events count."""
-        return True
-
-    @property
-    def ignore_retriever(self) -> bool:  # noqa: D102 - see ignore_chain
-        return True
-
-    @property
-    def ignore_agent(self) -> bool:  # noqa: D102 - see ignore_chain
-        return True
 
     def __init__(self, limits: BudgetLimits, *, thread_id: str = "") -> None:
         self.limits = limits

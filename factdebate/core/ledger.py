@@ -20,10 +20,12 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
 
-class UsageTracker(BaseCallbackHandler):
-    """Counts chat-model calls and tokens seen through LangChain callbacks."""
+class ModelEventHandler(BaseCallbackHandler):
+    """A callback handler that sees model events only, inline (the ledger's and the budget's base).
 
-    raise_error = False
+    Chain, retriever and agent events carry nothing these handlers count; handling them inline
+    (on the event loop) avoids a worker-thread hop per event."""
+
     run_inline = True
     """Called on the event loop, not in a worker thread: each event is a few additions under a lock,
     and LangChain otherwise hands every event of a sync handler to the default executor (~130 thread
@@ -31,16 +33,7 @@ class UsageTracker(BaseCallbackHandler):
 
     @property
     def ignore_chain(self) -> bool:
-        """Chain, retriever and agent events carry nothing the ledger counts."""
-        return True
-
-    @property
-    def ignore_chat_model(self) -> bool:
-        """The start of a chat-model call carries nothing the ledger counts (calls and tokens are
-        counted at ``on_llm_end``). Without this, LangChain calls ``on_chat_model_start``, which a
-        ``BaseCallbackHandler`` answers with ``NotImplementedError``, and falls back to
-        ``on_llm_start`` after rendering every prompt to a string (``get_buffer_string``): ~4 % of
-        the event loop's time per structured call in a py-spy profile of the scripted model."""
+        """Chain, retriever and agent events carry nothing counted here."""
         return True
 
     @property
@@ -49,6 +42,21 @@ class UsageTracker(BaseCallbackHandler):
 
     @property
     def ignore_agent(self) -> bool:  # noqa: D102 - see ignore_chain
+        return True
+
+
+class UsageTracker(ModelEventHandler):
+    """Counts chat-model calls and tokens seen through LangChain callbacks."""
+
+    raise_error = False
+
+    @property
+    def ignore_chat_model(self) -> bool:
+        """The start of a chat-model call carries nothing the ledger counts (calls and tokens are
+        counted at ``on_llm_end``). Without this, LangChain calls ``on_chat_model_start``, which a
+        ``BaseCallbackHandler`` answers with ``NotImplementedError``, and falls back to
+        ``on_llm_start`` after rendering every prompt to a string (``get_buffer_string``): ~4 % of
+        the event loop's time per structured call in a py-spy profile of the scripted model."""
         return True
 
     def __init__(self) -> None:
