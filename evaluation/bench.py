@@ -1,19 +1,21 @@
-"""``factdebate bench``: orchestration overhead, scaling, retrieval and embedded-model benchmarks.
+"""``factdebate bench``: overhead, scaling, retrieval, embedded-model, CPU-floor and token benchmarks.
 
-Every benchmark writes ``OUT/<name>.json`` (figures + the command that produced them) and
-regenerates its section of ``BENCHMARKS.md`` from that file, so no figure is shown without its
-command. Ratios are measured within one run; nothing here runs in the default test suite except
-smoke tests on tiny inputs.
+Every benchmark writes ``OUT/<name>.json`` (figures + the command that produced them); with
+``--markdown FILE`` its section of that file (``BENCHMARKS.md``) is regenerated from the JSON, so
+no figure is shown without its command. Ratios are measured within one run; nothing here runs in
+the default test suite except smoke tests on tiny inputs.
 
 * ``overhead`` - Tool-MAD, T rounds, debaters forced to disagree (``scripted:disagree``) so all
   rounds and the judge run, over the real Milvus Lite + tantivy demo index with the SQLite
   checkpointer of CLI runs. The critical path follows from Algorithm 1 as implemented: per round a
   debater's query -> answer -> stability score, whose longest chain is RAGAS faithfulness' 2
-  sequential calls (statements, then verdicts; answer relevancy's 3 question generations run
-  concurrently beside them, ``tools/ragas_metrics.py``); plus the judge: ``T * (1 + 1 + 2) + 1``
+  sequential calls (statements, then verdicts; answer relevancy's 3 questions - one request with
+  ``n=3``, or 3 concurrent ones where ``n`` is not served - run beside them,
+  ``tools/ragas_metrics.py``); plus the judge: ``T * (1 + 1 + 2) + 1``
   calls. It is checked against the longest chain of non-overlapping calls
   in the double's recorded timeline. The serial bound is every call one after another (the papers'
-  reference code): ``T * debaters * (1 + 1 + 5) + 1``.
+  reference code): ``T * debaters * (1 + 1 + 3) + 1`` (RAGAS: statements, verdicts, and answer
+  relevancy's 3 questions in one request with ``n=3``, issue #24).
 * ``scaling`` - ``factdebate eval`` of FEVER claims with the same double at a realistic provider
   latency (1 s per call), in ONE process: a few claims at concurrency 1 give the per-claim time,
   then one claim per slot at each higher concurrency (default 128). Efficiency = throughput at c /
@@ -22,6 +24,11 @@ smoke tests on tiny inputs.
   as a record, not a budget).
 * ``retrieval`` - see ``evaluation/bench_retrieval.py``.
 * ``embedded`` - seconds and LLM calls per claim of Tool-MAD with ``local:smollm2``.
+* ``floor`` - CPU per Tool-MAD claim of ours next to a bare LangGraph graph of the same shape and
+  the real compute (embeddings, retrieval, parsing), with a py-spy profile
+  (``evaluation/bench_floor.py``, issue #24).
+* ``tokens`` - prompt, completion and cached tokens per claim of every framework and the share of
+  prompt tokens in a common prefix (``evaluation/bench_tokens.py``, issue #24).
 """
 
 from __future__ import annotations
@@ -240,6 +247,31 @@ def bench_embedded(work_dir: Path, *, data_dir: Path | None = None, claims: int 
         "budget": "<= 30 s per claim on 2 cores", "budget_met": per_claim <= 30,
         "peak_rss_mb": peak_rss_mb(), "claims": rows,
     }
+
+
+@BENCHES.decorator("floor")
+def bench_floor(work_dir: Path, *, claims: int = 16, rounds: int = 3, seed: int = 13,
+                profile: bool = True, profile_claims: int = 40, **_: Any) -> dict[str, Any]:
+    """CPU per Tool-MAD claim: ours vs the bare-LangGraph floor vs real compute (issue #24)."""
+    from factdebate.evaluation.bench_floor import run_floor_bench
+
+    pool = _claims(DEMO_CLAIMS, 1000, seed + 1)
+    result = run_floor_bench(work_dir, work_dir.parent, demo_index(work_dir),
+                             _claims(DEMO_CLAIMS, claims + 1, seed),  # [0]: untimed warm-up
+                             [pool[i % len(pool)] for i in range(profile_claims)],
+                             rounds=rounds, profile=profile)
+    return {**result, "peak_rss_mb": peak_rss_mb()}
+
+
+@BENCHES.decorator("tokens")
+def bench_tokens(work_dir: Path, *, claims: int = 5, rounds: int = 3, seed: int = 13,
+                 frameworks: list[str] | None = None, **_: Any) -> dict[str, Any]:
+    """Prompt, completion and cached tokens per claim of every framework (issue #24)."""
+    from factdebate.evaluation.bench_tokens import run_tokens_bench
+
+    return {**run_tokens_bench(work_dir, demo_index(work_dir), _claims(DEMO_CLAIMS, claims, seed),
+                               rounds=rounds, seed=seed, frameworks=frameworks),
+            "claims_from": DEMO_CLAIMS.name, "peak_rss_mb": peak_rss_mb()}
 
 
 @BENCHES.decorator("retrieval")

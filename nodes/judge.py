@@ -6,7 +6,10 @@ out in scoring mode ``none`` and in the "w/o scoring feedback" ablation unless
 ``judge_scores_without_feedback`` keeps them). If the judge's reply
 cannot be read even after a re-ask, the fallback is flagged: the label of the agent with the best
 average score in the last round (first agent on ties), never a label nobody proposed. The judge cites the passages of the history it relies on (one number
-per passage across the debate); they are the deciding citations of the verdict's evidence.
+per passage across the debate); they are the deciding citations of the verdict's evidence. A
+prompt set whose judge template has ``{documents}`` (Tool-MAD's) gets every passage once there and
+the history as ``{debate}`` with each turn's passages by number; otherwise ``{history}`` repeats
+each turn's passages.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from factdebate.nodes.check_consensus import round_turns
 from factdebate.nodes.citations import Shown
 from factdebate.nodes.llm import ask_final_verdict
 from factdebate.nodes.prompting import common_values, prompt_set
-from factdebate.nodes.render import average_scores, render_history, render_scores
+from factdebate.nodes.render import average_scores, render_debate, render_history, render_scores
 from langgraph.runtime import Runtime
 
 from factdebate.core.context import JudgedContext
@@ -40,8 +43,14 @@ async def judge(state: DebateState, runtime: Runtime[JudgedContext]) -> dict[str
     prompts = prompt_set(ctx)
     values = common_values(state, ctx, "judge")
     shown = Shown()  # one number per passage across the whole history: the judge cites them
+    turns = state.get("turns", [])
+    template = prompts.templates["judge"]
+    if "{documents}" in template.get("system", "") + template["user"]:
+        # every passage once, the history citing numbers (render_debate, issue #24)
+        values |= {"debate": render_debate(turns, shown.add), "documents": shown.render()}
+    else:
+        values["history"] = render_history(turns, shown.add)
     values |= {
-        "history": render_history(state.get("turns", []), shown.add),
         "scores": render_scores(averages),
         "score_guide": prompts.templates["score_guides"][mode],
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from factdebate.core.state import Evidence, RoundScore, Turn
 
@@ -18,6 +19,7 @@ would otherwise copy it into every checkpoint, results file and scoring prompt."
 _TAG = re.compile(r"</?\s*document[^>]*>", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)  # a passage is shown in several prompts of a claim (rounds, judge)
 def _clean(text: str, limit: int = MAX_PASSAGE_CHARS) -> str:
     text = _TAG.sub(" ", text or "")  # a document cannot close its own delimiter
     text = re.sub(r"\s+", " ", text).strip()
@@ -81,6 +83,22 @@ def render_history(turns: Sequence[Turn], number: Callable[[Evidence], int] | No
             lines.append(f"* {t['agent']} agent (query: {t['query'] or '-'})")
             nums = [number(e) for e in t["evidence"]] if number is not None else None
             lines.append(f"  evidence: {render_evidence(t['evidence'], nums)}")
+            lines.append(f"  answer: {t['label'] or 'no label'} - {_clean(t['answer'], 800)}")
+    return "\n".join(lines)
+
+
+def render_debate(turns: Sequence[Turn], number: Callable[[Evidence], int]) -> str:
+    """The whole debate, round by round, each agent's passages by their numbers only.
+
+    For a prompt that lists every passage of the debate once, under the numbers ``number`` gives
+    (``Shown.add``; the judge of ``prompts/tool_mad``): a passage several turns retrieved is not
+    repeated (a 3-round Tool-MAD judge prompt: ~2,200 -> ~900 tokens, issue #24)."""
+    lines: list[str] = []
+    for round_ in sorted({t["round"] for t in turns}):
+        lines.append(f"Round {round_}:")
+        for t in sorted((t for t in turns if t["round"] == round_), key=lambda t: t["agent"]):
+            nums = ", ".join(f"[{number(e)}]" for e in t["evidence"]) or "none"
+            lines.append(f"* {t['agent']} agent (query: {t['query'] or '-'}; documents: {nums})")
             lines.append(f"  answer: {t['label'] or 'no label'} - {_clean(t['answer'], 800)}")
     return "\n".join(lines)
 

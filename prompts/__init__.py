@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,14 @@ class PromptSet:
         return messages
 
 
+@lru_cache(maxsize=256)
+def _placeholders(text: str) -> frozenset[str]:
+    """The ``{named}`` placeholders of a template text (parsed once per text)."""
+    return frozenset(name for _, name, _, _ in string.Formatter().parse(text) if name)
+
+
 def _fill(text: str, values: dict[str, Any], template: str) -> str:
-    needed = {name for _, name, _, _ in string.Formatter().parse(text) if name}
-    missing = needed - values.keys()
+    missing = _placeholders(text) - values.keys()
     if missing:
         raise KeyError(f"template {template!r} needs {sorted(missing)}")
     return text.format_map(values)

@@ -2,14 +2,18 @@
 
 * :func:`answer_relevancy` - ragas' collections ``AnswerRelevancy``; with the ragas version the
   gated patch was written against, ``factdebate.patches.ragas_relevancy.ConcurrentAnswerRelevancy``
-  (its ``strictness`` question generations sent concurrently: critical path 1 call instead of 3).
-* :func:`cache_output_schemas` - ragas' ``BasePrompt.to_string`` regenerates its output model's
-  JSON schema with pydantic on every call (~1 ms of CPU, 5 calls per score); each prompt instance
+  (its ``strictness`` questions in one request with ``n`` where the provider serves it, sent
+  concurrently otherwise: critical path 1 call instead of 3).
+* :func:`cache_output_schemas` - the prompts render without their JSON-schema paragraph (the
+  structured-output request carries the schema: the gated ``factdebate.patches.ragas_prompts``,
+  issue #24), and ragas' ``BasePrompt.to_string`` regenerates its output model's
+  JSON schema with pydantic on every call (~1 ms of CPU, 3 prompts per score); each prompt instance
   gets a same-named subclass of its output model (public ``output_model`` attribute) whose schema
   is computed once (and shared: ragas only ``json.dumps`` it). Replies are still validated against
   ragas' original class (the metrics pass it to the LLM themselves). (A memo of ragas' private
   ``_generate_examples`` was retired in issue #15: it saved ~3% of the event loop only with the
-  zero-latency test double.)
+  zero-latency test double. The gated ``ragas_prompts`` patch, which copies ragas' template
+  anyway, renders the examples once per prompt instance.)
 """
 
 from __future__ import annotations
@@ -39,11 +43,17 @@ def _schema_cached(model: type[BaseModel]) -> type[BaseModel]:
 
 
 def cache_output_schemas(*prompts: Any) -> None:
-    """Give each ragas prompt instance an output model with a memoised JSON schema."""
+    """Give each ragas prompt instance an output model with a memoised JSON schema; with the ragas
+    the gated ``factdebate.patches.ragas_prompts`` was written for, the prompt renders without the
+    schema paragraph (the request carries the schema)."""
     for prompt in prompts:
         cached = _schema_cached(prompt.output_model)
         assert cached.model_json_schema() == prompt.output_model.model_json_schema()
         prompt.output_model = cached
+        if patches.enabled("ragas_prompts"):
+            from factdebate.patches.ragas_prompts import without_schema
+
+            without_schema(prompt)
 
 
 def answer_relevancy(llm: Any, embeddings: Any) -> AnswerRelevancy:

@@ -14,16 +14,21 @@ Why not the legacy API (``LangchainLLMWrapper``; tried, it scores the same): it 
 ``temperature``/``n`` onto the wrapped chat model in place (a race on the model that ``load_model``
 shares between debaters), it passes callbacks but neither metadata nor schema (the scripted double
 sees no role and no schema), it parses free text instead of using structured output, and it is
-deprecated. Its one advantage, AnswerRelevancy sending its 3 question prompts concurrently, is kept
-by ``tools/ragas_metrics.answer_relevancy`` (the gated ``factdebate.patches.ragas_relevancy``).
+deprecated. Its advantages, AnswerRelevancy asking for its 3 questions in one request with ``n=3``
+where the model serves ``n`` and concurrently otherwise, are kept by
+``tools/ragas_metrics.answer_relevancy`` (the gated ``factdebate.patches.ragas_relevancy``, which
+calls :meth:`LangChainRagasLLM.agenerate_n`; ``factdebate.core.models.completions`` decides per
+provider whether ``n`` is served, issue #24).
 
 Cost of one stability score: Faithfulness = 2 sequential calls (statements, then NLI verdicts),
-AnswerRelevancy = ``strictness`` = 3 concurrent calls; the metrics run concurrently -> 5 calls,
-critical path 2 (without contexts: 3 calls, critical path 1, faithfulness skipped). An unparsable
-reply is re-asked once with the parse error (like ragas' own fix-output retry), so a failing metric
-costs one call more.
+AnswerRelevancy = 1 request for ``strictness`` = 3 questions (3 concurrent requests where ``n`` is
+not served: llama.cpp's server, the embedded model); the metrics run concurrently -> 3 requests
+(5 without ``n``), critical path 2 (without contexts: 1 request, critical path 1, faithfulness
+skipped). An unparsable reply is re-asked once with the parse error (like ragas' own fix-output
+retry), so a failing metric costs one call more.
 
-CPU per call (the stability score makes 30 of a Tool-MAD claim's ~43 model calls): each metric's
+CPU per call (the stability score makes 18 of a Tool-MAD claim's 31 model calls; 30 of 43 where the
+provider does not serve ``n``): each metric's
 config - the caller's merged with the enclosing run's and the ragas metadata - is merged once per
 metric run (``metric_config``, in ``_run_metric``) instead of once per prompt, and metrics already
 built for a (model, embeddings) pair are looked up on the event loop (``_cached_metrics``) instead
@@ -60,7 +65,7 @@ from langchain_core.runnables.config import merge_configs
 from pydantic import BaseModel, ValidationError
 
 from factdebate.core.caching import ProcessCache
-from factdebate.core.models import negotiation
+from factdebate.core.models import completions, negotiation
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -160,11 +165,46 @@ class LangChainRagasLLM:
 
     async def agenerate(self, prompt: str, response_model: type[T]) -> T:
         """Ask the model for ``response_model``; re-ask once with the parse error on failure."""
+        return await self._answer(prompt, response_model, None)
+
+    async def agenerate_n(self, prompt: str, response_model: type[T], n: int) -> list[T]:
+        """``n`` samples of one prompt (answer relevancy's ``strictness`` questions): one request
+        with ``n`` where the provider serves it, else ``n`` concurrent requests
+        (``factdebate.core.models.completions``); an unparsable sample is re-asked alone, with its
+        parse error, as :meth:`agenerate` re-asks. The first failure fails the whole call."""
+        outs = await completions.ask_n(self.llm, [HumanMessage(prompt)], response_model, n,
+                                       config=self._config(), setting=negotiation.current_setting())
+        results: list[T | None] = []
+        for out in outs:
+            try:
+                results.append(self._unpack(out, response_model))
+            except ScoringError:
+                results.append(None)
+        redo = {i: asyncio.ensure_future(self._answer(prompt, response_model, outs[i]))
+                for i, r in enumerate(results) if r is None}
+        try:
+            done = await asyncio.gather(*redo.values())
+        except BaseException:
+            for task in redo.values():
+                task.cancel()
+            raise
+        for i, value in zip(redo, done, strict=True):
+            results[i] = value
+        return [r for r in results if r is not None]
+
+    async def _answer(self, prompt: str, response_model: type[T], first: dict[str, Any] | None
+                      ) -> T:
+        """``first`` (a reply already received) or a new one, unpacked; re-asked with the parse
+        error up to ``max_reasks`` times."""
         config, setting = self._config(), negotiation.current_setting()
         message = prompt
         for attempt in range(self.max_reasks + 1):
-            out, _ = await negotiation.ask_negotiated(
-                self.llm, [HumanMessage(message)], response_model, config=config, setting=setting)
+            if attempt == 0 and first is not None:
+                out = first
+            else:
+                out, _ = await negotiation.ask_negotiated(
+                    self.llm, [HumanMessage(message)], response_model, config=config,
+                    setting=setting)
             try:
                 return self._unpack(out, response_model)
             except ScoringError as exc:

@@ -212,7 +212,8 @@ def index(
 
 @app.command()
 def bench(
-    names: Annotated[list[str], typer.Argument(help="overhead | scaling | retrieval | embedded")],
+    names: Annotated[list[str], typer.Argument(
+        help="overhead | scaling | retrieval | embedded | floor | tokens")],
     out_raw: Annotated[str, typer.Option(
         "--out", help="Folder for <bench>.json and work files.")] = "bench-results",
     data_dir_raw: Annotated[str | None, typer.Option(
@@ -227,17 +228,18 @@ def bench(
         show_default="1")] = None,
     limit: Annotated[int, typer.Option(help="Retrieval: claims per gold set.")] = 300,
     pad_to: Annotated[int, typer.Option(help="Retrieval: passages for the latency run.")] = 100_000,
-    markdown_raw: Annotated[str, typer.Option(
-        "--markdown", help="Markdown file to regenerate.")] = "BENCHMARKS.md",
+    markdown_raw: Annotated[str | None, typer.Option(
+        "--markdown", help="Markdown file whose sections to regenerate (e.g. BENCHMARKS.md); "
+        "without it only OUT/<name>.json is written.")] = None,
 ) -> None:
-    """Run benchmarks; write OUT/<name>.json and regenerate their BENCHMARKS.md sections."""
+    """Run benchmarks; write OUT/<name>.json (and, with --markdown, regenerate their sections)."""
     from factdebate.cli.flags import in_range, place, required_place
     from factdebate.evaluation.bench import BENCHES, run_bench
     from factdebate.evaluation.bench_report import write_markdown
 
     try:
         out = required_place("--out", out_raw)
-        markdown = required_place("--markdown", markdown_raw, "file")
+        markdown = required_place("--markdown", markdown_raw, "file") if markdown_raw else None
         data_dir = place("--data-dir", data_dir_raw)
         in_range("--latency", latency, 0.0, 60.0)
         in_range("--claims", claims, 1)
@@ -259,7 +261,8 @@ def bench(
             result = run_bench(name, out, command, **kwargs)
             out_line = {k: v for k, v in result.items() if k in ("budget", "budget_met", "seconds")}
             err.print(f"{name}: {out_line}")
-        write_markdown(out, markdown)
+        if markdown is not None:
+            write_markdown(out, markdown)
     except FactDebateError as exc:
         fail(exc)
 

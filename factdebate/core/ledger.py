@@ -3,7 +3,13 @@
 Nodes never share a mutable counter (parallel branches and resumed runs would corrupt it): each
 node counts the calls it makes with a ``UsageTracker`` callback and returns the counts as a
 ``{"ledger": {...}}`` update, which the ``add_ledger`` reducer sums. Token counts are the
-provider's (``usage_metadata``) when it reports them.
+provider's (``usage_metadata``) when it reports them, once per request: a request for ``n``
+completions (RAGAS' generated questions, ``factdebate.core.models.completions``) bills its prompt
+once, and LangChain's OpenAI client attaches the response's usage to each choice. Prompt tokens the
+provider served from its prompt cache (OpenAI ``usage.prompt_tokens_details.cached_tokens``,
+LangChain ``usage_metadata["input_token_details"]["cache_read"]``) are counted as
+``cached_tokens`` (a part of ``prompt_tokens``; the key appears once a provider reports some), and
+requests answered with several completions as ``multi_completion_calls``.
 
 The ledger is a record, not a limit: it lives in the state, which a server client can edit with
 ``update_state``. The operator's per-run budget of calls and tokens counts outside the state
@@ -64,12 +70,14 @@ class UsageTracker(ModelEventHandler):
         self.llm_calls = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.cached_tokens = 0
+        self.multi_completion_calls = 0
         self.llm_errors = 0
         self.structured_output: dict[str, int] = {}
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Add one call and the tokens its provider reported."""
-        prompt, completion = usage_of(response)
+        prompt, completion, cached = usage_detail(response)
         # the structured-output method that served (factdebate.core.models.negotiation tags calls)
         method = next((t[18:] for t in kwargs.get("tags") or ()
                        if t.startswith("structured_output:")), None)
@@ -77,6 +85,9 @@ class UsageTracker(ModelEventHandler):
             self.llm_calls += 1
             self.prompt_tokens += prompt
             self.completion_tokens += completion
+            self.cached_tokens += cached
+            if any(len(g) > 1 for g in response.generations):
+                self.multi_completion_calls += 1
             if method:
                 self.structured_output[method] = self.structured_output.get(method, 0) + 1
 
@@ -92,6 +103,10 @@ class UsageTracker(ModelEventHandler):
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
         }
+        if self.cached_tokens:
+            out["cached_tokens"] = self.cached_tokens
+        if self.multi_completion_calls:
+            out["multi_completion_calls"] = self.multi_completion_calls
         if self.llm_errors:
             out["llm_errors"] = self.llm_errors
         if self.structured_output:
@@ -100,19 +115,35 @@ class UsageTracker(ModelEventHandler):
 
 
 def usage_of(response: LLMResult) -> tuple[int, int]:
-    """``(prompt tokens, completion tokens)`` a provider reported for one call: the messages'
-    ``usage_metadata``, else the ``token_usage`` of ``llm_output``; ``(0, 0)`` when neither."""
-    prompt = completion = 0
+    """``(prompt tokens, completion tokens)`` a provider reported for one call (:func:`usage_detail`)."""
+    prompt, completion, _ = usage_detail(response)
+    return prompt, completion
+
+
+def usage_detail(response: LLMResult) -> tuple[int, int, int]:
+    """``(prompt, completion, cached prompt tokens)`` a provider reported for one call.
+
+    Per prompt of the call, the ``usage_metadata`` of its first completion that carries one: a
+    response with ``n`` completions has one usage, which LangChain's OpenAI client copies onto
+    every completion (``langchain_openai`` ``_create_chat_result``), so summing them would count it
+    ``n`` times. Without ``usage_metadata``, the ``token_usage`` of ``llm_output`` (OpenAI's
+    ``usage`` object); ``(0, 0, 0)`` when neither.
+    """
+    prompt = completion = cached = 0
     for generations in response.generations:
         for gen in generations:
-            usage = getattr(getattr(gen, "message", None), "usage_metadata", None) or {}
-            prompt += int(usage.get("input_tokens", 0) or 0)
-            completion += int(usage.get("output_tokens", 0) or 0)
+            usage = getattr(getattr(gen, "message", None), "usage_metadata", None)
+            if usage:
+                prompt += int(usage.get("input_tokens", 0) or 0)
+                completion += int(usage.get("output_tokens", 0) or 0)
+                cached += int((usage.get("input_token_details") or {}).get("cache_read", 0) or 0)
+                break
     if not prompt and not completion:
         usage = (response.llm_output or {}).get("token_usage") or {}
         prompt = int(usage.get("prompt_tokens", 0) or 0)
         completion = int(usage.get("completion_tokens", 0) or 0)
-    return prompt, completion
+        cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0) or 0)
+    return prompt, completion, cached
 
 
 def empty_ledger() -> dict[str, Any]:

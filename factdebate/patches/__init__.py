@@ -20,6 +20,7 @@ patch               copies internals of                         what it saves (s
 ``sqlite_saver``    aiosqlite (``Connection._execute``),        3-4 database-thread trips per
                     langgraph-checkpoint-sqlite (SQL, ``aput``) checkpoint write -> 1
 ``ragas_relevancy`` ragas (``AnswerRelevancy.ascore`` body)     3 sequential question calls -> 1
+``ragas_prompts``   ragas (``BasePrompt.to_string`` template)   a 2nd copy of the schema per call
 ``llama_decode``    llama-cpp-python (``Llama._model/_ctx``)    grammar over 49k tokens per pick
 ==================  ==========================================  =====================================
 """
@@ -47,6 +48,7 @@ PATCHES: dict[str, Patch] = {
     "sqlite_saver": Patch("factdebate.patches.sqlite_saver", {
         "aiosqlite": ("0.22.1",), "langgraph-checkpoint-sqlite": ("3.1.2",)}),
     "ragas_relevancy": Patch("factdebate.patches.ragas_relevancy", {"ragas": ("0.4.3",)}),
+    "ragas_prompts": Patch("factdebate.patches.ragas_prompts", {"ragas": ("0.4.3",)}),
     "llama_decode": Patch("factdebate.patches.llama_decode", {"llama-cpp-python": ("0.3.36",)}),
 }
 

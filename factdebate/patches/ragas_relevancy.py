@@ -1,9 +1,13 @@
-"""ragas ``AnswerRelevancy`` with its ``strictness`` question generations sent concurrently.
+"""ragas ``AnswerRelevancy`` with its ``strictness`` questions in one request (``n``) or concurrently.
 
 Why: ragas 0.4.3's collections ``AnswerRelevancy.ascore`` sends its ``strictness`` (3)
-question-generation prompts one after another; ragas' legacy metric sent them concurrently. They
-are independent samples of one prompt, so this subclass renders the prompt once and sends the calls
-together: the metric's critical path is 1 call instead of 3 and its embeddings run while
+question-generation prompts one after another; ragas' legacy metric asked for them in one request
+with ``n=strictness`` where the model serves ``n`` and concurrently otherwise. They are independent
+samples of one prompt, so this subclass renders the prompt once and asks the LLM adapter for
+``strictness`` samples (``LangChainRagasLLM.agenerate_n``: one request with ``n`` where the
+provider serves it - the prompt billed once instead of 3 times, 12 of a Tool-MAD claim's 43
+requests saved, issue #24 - else the calls sent together; an adapter without ``agenerate_n`` gets
+the calls sent together): the metric's critical path is 1 call instead of 3 and its embeddings run while
 Faithfulness' second call is still out (Tool-MAD's critical path per round: query -> answer ->
 Faithfulness' 2 calls = 4 calls instead of 5; ``factdebate bench overhead`` checks that bound).
 The score computation is a copy of ragas' own ``ascore`` body (mean cosine(question, generated
@@ -56,9 +60,13 @@ class ConcurrentAnswerRelevancy(AnswerRelevancy):
         if not response:
             raise ValueError("response cannot be empty")
         prompt = self.prompt.to_string(AnswerRelevanceInput(response=response))
-        results = await _all_or_first_error([
-            self.llm.agenerate(prompt, AnswerRelevanceOutput) for _ in range(self.strictness)
-        ])
+        sample_n = getattr(self.llm, "agenerate_n", None)  # tools/scoring.LangChainRagasLLM
+        if sample_n is not None:
+            results = await sample_n(prompt, AnswerRelevanceOutput, self.strictness)
+        else:
+            results = await _all_or_first_error([
+                self.llm.agenerate(prompt, AnswerRelevanceOutput) for _ in range(self.strictness)
+            ])
         generated = [r for r in results if r.question]
         if not generated:
             return MetricResult(value=0.0)

@@ -29,6 +29,7 @@ from factdebate.core.state import DebateInput, complete_input
 from factdebate.nodes.render import average_scores
 from factdebate.prompts import load_prompts
 from factdebate.run.frameworks import FRAMEWORKS, build_framework
+from factdebate.run.heap import claim_process_gc, settle_after_first_claim
 
 T = TypeVar("T")
 
@@ -128,7 +129,9 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     small futures; uvloop runs that loop code faster. Measured on 64 FEVER claims at concurrency
     32 with the scripted double (100 ms per call), wall 7.7 -> 6.5 s median of 6 runs each
     (``factdebate bench scaling`` and BENCHMARKS.md). ``FACTDEBATE_EVENT_LOOP=asyncio`` opts out.
+    The garbage collector runs less often in a process that runs claims (``factdebate/run/heap.py``).
     """
+    claim_process_gc()
     if event_loop_kind() == "uvloop":
         import uvloop
 
@@ -181,6 +184,7 @@ async def run_claim(
     """
     name = FRAMEWORKS.resolve(framework)
     graph = compiled_graph(name, checkpointer, store)
+    known_new = thread_id is None  # a thread id made here holds nothing: no read to check it
     thread_id = thread_id or uuid.uuid4().hex
     prompt_version = load_prompts(ctx.prompt_set).version
     config: dict[str, Any] = {
@@ -203,6 +207,7 @@ async def run_claim(
         fresh_ok = bool(snapshot.created_at) and not (
             unfinished(snapshot) or values.get("stopped_by") or values.get("turns"))
         resume = bool(snapshot.created_at) and not fresh_ok
+        known_new = not snapshot.created_at  # just read: the check below need not read it again
     if resume:
         snapshot = await graph.aget_state(config)
         if not snapshot.created_at:
@@ -212,12 +217,13 @@ async def run_claim(
             await graph.ainvoke(None, config, context=ctx, durability=DURABILITY)
         values = (await graph.aget_state(config)).values
     else:
-        if not fresh_ok and (await graph.aget_state(config)).created_at:
+        if not fresh_ok and not known_new and (await graph.aget_state(config)).created_at:
             raise InputError(f"thread id {thread_id!r} already holds a run",
                              "pass --resume to continue it, or choose a new --thread-id")
         values = await graph.ainvoke(complete_input(dict(item)), config, context=ctx,
                                      durability=DURABILITY)
         values = (await graph.aget_state(config)).values or values
+    settle_after_first_claim()  # the warm heap frozen once (factdebate/run/heap.py)
     return result_object(name, values, ctx, thread_id=thread_id, prompt_version=prompt_version)
 
 

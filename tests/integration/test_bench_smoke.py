@@ -25,7 +25,9 @@ def test_overhead_bench_tiny(tmp_path: Path):
     # dependent calls can never overlap, so the recorded chain is at least the critical path
     # (whether it equals it depends on scheduling at this tiny latency: not asserted here)
     assert result["claims"][0]["longest_chain"] >= 5
-    assert result["claims"][0]["calls"] == 15  # 2 agents x (query + answer + 5 RAGAS) + judge
+    # 2 agents x (query + answer + 3 RAGAS requests: statements, verdicts, 3 questions with n=3)
+    # + judge
+    assert result["claims"][0]["calls"] == 11
     write_markdown(tmp_path, tmp_path / "BENCHMARKS.md")
     text = (tmp_path / "BENCHMARKS.md").read_text()
     assert "## overhead" in text and "factdebate bench overhead (test)" in text
@@ -90,3 +92,64 @@ def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeyp
         run_bench("scaling", tmp_path, "test", data_dir=data_dir, claims=4, latency=0.01,
                   concurrencies=(1, 2), workers=1)
     assert not (tmp_path / "scaling.json").exists()
+
+
+def test_floor_bench_tiny(tmp_path: Path):
+    """Ours, the bare-LangGraph floor and the real compute of one claim (after a warm-up claim):
+    the same model calls and checkpoints, the figures and the budget (issue #24)."""
+    result = run_bench("floor", tmp_path, "factdebate bench floor (test)", claims=1, rounds=1,
+                       profile=False)
+    row = result["per_claim"][0]
+    assert result["same_shape"] and row["ours_calls"] == row["floor_calls"] == 11
+    assert row["ours_checkpoints"] == row["floor_checkpoints"]
+    assert row["label"] == row["floor_label"] and row["texts_embedded"] >= 2
+    assert min(row["ours_cpu_s"], row["floor_cpu_s"], row["compute_cpu_s"]) > 0
+    assert result["budget"] == "ours <= 1.5 x (floor + compute) CPU per claim"
+    assert json.loads((tmp_path / "floor.json").read_text())["benchmark"] == "floor"
+
+
+def test_floor_profile_summary_counts_self_inclusive_and_packages(tmp_path: Path):
+    from factdebate.evaluation.bench_floor import summarise_profile
+
+    raw = tmp_path / "p.txt"
+    raw.write_text("main (a.py:1);run (langgraph_x/main.py:2);apply_writes (pregel/_algo.py:3) 3\n"
+                   "main (a.py:1);search (re/__init__.py:4) 1\n")
+    summary = summarise_profile(raw)
+    assert summary["samples"] == 4
+    assert summary["self"][0] == ["apply_writes (pregel/_algo.py)", 0.75]
+    # the harness' frames (in 90% of the samples or more) are left out of the inclusive list
+    assert summary["inclusive"] == [["run (langgraph_x/main.py)", 0.75],
+                                    ["apply_writes (pregel/_algo.py)", 0.75],
+                                    ["search (re/__init__.py)", 0.25]]
+    assert dict(map(tuple, summary["self_by_package"])) == {"langgraph": 0.75, "stdlib": 0.25}
+
+
+def test_tokens_bench_tiny(tmp_path: Path):
+    """Tokens per claim per framework, outcomes and the cacheable-prefix shares (issue #24)."""
+    result = run_bench("tokens", tmp_path, "factdebate bench tokens (test)", claims=1, rounds=1,
+                       frameworks=["tool_mad", "standard"])
+    per = result["frameworks"]
+    assert set(per) == {"tool_mad", "standard"}
+    tool_mad = per["tool_mad"]
+    # 2 x (query + answer + statements + verdicts + 1 request for 3 questions) + judge
+    assert tool_mad["llm_calls"] == 11 and tool_mad["prompt_tokens"] > tool_mad["completion_tokens"]
+    assert tool_mad["outcomes"][0][1:3] == [1, "judge"]
+    assert 0 < tool_mad["prefix_share_claim"] <= tool_mad["prefix_share_run"] < 1
+    assert per["standard"]["llm_calls"] == 1
+
+
+def test_bench_writes_markdown_only_with_the_flag(tmp_path: Path, monkeypatch):
+    """``factdebate bench`` writes its figures to --out; BENCHMARKS.md only with --markdown."""
+    from typer.testing import CliRunner
+
+    from factdebate.cli.main import app
+
+    monkeypatch.chdir(tmp_path)
+    args = ["bench", "overhead", "--claims", "1", "--latency", "0.01", "--out", str(tmp_path / "o")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "o" / "overhead.json").is_file()
+    assert not (tmp_path / "BENCHMARKS.md").exists()
+    result = CliRunner().invoke(app, [*args, "--markdown", str(tmp_path / "B.md")])
+    assert result.exit_code == 0, result.output
+    assert "## overhead" in (tmp_path / "B.md").read_text()

@@ -72,7 +72,7 @@ def test_scripted_eval_writes_results_summary_report_and_plots(full_run: Path):
     assert all(r["status"] == "ok" for r in rows)
     record = json.loads((full_run / "run.json").read_text())
     assert sorted(record["item_ids"]) == sorted(r["item_id"] for r in rows)
-    assert record["prompt_version"] == "tool_mad-2" and record["git_sha"]
+    assert record["prompt_version"] == "tool_mad-3" and record["git_sha"]
     assert record["models"]["debater"] == "scripted:disagree" and record["data_sha256"]
     # stratified sample of a balanced set: 7/7/6
     gold = Counter(r["gold"]["label"] for r in rows)

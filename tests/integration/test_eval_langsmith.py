@@ -121,7 +121,7 @@ def test_item_runs_reach_the_endpoint_with_eval_metadata(capture, wiki_index, tm
         assert root.get("parent_run_id") is None
         meta = root["extra"]["metadata"]
         assert meta["framework"] == "tool_mad" and meta["dataset"] == "fever"
-        assert meta["item_id"] == row["item_id"] and meta["prompt_version"] == "tool_mad-2"
+        assert meta["item_id"] == row["item_id"] and meta["prompt_version"] == "tool_mad-3"
         assert meta["eval_run_id"] == record["run_id"]
         children = [r for r in runs.values() if r.get("trace_id") == row["trace_id"]]
         assert len(children) > 5  # the graph's nodes and model calls are traced under it

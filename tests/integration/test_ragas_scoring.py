@@ -10,8 +10,15 @@ from factdebate.tools.embeddings import get_embeddings
 from factdebate.tools.scoring import _get_metrics, stability_scores
 
 from factdebate.core.ledger import UsageTracker
-from factdebate.core.models.scripted import ScriptCall, ScriptFault, scripted
+from factdebate.core.models.scripted import ScriptCall, ScriptedChatModel, ScriptFault, scripted
 from factdebate.core.models.scripted_ragas import respond_ragas
+
+
+class OneChoiceScripted(ScriptedChatModel):
+    """The double as a provider that serves one completion per request (llama.cpp's server, the
+    embedded model): answer relevancy's 3 questions are 3 concurrent requests."""
+
+    fd_supports_n = False
 
 CLAIM = "Paris is the capital of France."
 ANSWER = "Paris is the capital of France. The city lies on the Seine river."
@@ -48,10 +55,11 @@ async def test_faithful_and_relevant_answer_scores_high_and_every_call_is_counte
     assert result["errors"] == []
     assert result["faithfulness"] == 1.0
     assert result["answer_relevancy"] is not None and result["answer_relevancy"] > 0.8
-    # Faithfulness: statements + verdicts; AnswerRelevancy: strictness (3) questions.
+    # Faithfulness: statements + verdicts; AnswerRelevancy: strictness (3) questions, asked in
+    # one request with n=3 (the double serves n, issue #24)
     assert sorted(metrics) == ["answer_relevancy"] * 3 + ["faithfulness"] * 2
-    assert tracker.llm_calls == 5 and tracker.prompt_tokens > 0
-    assert len(model.timeline) == 5
+    assert tracker.llm_calls == 3 and tracker.prompt_tokens > 0
+    assert tracker.multi_completion_calls == 1 and len(model.timeline) == 3
 
 
 async def test_two_metrics_run_concurrently() -> None:
@@ -67,7 +75,7 @@ async def test_two_metrics_run_concurrently() -> None:
         m: [(r.start, r.end) for r in model.timeline if metric_of[r.index] == m]
         for m in ("faithfulness", "answer_relevancy")
     }
-    assert len(spans["faithfulness"]) == 2 and len(spans["answer_relevancy"]) == 3
+    assert len(spans["faithfulness"]) == 2 and len(spans["answer_relevancy"]) == 1
     # a faithfulness call is in flight while a relevancy call is (asyncio.gather, not sequential)
     assert any(
         fs < ae and as_ < fe
@@ -76,21 +84,34 @@ async def test_two_metrics_run_concurrently() -> None:
     )
 
 
-async def test_relevancy_questions_are_generated_concurrently_and_score_as_ragas_does() -> None:
+async def test_relevancy_questions_come_in_one_request_and_score_as_ragas_does() -> None:
     from factdebate.tools.scoring import LangChainRagasEmbeddings, LangChainRagasLLM
     from ragas.metrics.collections import AnswerRelevancy
 
     model, metrics = judge(relevant=True)
-    model.latency_s = 0.05
     result = await score(model, contexts=[])
-    spans = [(r.start, r.end) for r in model.timeline]
-    assert len(spans) == 3 and metrics == ["answer_relevancy"] * 3
-    assert max(start for start, _ in spans) < min(end for _, end in spans)  # all in flight at once
+    assert len(model.timeline) == 1 and metrics == ["answer_relevancy"] * 3  # one call, n=3
     # ragas' own (sequential) AnswerRelevancy on the same replies gives the same score
     reference = AnswerRelevancy(llm=LangChainRagasLLM(judge(relevant=True)[0]),
                                 embeddings=LangChainRagasEmbeddings(get_embeddings("minilm")))
     expected = (await reference.ascore(user_input=CLAIM, response=ANSWER)).value
     assert result["answer_relevancy"] == pytest.approx(expected, abs=1e-6)
+
+
+async def test_without_n_the_questions_are_generated_concurrently_and_score_the_same() -> None:
+    metrics: list[str] = []
+
+    def responder(call: ScriptCall) -> dict:
+        metrics.append(call.metadata.get("fd_metric", ""))
+        return respond_ragas(call, relevant=True)
+
+    model = OneChoiceScripted(responder=responder, latency_s=0.05)
+    result = await score(model, contexts=[])
+    spans = [(r.start, r.end) for r in model.timeline]
+    assert len(spans) == 3 and metrics == ["answer_relevancy"] * 3
+    assert max(start for start, _ in spans) < min(end for _, end in spans)  # all in flight at once
+    one_request = await score(judge(relevant=True)[0], contexts=[])
+    assert result["answer_relevancy"] == pytest.approx(one_request["answer_relevancy"], abs=1e-9)
 
 
 async def test_one_failing_relevancy_question_fails_the_metric_and_cancels_the_rest() -> None:
@@ -99,11 +120,13 @@ async def test_one_failing_relevancy_question_fails_the_metric_and_cancels_the_r
             raise ScriptFault("provider went away")
         return respond_ragas(call)
 
-    model = scripted(responder, latency_s=0.05)
-    result = await score(model, contexts=[])
-    assert result["answer_relevancy"] is None
-    assert [e["error"] for e in result["errors"]] == ["ScriptFault"]
-    assert len(model.timeline) == 3  # the other two were in flight, no re-asks were sent
+    for model, requests in ((OneChoiceScripted(responder=responder, latency_s=0.05), 3),
+                            (scripted(responder, latency_s=0.05), 1)):
+        result = await score(model, contexts=[])
+        assert result["answer_relevancy"] is None
+        assert [e["error"] for e in result["errors"]] == ["ScriptFault"]
+        # without n the other two were in flight; no re-asks were sent either way
+        assert len(model.timeline) == requests
 
 
 async def test_half_faithful_answer_scores_one_half() -> None:
@@ -135,9 +158,10 @@ async def test_unparsable_judge_output_is_a_recorded_fault_not_a_crash() -> None
     assert {e["metric"] for e in result["errors"]} == {"faithfulness", "answer_relevancy"}
     assert all(e["error"] == "ScoringError" for e in result["errors"])
     assert "unparsable" in result["errors"][0]["message"]
-    # faithfulness: first prompt + one re-ask; relevancy: its 3 concurrent prompts, then re-asks
-    # until the first of them fails for good and the others are cancelled (1 to 3 re-asks sent)
-    assert 2 + 3 + 1 <= tracker.llm_calls <= 2 + 3 * 2
+    # faithfulness: first prompt + one re-ask; relevancy: one request for its 3 questions (n=3),
+    # then a re-ask per question until the first fails for good and the others are cancelled
+    # (1 to 3 re-asks sent)
+    assert 2 + 1 + 1 <= tracker.llm_calls <= 2 + 1 + 3
 
 
 async def test_one_failing_metric_leaves_the_other() -> None:

@@ -130,10 +130,26 @@ def request_rejected(exc: BaseException) -> str | None:
 
 
 def model_key(model: BaseChatModel) -> tuple[str, str, str]:
-    """(class, model name, base URL) of a model: the unit a negotiated method is remembered for."""
+    """(class, model name, base URL) of a model: the unit a negotiated method is remembered for.
+
+    Remembered per model object (a loaded model is shared by every call of a run; each miss of
+    these ``getattr`` probes is a pydantic ``__getattr__`` raising ``AttributeError``, 4 per call).
+    """
+    hit = _keys.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
     name = getattr(model, "model_name", None) or getattr(model, "model", None) or ""
     url = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None) or ""
-    return type(model).__name__, str(name), str(url)
+    key = type(model).__name__, str(name), str(url)
+    with _keys_lock:
+        _keys[id(model)] = (model, key)  # holds the model: its id is not reused while cached
+        while len(_keys) > _RUNNABLES_MAX:
+            _keys.popitem(last=False)
+    return key
+
+
+_keys: OrderedDict[int, tuple[BaseChatModel, tuple[str, str, str]]] = OrderedDict()
+_keys_lock = threading.Lock()
 
 
 def describe(model: BaseChatModel) -> str:

@@ -97,18 +97,27 @@ def respond_any(call: ScriptCall, *, agrees: bool, first: bool) -> Any:
 
 
 def _by_schema(call: ScriptCall, name: str, *, own: int, agrees: bool, claim: str) -> Any:
-    """Replies whose content matters to the graph's path (None: not one of these schemas)."""
-    label = label_for(call, own)
+    """Replies whose content matters to the graph's path (None: not one of these schemas).
+
+    The task's label is read from the prompt only by the replies that name it: reading it scans the
+    whole prompt for every label of every label set (~14% of the event loop in a py-spy profile of
+    Tool-MAD claims, none of whose schemas is listed here)."""
+    if name not in _SCHEMA_REPLIES:
+        return None
+
+    def label() -> str:
+        return label_for(call, own)
+
     replies: dict[str, Any] = {
         "ConsensusOut": lambda: {"reasoning": "Compared the answers.",
                                  "consensus": "Yes" if agrees else "No"},
         "KnowledgeChoice": lambda: {"reasoning": "These items help.", "selected": [1, 2],
                                     "no_found": False},
-        "DocAnswer": lambda: {"answer": label, "explanation": f"{claim} The document states it."},
+        "DocAnswer": lambda: {"answer": label(), "explanation": f"{claim} The document states it."},
         "AggregateOut": lambda: {"answers": [label_for(call, 0)], "explanation": "Agents agree."},
-        "AnswersOut": lambda: {"answers": [label], "explanation": "Document 1 states it."},
+        "AnswersOut": lambda: {"answers": [label()], "explanation": "Document 1 states it."},
         "Decomposition": lambda: {"triplets": [_triplet(claim)], "topic": "general"},
-        "ReactStep": lambda: _mermaid_step(call, claim, label),
+        "ReactStep": lambda: _mermaid_step(call, claim, label()),
         "ReactStepOut": lambda: _react_step(call, claim),
         "ModeratorOut": lambda: {"preference": agrees, "reasoning": "Weighed both sides.",
                                  "supported_side": "affirmative" if agrees else "none"},
@@ -117,8 +126,14 @@ def _by_schema(call: ScriptCall, name: str, *, own: int, agrees: bool, claim: st
         "DraftScore": lambda: {"reasoning": "The draft cites its evidence.", "score": 0.9},
         "ReviewOut": lambda: {"feedback": "No problems found."},
     }
-    make = replies.get(name)
-    return make() if make is not None else None
+    return replies[name]()
+
+
+_SCHEMA_REPLIES = frozenset((
+    "ConsensusOut", "KnowledgeChoice", "DocAnswer", "AggregateOut", "AnswersOut", "Decomposition",
+    "ReactStep", "ReactStepOut", "ModeratorOut", "PassagesOut", "FollowUpOut", "DraftScore",
+    "ReviewOut"))
+"""The schemas :func:`_by_schema` answers."""
 
 
 def _triplet(claim: str) -> dict[str, str]:

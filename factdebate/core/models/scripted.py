@@ -7,9 +7,18 @@ Every call is recorded in ``timeline`` with start and end times, which the overh
 checks against the critical path. ``latency_s`` simulates provider latency with ``asyncio.sleep``
 (so concurrent calls overlap, as they would against a real API).
 
-Specs: ``scripted:<scenario>`` with optional ``?latency=0.1`` (seconds) and ``cite=shown|wrong|none``
-(how verdicts cite the documents they were shown, ``scripted_citations.py``), e.g.
+Specs: ``scripted:<scenario>`` with optional ``?latency=0.1`` (seconds), ``cite=shown|wrong|none``
+(how verdicts cite the documents they were shown, ``scripted_citations.py``) and ``cache=prefix``
+(report ``cached_tokens`` as OpenAI's prompt cache would, see below), e.g.
 ``scripted:disagree?latency=0.1``. Scenarios are registered in ``SCENARIOS``.
+
+Like OpenAI's API it serves ``n`` completions in one call (``agenerate(..., n=3)``: the responder
+answers the same ``ScriptCall`` ``n`` times) and reports one usage for the request - the prompt
+once, the completions summed - on every completion, as LangChain's OpenAI client does
+(``fd_supports_n``; ``factdebate.core.models.completions``). With ``cache=prefix`` it keeps the
+prompts it has seen, as a provider's prompt cache does across requests, and reports in
+``usage_metadata["input_token_details"]["cache_read"]`` the tokens of the longest seen prefix, in
+OpenAI's units: prompts of 1,024 tokens or more, cached in steps of 128 tokens from the start.
 
 The double stands in for a provider, so every call goes through ``BaseChatModel``'s public path
 (callbacks, tracing, ``usage_metadata`` with whitespace-word token counts); only its own
@@ -26,8 +35,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
@@ -52,6 +63,12 @@ from factdebate.core.models.script import (  # noqa: F401 - re-exported for scri
 from factdebate.core.models.scripted_citations import CITE_MODES, add_citations
 from factdebate.core.models.structured import json_structured_output
 
+CACHE_MIN_TOKENS = 1024
+"""OpenAI caches prompts of at least this many tokens ..."""
+CACHE_STEP_TOKENS = 128
+"""... in steps of this many tokens from the start of the prompt."""
+_SEPARATOR = re.compile(r"[ \n]")
+
 
 def _words(text: str) -> int:
     """The double's token count: about one per word (spaces and line breaks + 1).
@@ -69,6 +86,11 @@ class ScriptedChatModel(BaseChatModel):
 
     fd_native_json: ClassVar[bool] = True
     """Writes schema-valid JSON itself for every structured-output method (negotiation.py)."""
+    fd_supports_n: ClassVar[bool] = True
+    """Serves ``n`` completions in one call (``factdebate.core.models.completions``)."""
+    observers: ClassVar[list[Callable[[ScriptCall, int], None]]] = []
+    """Called with every call (and its ``n``) of every instance, after the reply (benchmarks read
+    the prompts back: ``factdebate bench tokens``)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -81,9 +103,12 @@ class ScriptedChatModel(BaseChatModel):
     cite: str = "shown"
     """How replies cite the documents they were shown: ``shown``, ``wrong`` or ``none``
     (``scripted_citations.py``)."""
+    prompt_cache: bool = False
+    """Report ``cached_tokens`` for prompt prefixes seen before (``cache=prefix``)."""
 
     _timeline: list[CallRecord] = PrivateAttr(default_factory=list)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
+    _prefixes: set[int] = PrivateAttr(default_factory=set)
 
     @property
     def _llm_type(self) -> str:
@@ -138,31 +163,49 @@ class ScriptedChatModel(BaseChatModel):
         )
         return call, record
 
-    def _finish(self, call: ScriptCall, record: CallRecord) -> ChatResult:
+    def _reply(self, call: ScriptCall) -> tuple[str, dict[str, Any]]:
+        """One completion's text and extra response metadata."""
         reply: Any = add_citations(call, self.responder(call), self.cite)
         extra_meta: dict[str, Any] = {}
         if isinstance(reply, AIMessage):  # a responder setting response_metadata too
             reply, extra_meta = str(reply.content), dict(reply.response_metadata)
         if isinstance(reply, BaseModel):
-            text = reply.model_dump_json()
-        elif isinstance(reply, dict):
-            text = json.dumps(reply)
-        else:
-            text = str(reply)
+            return reply.model_dump_json(), extra_meta
+        if isinstance(reply, dict):
+            return json.dumps(reply), extra_meta
+        return str(reply), extra_meta
+
+    def _cached_tokens(self, prompt: str, tokens: int) -> int:
+        """Tokens of ``prompt`` an OpenAI-style prompt cache holds (whole 128-token steps of the
+        longest prefix seen before, 0 under 1,024); the prompt's steps are remembered."""
+        ends = [m.start() for i, m in enumerate(_SEPARATOR.finditer(prompt), 1)
+                if i % CACHE_STEP_TOKENS == 0]
+        seen: set[int] = (self.__pydantic_private__ or {})["_prefixes"]
+        keys = [hash(prompt[:end]) for end in ends]
+        with (self.__pydantic_private__ or {})["_lock"]:
+            hits = next((i for i, key in enumerate(keys) if key not in seen), len(keys))
+            seen.update(keys)
+        cached = hits * CACHE_STEP_TOKENS
+        return cached if tokens >= CACHE_MIN_TOKENS and cached >= CACHE_MIN_TOKENS else 0
+
+    def _finish(self, call: ScriptCall, record: CallRecord, n: int = 1) -> ChatResult:
+        replies = [self._reply(call) for _ in range(max(1, n))]
+        for observe in self.observers:
+            observe(call, n)
         with (self.__pydantic_private__ or {})["_lock"]:
             record.role, record.agent, record.round = call.role, call.agent, call.round
             record.end = time.monotonic()
-        prompt_words, reply_words = _words(call.prompt), _words(text)
-        msg = AIMessage(
-            content=text,
-            usage_metadata={
-                "input_tokens": prompt_words,
-                "output_tokens": reply_words,
-                "total_tokens": prompt_words + reply_words,
-            },
+        prompt_words = _words(call.prompt)
+        reply_words = sum(_words(text) for text, _ in replies)
+        usage: dict[str, Any] = {"input_tokens": prompt_words, "output_tokens": reply_words,
+                                 "total_tokens": prompt_words + reply_words}
+        if self.prompt_cache:
+            usage["input_token_details"] = {"cache_read": self._cached_tokens(call.prompt,
+                                                                              prompt_words)}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(
+            content=text, usage_metadata=usage,  # one usage per request, on every completion
             response_metadata={"model_name": f"scripted:{self.scenario}", **extra_meta},
-        )
-        return ChatResult(generations=[ChatGeneration(message=msg)])
+        )) for text, extra_meta in replies])
 
     def _generate(
         self,
@@ -174,7 +217,7 @@ class ScriptedChatModel(BaseChatModel):
         call, record = self._make_call(messages, run_manager, kwargs)
         if self.latency_s:
             time.sleep(self.latency_s)
-        return self._finish(call, record)
+        return self._finish(call, record, int(kwargs.get("n") or 1))
 
     async def _agenerate(
         self,
@@ -186,7 +229,7 @@ class ScriptedChatModel(BaseChatModel):
         call, record = self._make_call(messages, run_manager, kwargs)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        return self._finish(call, record)
+        return self._finish(call, record, int(kwargs.get("n") or 1))
 
     # -- structured output --------------------------------------------------------------------
     def with_structured_output(  # type: ignore[override]
@@ -205,9 +248,13 @@ def load_scripted_model(name: str, options: dict[str, Any]) -> ScriptedChatModel
     if cite not in CITE_MODES:
         raise ConfigError(f"scripted model option cite={cite!r} is not one of {', '.join(CITE_MODES)}",
                           "use scripted:<scenario>?cite=shown|wrong|none")
+    cache = params.get("cache", "none")
+    if cache not in ("none", "prefix"):
+        raise ConfigError(f"scripted model option cache={cache!r} is not none or prefix",
+                          "use scripted:<scenario>?cache=prefix")
     return ScriptedChatModel(
         responder=responder, latency_s=float(params.get("latency", 0.0)), scenario=scenario,
-        cite=cite,
+        cite=cite, prompt_cache=cache == "prefix",
     )
 
 

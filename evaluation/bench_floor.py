@@ -1,0 +1,621 @@
+"""``factdebate bench floor``: our CPU per Tool-MAD claim next to its floors (issue #24).
+
+One run, claims alternating between three measurements, each in process CPU seconds
+(``time.process_time``: every thread of this process - the event loop, aiosqlite's thread, the
+retrievers' and embeddings' worker threads - never wall time):
+
+* **ours** - ``run_claim("tool_mad", ...)`` as the CLI runs it: stability scoring, T rounds, the
+  scripted double at zero latency with debaters that disagree (``scripted:disagree``: every round
+  and the judge run), the SQLite checkpointer of ``open_sqlite_saver`` with ``durability="sync"``,
+  the demo index (Milvus Lite for ``rag``, tantivy for ``search``) and the bundled MiniLM.
+* **floor** - a bare LangGraph graph of Tool-MAD's exact shape and nothing of the project: the same
+  supersteps (``prepare -> open_round -> 2 x debate_turn (Send) -> check_consensus`` per round,
+  then ``judge -> cite_verdict``), each ``debate_turn`` a subgraph compiled with
+  ``checkpointer=False`` and invoked by a node (as ``graphs/turns.py``) running
+  ``formulate_query -> retrieve -> respond -> score``, and in those nodes the same model calls to
+  the same double: the calls ours made for this claim, recorded (messages, schema, role metadata,
+  ``n``) and replayed through the double's ``with_structured_output`` (``agenerate`` with ``n`` for
+  a multi-completion call), faithfulness' two calls in sequence beside answer relevancy's. Its
+  state carries the same turns (query, retrieved passages, answer, label), so checkpoints hold
+  about as much; it is checkpointed by the same saver class with the same pragmas and durability,
+  with LangGraph's default serializer. No retries, ledger, negotiation, prompts, parsing fall-backs,
+  RAGAS, retrieval or embeddings.
+* **compute** - the real work ours cannot skip, measured on its own: MiniLM embeddings of the
+  distinct texts ours embeds for the claim (the claim/queries and RAGAS' generated questions,
+  without the query cache), the retrievals of every turn (Milvus Lite dense search with the query
+  vector cached, tantivy BM25), and JSON parsing of every reply (pydantic ``model_validate_json``).
+
+Figures: per-claim medians of ours, floor and compute, and the budget ratio ours / (floor +
+compute) <= 1.5. The shape is checked, not assumed: model calls and checkpoints per claim of ours
+and of the floor are reported side by side and must be equal.
+
+The profile: ``py-spy record`` of a subprocess running ours alone (``python -m
+factdebate.evaluation.bench_floor --profile-ours N --work DIR``), kept as ``OUT/floor-profile.txt``
+(py-spy's raw collapsed stacks) with its top entries (self and inclusive samples by function, and
+self samples by package) in ``floor.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import operator
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
+
+RATIO_BUDGET = 1.5
+"""ours / (floor + compute) per claim (issue #24)."""
+AGENTS = ("rag", "search")
+
+
+@dataclass
+class Call:
+    """One model call ours made, as the double saw it."""
+
+    role: str
+    agent: str
+    round: int
+    metric: str
+    schema: Any
+    messages: list[Any]
+    n: int = 1
+    replies: list[str] = field(default_factory=list)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The role metadata the double keys on (``nodes/llm.call_config``, ``tools/scoring``)."""
+        meta: dict[str, Any] = {"fd_role": self.role, "fd_agent": self.agent,
+                                "fd_round": self.round}
+        if self.metric:
+            meta["fd_metric"] = self.metric
+        return meta
+
+
+class Recorder:
+    """Wraps the double's responder while ours runs a claim once: every call and its replies.
+
+    A call with ``n`` completions reaches the responder ``n`` times with the same ``ScriptCall``
+    (``factdebate.core.models.scripted``); it is recorded once with its ``n``.
+    """
+
+    def __init__(self, responder: Callable[[Any], Any]) -> None:
+        self.responder = responder
+        self.seen: list[tuple[Any, Any]] = []
+
+    def __call__(self, call: Any) -> Any:
+        """The responder's reply, recorded."""
+        reply = self.responder(call)
+        self.seen.append((call, reply))  # inside ours' timed run: one append, read in take()
+        return reply
+
+    def take(self) -> list[Call]:
+        """The calls recorded so far (replies as JSON text), and a fresh record."""
+        seen, self.seen = self.seen, []
+        calls: list[Call] = []
+        last = None
+        for call, reply in seen:
+            text = reply if isinstance(reply, str) else json.dumps(
+                reply.model_dump() if hasattr(reply, "model_dump") else reply)
+            if call is last:
+                calls[-1].n += 1
+                calls[-1].replies.append(text)
+                continue
+            last = call
+            calls.append(Call(call.role, call.agent, call.round,
+                              str(call.metadata.get("fd_metric", "") or ""), call.schema,
+                              list(call.messages), 1, [text]))
+        return calls
+
+
+# -- the floor graph ---------------------------------------------------------------------------
+
+
+class FloorTurn(TypedDict):
+    """One debater's turn in the floor graph's state."""
+
+    agent: str
+    round: int
+    query: str
+    evidence: list[dict[str, Any]]
+    answer: str
+    label: str
+    scores: dict[str, Any]
+
+
+class FloorState(TypedDict, total=False):
+    """The floor graph's state: the claim, the round counter, the turns and the verdict."""
+
+    claim: str
+    round: Annotated[int, operator.add]
+    turns: Annotated[list[FloorTurn], operator.add]
+    label: str
+
+
+class FloorTurnState(TypedDict, total=False):
+    """One turn subgraph's state."""
+
+    claim: str
+    agent: str
+    round: int
+    query: str
+    evidence: list[dict[str, Any]]
+    answer: str
+    label: str
+    scores: dict[str, Any]
+    turns: Annotated[list[FloorTurn], operator.add]
+
+
+class FloorOutput(TypedDict):
+    """What a turn returns to the parent."""
+
+    turns: list[FloorTurn]
+
+
+@dataclass
+class Script:
+    """Ours' calls and turns for one claim, keyed for the floor's nodes."""
+
+    calls: dict[tuple[str, int, str], list[Call]]
+    evidence: dict[tuple[str, int], list[dict[str, Any]]]
+    rounds: int
+
+    @classmethod
+    def of(cls, calls: list[Call], turns: list[dict[str, Any]], rounds: int) -> Script:
+        """Group recorded calls by (agent, round, step); turns give each turn's passages."""
+        grouped: dict[tuple[str, int, str], list[Call]] = {}
+        for c in calls:
+            step = c.role
+            if c.role == "ragas":
+                step = "ragas:relevancy" if c.metric == "answer_relevancy" else "ragas:faithfulness"
+            grouped.setdefault((c.agent, c.round, step), []).append(c)
+        evidence = {(t["agent"], t["round"]): [dict(e) for e in t.get("evidence") or []]
+                    for t in turns}
+        return cls(grouped, evidence, rounds)
+
+
+async def _ask(model: Any, call: Call) -> list[Any]:
+    """Replay one call through the double's public structured-output path."""
+    config = {"metadata": call.metadata}
+    if call.n == 1:
+        out = await model.with_structured_output(call.schema, include_raw=True).ainvoke(
+            call.messages, config)
+        return [out.get("parsed")]
+    result = await model.agenerate([call.messages], n=call.n, fd_schema=call.schema,
+                                   metadata=call.metadata)
+    return [call.schema.model_validate_json(str(g.message.content))
+            for g in result.generations[0]]
+
+
+async def _ask_all(model: Any, calls: list[Call]) -> list[Any]:
+    out: list[Any] = []
+    for c in calls:
+        out += await _ask(model, c)
+    return out
+
+
+def build_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
+    """The bare LangGraph graph of Tool-MAD's shape (uncompiled), calling ``model`` as ours did.
+
+    ``scripts`` maps a claim to what ours did for it (looked up per node: the floor makes the same
+    calls with the same messages, and its turns carry the same passages).
+    """
+    def script(state: dict[str, Any]) -> Script:
+        return scripts[state["claim"]]
+
+    async def formulate_query(state: FloorTurnState) -> dict[str, Any]:
+        key = (state["agent"], state["round"], "query")
+        replies = await _ask_all(model, script(state).calls.get(key, []))
+        return {"query": getattr(replies[-1], "query", "") if replies else state["claim"]}
+
+    async def retrieve(state: FloorTurnState) -> dict[str, Any]:
+        return {"evidence": script(state).evidence.get((state["agent"], state["round"]), [])}
+
+    async def respond(state: FloorTurnState) -> dict[str, Any]:
+        key = (state["agent"], state["round"], "debater")
+        replies = await _ask_all(model, script(state).calls.get(key, []))
+        last = replies[-1] if replies else None
+        return {"answer": getattr(last, "reasoning", ""), "label": getattr(last, "label", "")}
+
+    async def score(state: FloorTurnState) -> dict[str, Any]:
+        calls = script(state).calls
+        agent, round_ = state["agent"], state["round"]
+        faithful, relevant = await asyncio.gather(
+            _ask_all(model, calls.get((agent, round_, "ragas:faithfulness"), [])),
+            asyncio.gather(*(_ask(model, c)
+                             for c in calls.get((agent, round_, "ragas:relevancy"), []))))
+        scores = {"statements": len(faithful), "questions": sum(len(r) for r in relevant)}
+        turn = FloorTurn(agent=agent, round=round_, query=state.get("query", ""),
+                         evidence=state.get("evidence", []), answer=state.get("answer", ""),
+                         label=state.get("label", ""), scores=scores)
+        return {"scores": scores, "turns": [turn]}
+
+    turn = StateGraph(FloorTurnState, output_schema=FloorOutput)
+    for name, fn in (("formulate_query", formulate_query), ("retrieve", retrieve),
+                     ("respond", respond), ("score", score)):
+        turn.add_node(name, fn)
+    turn.add_edge(START, "formulate_query")
+    turn.add_edge("formulate_query", "retrieve")
+    turn.add_edge("retrieve", "respond")
+    turn.add_edge("respond", "score")
+    turn.add_edge("score", END)
+    compiled_turn = turn.compile(name="debate_turn", checkpointer=False)
+
+    async def debate_turn(state: FloorTurnState, config: RunnableConfig) -> Any:
+        return await compiled_turn.ainvoke(state, config, durability="exit")
+
+    def prepare(state: FloorState) -> dict[str, Any]:
+        return {"claim": state["claim"].strip()}
+
+    def open_round(state: FloorState) -> dict[str, Any]:
+        return {"round": 1}
+
+    def route_debaters(state: FloorState) -> list[Send]:
+        return [Send("debate_turn", {"claim": state["claim"], "agent": a, "round": state["round"]})
+                for a in AGENTS]
+
+    def check_consensus(state: FloorState) -> dict[str, Any]:
+        return {}
+
+    def route_after_check(state: FloorState) -> str:
+        labels = {t["label"] for t in state["turns"] if t["round"] == state["round"]}
+        if len(labels) == 1:
+            return "cite_verdict"
+        return "judge" if state["round"] >= script(state).rounds else "open_round"
+
+    async def judge(state: FloorState) -> dict[str, Any]:
+        replies = await _ask_all(model, script(state).calls.get(("", state["round"], "judge"), []))
+        return {"label": getattr(replies[-1], "label", "") if replies else ""}
+
+    def cite_verdict(state: FloorState) -> dict[str, Any]:
+        return {}
+
+    g = StateGraph(FloorState)
+    g.add_node("prepare", prepare)
+    g.add_node("open_round", open_round)
+    g.add_node("debate_turn", debate_turn)
+    g.add_node("check_consensus", check_consensus)
+    g.add_node("judge", judge)
+    g.add_node("cite_verdict", cite_verdict)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "open_round")
+    g.add_conditional_edges("open_round", route_debaters, ["debate_turn"])
+    g.add_edge("debate_turn", "check_consensus")
+    g.add_conditional_edges("check_consensus", route_after_check,
+                            ["open_round", "judge", "cite_verdict"])
+    g.add_edge("judge", "cite_verdict")
+    g.add_edge("cite_verdict", END)
+    return g
+
+
+# -- the measurements ----------------------------------------------------------------------------
+
+
+def _context(index_dir: Path, rounds: int) -> Any:
+    from factdebate.core.tool_mad import ToolMadContext
+
+    return ToolMadContext(debater_model="scripted:disagree", max_rounds=rounds,
+                          scoring_mode="stability", index_dir=str(index_dir),
+                          search_backend="local_search")
+
+
+async def _checkpoints(saver: Any, thread_id: str) -> int:
+    return len([c async for c in saver.alist({"configurable": {"thread_id": thread_id}})])
+
+
+@dataclass
+class Setup:
+    """What the alternating loop shares: the context, the double, the savers and the scripts."""
+
+    ctx: Any
+    model: Any
+    ours_saver: Any
+    floor_saver: Any
+    floor_graph: Any
+    scripts: dict[str, Script] = field(default_factory=dict)
+    ours_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+async def _ours(setup: Setup, claim: str) -> dict[str, Any]:
+    from factdebate.run.claims import run_claim
+
+    setup.model.reset()
+    start = time.process_time()
+    result = await run_claim("tool_mad", {"claim": claim}, setup.ctx,
+                             checkpointer=setup.ours_saver)  # a new thread, as `verify` makes
+    cpu = time.process_time() - start
+    return {"cpu_s": cpu, "calls": len(setup.model.timeline),
+            "checkpoints": await _checkpoints(setup.ours_saver, result["thread_id"]),
+            "label": result["label"], "rounds": result["rounds"],
+            "stopped_by": result["stopped_by"], "turns": result["turns"],
+            "ledger": result["ledger"]}
+
+
+async def _floor(setup: Setup, claim: str) -> dict[str, Any]:
+    setup.model.reset()
+    thread = uuid.uuid4().hex
+    start = time.process_time()
+    values = await setup.floor_graph.ainvoke({"claim": claim}, {"configurable": {
+        "thread_id": thread}}, durability="sync")
+    cpu = time.process_time() - start
+    return {"cpu_s": cpu, "calls": len(setup.model.timeline),
+            "checkpoints": await _checkpoints(setup.floor_saver, thread),
+            "label": values.get("label")}
+
+
+def _compute_once(claim: str, script: Script, turns: list[dict[str, Any]],
+                  retrievers: dict[str, Any], embeddings: Any) -> int:
+    """Blocking: the claim's embeddings, retrievals and reply parsing once; texts embedded."""
+    texts = {claim}
+    for t in turns:
+        if t["agent"] == "rag" and t.get("query"):
+            texts.add(t["query"])
+    for calls in script.calls.values():
+        for c in calls:
+            if c.metric == "answer_relevancy":
+                for reply in c.replies:
+                    question = json.loads(reply).get("question")
+                    if question:
+                        texts.add(question)
+    embeddings.embed_documents(sorted(texts))  # MiniLM itself, not the query cache
+    for t in turns:  # the query vector is in MiniLM's query cache: the search itself
+        if t.get("query") and t["agent"] in retrievers:
+            retrievers[t["agent"]].search_sync(t["query"], len(t.get("evidence") or []) or 3)
+    for calls in script.calls.values():
+        for c in calls:
+            for reply in c.replies:
+                c.schema.model_validate_json(reply)
+    return len(texts)
+
+
+def _compute(setup: Setup, claim: str, repeat: int = 3) -> dict[str, Any]:
+    from factdebate.nodes.retrieve import resolve_backend, retriever_settings
+    from factdebate.tools.base import get_retriever
+    from factdebate.tools.embeddings import get_embeddings
+
+    settings = retriever_settings(setup.ctx)
+    retrievers = {agent: get_retriever(str(resolve_backend(agent, setup.ctx)[0]), settings)
+                  for agent in AGENTS}
+    embeddings = get_embeddings(setup.ctx.embedding_model)
+    turns = setup.ours_rows[claim]["turns"]
+    texts = 0
+    start = time.process_time()
+    for _ in range(repeat):
+        texts = _compute_once(claim, setup.scripts[claim], turns, retrievers, embeddings)
+    return {"cpu_s": (time.process_time() - start) / repeat, "texts_embedded": texts}
+
+
+async def _run(index_dir: Path, work: Path, claims: list[str], warmup: str, rounds: int,
+               compute_repeat: int) -> dict[str, Any]:
+    from factdebate.core.models import load_model
+    from factdebate.run.claims import compiled_graph, open_sqlite_saver
+
+    ctx = _context(index_dir, rounds)
+    model = load_model(ctx.debater_model)
+    async with open_sqlite_saver(work / "floor-ours.sqlite") as ours_saver, \
+            open_sqlite_saver(work / "floor-bare.sqlite") as template:
+        saver_class = type(template)
+        floor_saver = saver_class(template.conn)  # same class and connection set-up, default serde
+        scripts: dict[str, Script] = {}
+        graph = build_floor_graph(model, scripts).compile(checkpointer=floor_saver,
+                                                          name="tool_mad_floor")
+        setup = Setup(ctx, model, ours_saver, floor_saver, graph, scripts)
+        compiled_graph("tool_mad", ours_saver, None)
+        original = model.responder
+        recorder = Recorder(original)
+        rows = []
+        try:
+            # each claim once through ours (recorded as it runs: no content cache - MiniLM's
+            # query cache, the double's memos - is warm from an earlier run of the same claim),
+            # then the floor replaying what ours did, then the real compute on its own; the first,
+            # extra claim is the untimed warm-up (imports, RAGAS, MiniLM, indexes, both graphs)
+            for i, claim in enumerate([warmup, *claims]):
+                model.responder = recorder  # ours only; the floor replays with the plain one
+                ours = await _ours(setup, claim)
+                model.responder = original
+                scripts[claim] = Script.of(recorder.take(), ours["turns"], rounds)
+                setup.ours_rows[claim] = ours
+                floor = await _floor(setup, claim)
+                compute = await asyncio.to_thread(_compute, setup, claim,
+                                                  1 if i == 0 else compute_repeat)
+                if i == 0:
+                    continue
+                rows.append({"claim": claim, "ours_cpu_s": round(ours["cpu_s"], 4),
+                             "floor_cpu_s": round(floor["cpu_s"], 4),
+                             "compute_cpu_s": round(compute["cpu_s"], 4),
+                             "texts_embedded": compute["texts_embedded"],
+                             "ours_calls": ours["calls"], "floor_calls": floor["calls"],
+                             "ours_checkpoints": ours["checkpoints"],
+                             "floor_checkpoints": floor["checkpoints"],
+                             "label": ours["label"], "floor_label": floor["label"],
+                             "rounds": ours["rounds"], "stopped_by": ours["stopped_by"],
+                             "prompt_tokens": ours["ledger"].get("prompt_tokens", 0),
+                             "completion_tokens": ours["ledger"].get("completion_tokens", 0)})
+        finally:
+            model.responder = original
+        return {"saver_class": saver_class.__name__, "rows": rows}
+
+
+def _ours_only(index_dir: Path, work: Path, claims: list[str], rounds: int, spy: list[str]) -> None:
+    """The profiled subprocess: ours alone; ``spy`` (a ``py-spy record`` command without
+    ``--pid``) attaches to this process after two untimed warm-up claims and is stopped with
+    SIGINT (py-spy then writes its file) when the last claim is done."""
+    from factdebate.core.models import load_model
+    from factdebate.run.claims import open_sqlite_saver, run_async, run_claim
+
+    ctx = _context(index_dir, rounds)
+
+    async def go() -> None:
+        recorder: subprocess.Popen[bytes] | None = None
+        async with open_sqlite_saver(work / "floor-profile.sqlite") as saver:
+            try:
+                for i, claim in enumerate(claims):
+                    if i == min(2, len(claims) - 1):
+                        recorder = subprocess.Popen([*spy, "--pid", str(os.getpid())])
+                        await asyncio.sleep(1.0)  # attached before the first profiled claim
+                    load_model(ctx.debater_model).reset()
+                    await run_claim("tool_mad", {"claim": claim}, ctx, checkpointer=saver)
+            finally:
+                if recorder is not None:
+                    recorder.send_signal(signal.SIGINT)
+                    recorder.wait(timeout=120)
+
+    run_async(go())
+
+
+# -- the profile ---------------------------------------------------------------------------------
+
+
+LANGGRAPH_PARTS = frozenset(("pregel", "_internal", "channels", "graph", "serde", "base", "sqlite",
+                             "managed", "func", "runtime", "store", "checkpoint"))
+"""First path parts py-spy shows for langgraph's modules (a namespace package: py-spy shortens
+``langgraph/pregel/main.py`` to ``pregel/main.py``)."""
+
+
+HARNESS_FRAMES = ("main (factdebate/evaluation/", "_ours_only", "<module> (factdebate/evaluation/",
+                  "Runner.run (", "run_async (", "_run_code (", "_run_module_as_main (")
+"""Frames of the profiled subprocess itself, left out of the inclusive top entries."""
+
+
+def _frame_name(frame: str) -> tuple[str, str]:
+    """``("function (file)", package)`` of a raw py-spy frame ``function (file:line)``; py-spy
+    shortens paths to the package (``langgraph/pregel/main.py``, ``threading.py``)."""
+    name, _, where = frame.partition(" (")
+    path = where.rstrip(")").rsplit(":", 1)[0]
+    top = path.split("/", 1)[0].removesuffix(".py")
+    if path.startswith("<frozen") or top in sys.stdlib_module_names:
+        package = "stdlib"
+    elif top in LANGGRAPH_PARTS:
+        package = "langgraph"
+    else:
+        package = top
+    return f"{name} ({path})", package
+
+
+def summarise_profile(path: Path, top: int = 15) -> dict[str, Any]:
+    """Top entries of a py-spy raw profile: self and inclusive samples by function (inclusive
+    without the harness' frames, :data:`HARNESS_FRAMES`, and frames in 80% or more of the
+    samples), self by package (shares of all samples)."""
+    self_s: Counter[str] = Counter()
+    incl: Counter[str] = Counter()
+    pkg: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        frames = [f for f in stack.split(";") if " (" in f]
+        if not frames:
+            continue
+        total += n
+        name, package = _frame_name(frames[-1])
+        self_s[name] += n
+        pkg[package] += n
+        for seen in {_frame_name(f)[0] for f in frames}:
+            incl[seen] += n
+
+    def share(counter: Counter[str]) -> list[list[Any]]:
+        return [[k, round(v / total, 4)] for k, v in counter.most_common(top)] if total else []
+
+    # the harness' frames (the profiled script, the asyncio runner, run_async: in most samples)
+    below = Counter({k: v for k, v in incl.items()
+                     if v < 0.8 * total and not k.startswith(HARNESS_FRAMES)})
+    return {"samples": total, "self": share(self_s), "inclusive": share(below),
+            "self_by_package": share(pkg)}
+
+
+def profile_ours(index_dir: Path, work: Path, out_dir: Path, claims: list[str],
+                 rounds: int) -> dict[str, Any]:
+    """``py-spy record --gil`` (raw format, 250 Hz: the thread holding the GIL, i.e. Python work on
+    any thread; native work that releases it - ONNX Runtime, SQLite - shows as its caller's
+    absence) of ours in a subprocess, attached after its warm-up (``_ours_only``)."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    target = out_dir / "floor-profile.txt"
+    target.unlink(missing_ok=True)
+    record = [spy, "record", "--gil", "-r", "250", "-f", "raw", "-o", str(target)]
+    command = [sys.executable, "-m", "factdebate.evaluation.bench_floor", "--profile-ours",
+               "--index", str(index_dir), "--work", str(work), "--rounds", str(rounds),
+               "--claims-json", json.dumps(claims), "--spy-json", json.dumps(record)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    if proc.returncode != 0 or not target.is_file():
+        return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-400:]}"}
+    return {"file": target.name,
+            "command": f"py-spy record --gil -r 250 -f raw -o {target.name} --pid <subprocess> "
+                       "(python -m factdebate.evaluation.bench_floor --profile-ours: "
+                       f"{len(claims)} Tool-MAD claims, the first 2 untimed, then attached)",
+            "profiled_claims": max(0, len(claims) - 2), **summarise_profile(target)}
+
+
+def run_floor_bench(work_dir: Path, out_dir: Path, index: Path, claims: list[str],
+                    profile_claims: list[str], *, rounds: int = 3, compute_repeat: int = 3,
+                    profile: bool = True) -> dict[str, Any]:
+    """Ours vs the bare-LangGraph floor vs real compute, CPU seconds per Tool-MAD claim.
+
+    ``claims[0]`` is the untimed warm-up; ``profile_claims`` run in the profiled subprocess (the
+    first two untimed). ``index`` is the demo index (``evaluation/bench.py`` builds it)."""
+    from factdebate.run.claims import run_async
+
+    measured = run_async(_run(index, work_dir, claims[1:], claims[0], rounds, compute_repeat))
+    rows = measured["rows"]
+    med = {k: statistics.median(r[k] for r in rows)
+           for k in ("ours_cpu_s", "floor_cpu_s", "compute_cpu_s")}
+    ratio = med["ours_cpu_s"] / (med["floor_cpu_s"] + med["compute_cpu_s"])
+    shape_ok = all(r["ours_calls"] == r["floor_calls"]
+                   and r["ours_checkpoints"] == r["floor_checkpoints"] for r in rows)
+    result: dict[str, Any] = {
+        "rounds": rounds, "claims": len(rows), "scoring_mode": "stability",
+        "model": "scripted:disagree (zero latency)", "checkpointer": measured["saver_class"],
+        "ours_cpu_s_per_claim": round(med["ours_cpu_s"], 4),
+        "floor_cpu_s_per_claim": round(med["floor_cpu_s"], 4),
+        "compute_cpu_s_per_claim": round(med["compute_cpu_s"], 4),
+        "rest_cpu_s_per_claim": round(med["ours_cpu_s"] - med["floor_cpu_s"]
+                                      - med["compute_cpu_s"], 4),
+        "ours_over_floor_plus_compute": round(ratio, 3),
+        "same_shape": shape_ok,
+        "model_calls_per_claim": statistics.median(r["ours_calls"] for r in rows),
+        "checkpoints_per_claim": statistics.median(r["ours_checkpoints"] for r in rows),
+        "budget": f"ours <= {RATIO_BUDGET} x (floor + compute) CPU per claim",
+        "budget_met": ratio <= RATIO_BUDGET and shape_ok,
+        "per_claim": rows,
+    }
+    if profile:
+        from factdebate.tools.base import clear_retriever_cache
+
+        clear_retriever_cache()  # a Milvus Lite folder is open in one process at a time
+        result["profile"] = profile_ours(index, work_dir, out_dir, profile_claims, rounds)
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The profiled subprocess (``--profile-ours``)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--profile-ours", action="store_true")
+    parser.add_argument("--index", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--claims-json", required=True)
+    parser.add_argument("--spy-json", required=True)
+    args = parser.parse_args(argv)
+    _ours_only(Path(args.index), Path(args.work), json.loads(args.claims_json), args.rounds,
+               json.loads(args.spy_json))
+
+
+if __name__ == "__main__":
+    main()
