@@ -527,7 +527,8 @@ def summarise_profile(path: Path, top: int = 15) -> dict[str, Any]:
         name, package = _frame_name(frames[-1])
         self_s[name] += n
         pkg[package] += n
-        for seen in {_frame_name(f)[0] for f in frames}:
+        # outermost first, once each: ties keep the stack's order (a set's order varies per run)
+        for seen in dict.fromkeys(_frame_name(f)[0] for f in frames):
             incl[seen] += n
 
     def share(counter: Counter[str]) -> list[list[Any]]:
