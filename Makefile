@@ -38,17 +38,17 @@ test: install
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; fi
 	@if ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi
-	$(PY) .ci/lint_imports.py
+	$(VENV)/bin/lint-imports --config pyproject.toml --no-cache
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The slow tier: real-model runs of a minute or more (`-m slow`, see pyproject markers).
 test-slow: install
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
-# grimp (import-linter) reads the package as it installs: .ci/lint_imports.py builds that tree.
+# import-linter (grimp) walks the checkout itself: the repository root is the factdebate package.
 lint-imports: install
-	$(PY) .ci/lint_imports.py
+	$(VENV)/bin/lint-imports --config pyproject.toml --no-cache
 
 lint: install lint-imports
-	$(VENV)/bin/ruff check factdebate graphs nodes tools prompts evaluation tests
-	$(PY) .ci/lint_imports.py --mypy
+	$(VENV)/bin/ruff check .
+	$(PY) .ci/typecheck.py

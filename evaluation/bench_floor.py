@@ -492,11 +492,22 @@ HARNESS_FRAMES = ("main (factdebate/evaluation/", "_ours_only", "<module> (factd
 """Frames of the profiled subprocess itself, left out of the inclusive top entries."""
 
 
+OWN_ROOT = str(Path(__file__).resolve().parents[1]) + "/"  # the factdebate package
+OWN_FOLDERS = frozenset(p.name for p in Path(OWN_ROOT).iterdir() if (p / "__init__.py").is_file())
+"""The package's folders (core, graphs, nodes ...): the repository root is the package."""
+
+
 def _frame_name(frame: str) -> tuple[str, str]:
     """``("function (file)", package)`` of a raw py-spy frame ``function (file:line)``; py-spy
     shortens paths to the package (``langgraph/pregel/main.py``, ``threading.py``)."""
     name, _, where = frame.partition(" (")
     path = where.rstrip(")").rsplit(":", 1)[0]
+    # the checkout is the factdebate package (issue #23): py-spy shows its files by absolute path
+    # or relative to the working directory; name them as the package does
+    if path.startswith(OWN_ROOT):
+        path = "factdebate/" + path[len(OWN_ROOT):]
+    elif path.split("/", 1)[0] in OWN_FOLDERS:
+        path = "factdebate/" + path
     top = path.split("/", 1)[0].removesuffix(".py")
     if path.startswith("<frozen") or top in sys.stdlib_module_names:
         package = "stdlib"

@@ -21,7 +21,7 @@ How it works:
   (``evaluation/memory_store.py`` says why).
 * A Milvus Lite folder can be open in one process only (``DataDirLockedError``). The coordinator
   opens it - Milvus Lite 3 serves it over gRPC on loopback inside that process (with
-  ``factdebate/patches/milvus_lite.py``) - and the workers connect to that URI as to a Milvus server. The
+  ``patches/milvus_lite.py``) - and the workers connect to that URI as to a Milvus server. The
   tantivy keyword index is opened read-only by every worker.
 * Workers are forked from a ``multiprocessing`` fork server that has imported the heavy modules
   (LangGraph, LangChain, sentence-transformers: ~10 s) but started no thread, so a worker starts in

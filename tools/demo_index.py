@@ -1,7 +1,7 @@
 """Find the index a run reads, or build the bundled demo index where none exists at all.
 
-One rule for the CLI (``verify``/``eval``: ``factdebate/run/setup.py``) and the LangGraph server
-(``factdebate/server/lifespan.py``, run once when the server starts, before it answers requests):
+One rule for the CLI (``verify``/``eval``: ``run/setup.py``) and the LangGraph server
+(``server/lifespan.py``, run once when the server starts, before it answers requests):
 
 * a complete index (``tools/index_state.py``: ``ok``) is used as it is;
 * a damaged one is an error naming the damage and the rebuild command; it is never deleted or

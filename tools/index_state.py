@@ -1,6 +1,6 @@
 """What is in an index folder: absent, complete, or damaged (and how).
 
-Used by ``verify``/``eval`` (``factdebate/run/setup.py``: only an absent default index may receive
+Used by ``verify``/``eval`` (``run/setup.py``: only an absent default index may receive
 the bundled demo corpus), by ``factdebate index`` (skip an unchanged corpus, ``--replace`` another)
 and by the server's start-up (``tools/demo_index.py``). Cheap: it opens no Milvus database (one
 process at a time may hold a Milvus Lite folder); the vector index's row count is checked when a

@@ -242,7 +242,7 @@ async def _every_framework(db: Path, index: Path) -> list[str]:
 def test_every_framework_writes_only_what_the_strict_reader_reads(tmp_path, monkeypatch):
     """Every checkpoint and write of a real run of each registered framework decodes with the
     strict serializer; if a state starts holding a new object type, this names it (add it to
-    ``PROJECT_TYPES`` in factdebate/core/checkpoint_serde.py)."""
+    ``PROJECT_TYPES`` in core/checkpoint_serde.py)."""
     from servers import tiny_index
 
     from factdebate.core.checkpoint_serde import CheckpointSerializer

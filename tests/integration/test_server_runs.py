@@ -1,7 +1,7 @@
 """Runs on a real ``langgraph dev`` behave right (issue #12), through ``langgraph_sdk``.
 
 One server, started the way a new user starts it: a fresh ``FACTDEBATE_HOME``, no index
-configured. Its start-up builds the bundled demo index (``factdebate/server/lifespan.py``), so the
+configured. Its start-up builds the bundled demo index (``server/lifespan.py``), so the
 first run succeeds. On it: claim 2 on claim 1's thread equals claim 2 on a fresh thread (Tool-MAD,
 scripted double), a bad ``max_rounds`` shows its one-line message, ``update_state`` works, and the
 graphs' schemas carry the state docstrings as field descriptions. A second server, started on a

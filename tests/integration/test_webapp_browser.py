@@ -4,7 +4,7 @@ Real server (in-memory runtime, two users' API keys), real Milvus Lite + keyword
 corpus, a real evaluation run folder made by `factdebate eval`; the scripted model double is
 chosen in the page's model picker (FACTDEBATE_ALLOW_SCRIPTED=1). Screenshots of the main views go
 to each test's tmp_path; ``FACTDEBATE_UPDATE_SCREENSHOT=1`` also copies the side-by-side view to
-``factdebate/server/static/screenshot.png`` (the README's picture).
+``server/static/screenshot.png`` (the README's picture).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ EVAL_ITEMS = [
 ]
 
 PAGE_TOP = "el => el.getBoundingClientRect().top + window.scrollY"
-README_SCREENSHOT = Path(__file__).resolve().parents[2] / "factdebate/server/static/screenshot.png"
+README_SCREENSHOT = Path(__file__).resolve().parents[2] / "server/static/screenshot.png"
 
 
 def titles(section) -> list[str]:

@@ -2,7 +2,8 @@
 the import graph, and no library-private imports outside ``factdebate.patches``.
 
 The graph is grimp's (what import-linter uses: every ``import``, including those inside functions
-and under ``TYPE_CHECKING``) over a copy of the package as it installs (``.ci/lint_imports.py``).
+and under ``TYPE_CHECKING``) over the checkout itself: the repository root is the ``factdebate``
+package (``package-dir = {"factdebate" = "."}``, issue #23), so no copy or link is needed.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import grimp
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / ".ci"))
-import lint_imports  # noqa: E402
+PACKAGE_FOLDERS = ("core", "patches", "prompts", "tools", "nodes", "graphs", "run", "evaluation",
+                   "cli", "server")
 
 LAYERS = [  # bottom to top; a module may import its own layer and the ones below
     ["factdebate.patches"],
@@ -34,18 +35,8 @@ ROOT_MODULE = "factdebate"
 
 
 @pytest.fixture(scope="module")
-def graph(tmp_path_factory: pytest.TempPathFactory) -> grimp.ImportGraph:
-    tree = lint_imports.build_tree(tmp_path_factory.mktemp("tree"))
-    sys.path.insert(0, str(tree))
-    saved = {k: v for k, v in sys.modules.items() if k == "factdebate" or k.startswith("factdebate.")}
-    for name in saved:  # grimp finds the package through importlib: make it find the copy
-        del sys.modules[name]
-    try:
-        assert importlib.util.find_spec("factdebate").origin.startswith(str(tree))
-        return grimp.build_graph("factdebate", cache_dir=None)
-    finally:
-        sys.path.remove(str(tree))
-        sys.modules.update(saved)
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph("factdebate", cache_dir=None)
 
 
 def _layer_of(module: str) -> tuple[int, str] | None:
@@ -57,8 +48,9 @@ def _layer_of(module: str) -> tuple[int, str] | None:
 
 
 def test_lint_imports_contracts_are_kept() -> None:
-    proc = subprocess.run([sys.executable, str(REPO / ".ci" / "lint_imports.py")],
-                          capture_output=True, text=True, check=False, timeout=120)
+    lint = Path(sys.executable).with_name("lint-imports")
+    proc = subprocess.run([str(lint), "--config", str(REPO / "pyproject.toml"), "--no-cache"],
+                          capture_output=True, text=True, check=False, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "0 broken" in proc.stdout
 
@@ -103,12 +95,12 @@ def test_no_module_cycles(graph: grimp.ImportGraph) -> None:
 
 def _source_files() -> list[tuple[str, Path]]:
     out = []
-    for name, folder in lint_imports.package_dirs().items():
-        for path in folder.rglob("*.py"):
-            rel = path.relative_to(folder)
+    for folder in PACKAGE_FOLDERS:
+        for path in (REPO / folder).rglob("*.py"):
+            rel = path.relative_to(REPO)
             if "__pycache__" in rel.parts:
                 continue
-            out.append((".".join([name, *rel.with_suffix("").parts]), path))
+            out.append((".".join(["factdebate", *rel.with_suffix("").parts]), path))
     return out
 
 
@@ -163,14 +155,18 @@ def test_only_the_patches_package_installs_a_patch() -> None:
     assert not bad, "\n".join(bad)
 
 
-def test_mapped_package_folders_are_links_to_the_top_level_folders():
-    """factdebate.graphs/nodes/tools/prompts/evaluation live in the top-level folders (package-dir).
+def test_the_repository_root_is_the_package():
+    """One source tree (issue #23): ``import factdebate`` is the checkout's root, every package
+    folder sits at the top level, and no ``factdebate/`` folder or link duplicates them."""
+    spec = importlib.util.find_spec("factdebate")
+    assert spec is not None and Path(spec.origin).resolve() == (REPO / "__init__.py").resolve()
+    assert not (REPO / "factdebate").exists()
+    for folder in PACKAGE_FOLDERS:
+        path = REPO / folder
+        assert path.is_dir() and not path.is_symlink() and (path / "__init__.py").is_file(), path
 
-    ``factdebate/<name>`` is a symlink to ``../<name>`` so import-linter (grimp walks the package
-    folder) and source checkouts see the installed layout; a real folder there would shadow the
-    mapped package or be left out of the wheel.
-    """
-    root = Path(__file__).resolve().parents[2]
-    for name in ("graphs", "nodes", "tools", "prompts", "evaluation"):
-        link = root / "factdebate" / name
-        assert link.is_symlink() and link.resolve() == (root / name).resolve(), link
+
+def test_every_package_folder_is_in_the_graph_and_tests_are_not(graph: grimp.ImportGraph):
+    """grimp walks the root: every package folder, nothing else (tests/ and .ci/ are no packages)."""
+    top = {m.split(".")[1] for m in graph.modules if m.count(".") >= 1}
+    assert top == set(PACKAGE_FOLDERS) | ({"testing"} & top)

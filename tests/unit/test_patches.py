@@ -1,4 +1,4 @@
-"""factdebate/patches: every gate matches the tested pins, and a moved pin fails here first."""
+"""patches/: every gate matches the tested pins, and a moved pin fails here first."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_each_gate_admits_the_pinned_and_installed_version(name, dist, versions)
     pinned = _constraints()[canonicalize_name(dist)]
     assert pinned in versions, (
         f"constraints.txt pins {dist}=={pinned} but patch {name!r} is gated on {versions}: "
-        f"re-check factdebate/patches/{name}.py against {dist} {pinned}, then update its gate")
+        f"re-check patches/{name}.py against {dist} {pinned}, then update its gate")
     assert metadata.version(dist) in versions  # so the tests below run the patched path
     req = _declared()[canonicalize_name(dist)]
     assert req.specifier.contains(pinned), f"pyproject's {req} excludes the tested {pinned}"
@@ -56,7 +56,7 @@ def test_every_patch_is_active_with_the_tested_set():
 
 def test_every_patch_module_names_why_and_its_gate():
     for name, patch in patches.PATCHES.items():
-        path = REPO / "factdebate" / "patches" / f"{name}.py"
+        path = REPO / "patches" / f"{name}.py"
         doc = path.read_text(encoding="utf-8").split('"""')[1]
         assert patch.module == f"factdebate.patches.{name}"
         assert re.search(r"\bWhy\b|\bwhy\b|because", doc), f"{name}: no reason in the docstring"

@@ -72,8 +72,8 @@ async def open_sqlite_saver(path: Path | str) -> AsyncIterator[BaseCheckpointSav
     still survives a killed process (each commit is in the OS page cache before the next step
     starts - the ``kill -9`` crash trials of ``evaluation/crash_trials.py`` run against it) and
     gives up only the last commits on power loss. Measured: aput + aput_writes p50 1.15 -> 0.37 ms.
-    Writes take one trip to the database thread each (``factdebate/patches/sqlite_saver.py``).
-    Checkpoints are read as data (``factdebate/core/checkpoint_serde.py``): a value naming code
+    Writes take one trip to the database thread each (``patches/sqlite_saver.py``).
+    Checkpoints are read as data (``core/checkpoint_serde.py``): a value naming code
     or a foreign type is ``UnsupportedDataError`` "unsupported data in PATH", never run.
     """
     import aiosqlite
@@ -129,7 +129,7 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     small futures; uvloop runs that loop code faster. Measured on 64 FEVER claims at concurrency
     32 with the scripted double (100 ms per call), wall 7.7 -> 6.5 s median of 6 runs each
     (``factdebate bench scaling`` and BENCHMARKS.md). ``FACTDEBATE_EVENT_LOOP=asyncio`` opts out.
-    The garbage collector runs less often in a process that runs claims (``factdebate/run/heap.py``).
+    The garbage collector runs less often in a process that runs claims (``run/heap.py``).
     """
     claim_process_gc()
     if event_loop_kind() == "uvloop":
@@ -223,7 +223,7 @@ async def run_claim(
         values = await graph.ainvoke(complete_input(dict(item)), config, context=ctx,
                                      durability=DURABILITY)
         values = (await graph.aget_state(config)).values or values
-    settle_after_first_claim()  # the warm heap frozen once (factdebate/run/heap.py)
+    settle_after_first_claim()  # the warm heap frozen once (run/heap.py)
     return result_object(name, values, ctx, thread_id=thread_id, prompt_version=prompt_version)
 
 
@@ -231,7 +231,7 @@ def model_metadata(ctx: Any) -> dict[str, str]:
     """Top-level run metadata naming the run's models, ``model_<role>: spec`` (LangSmith filters).
 
     Flat keys, one per role, so traces can be filtered by model (``metadata.model_debater =
-    "openai:gpt-4o-mini"``); the server adds the same keys to its runs (factdebate/server).
+    "openai:gpt-4o-mini"``); the server adds the same keys to its runs (server/).
     """
     return {f"model_{role}": spec for role, spec in ctx.model_specs().items() if spec}
 

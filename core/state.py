@@ -133,7 +133,7 @@ class DebateRecord(TypedDict):
     faults, stand-in backends)."""
     citations: Annotated[list[Citation], operator.add]
     """One record per labelled reply: the passages it cited (checked against what it was shown)
-    and the numbers it cited that it was never shown (factdebate/core/citations.py)."""
+    and the numbers it cited that it was never shown (core/citations.py)."""
 
 
 @described

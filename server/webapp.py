@@ -2,7 +2,7 @@
 
 Mounted through ``langgraph.json`` ``http.app`` (langgraph-api puts these routes before its own,
 so only ``/app`` and ``/app/...`` are claimed here; ``/ui`` is langgraph-api's). The page is static
-(``factdebate/server/static/``: HTML, CSS and ES modules, no CDN) and talks to the server's own API
+(``server/static/``: HTML, CSS and ES modules, no CDN) and talks to the server's own API
 (threads, runs, streaming) with the user's API key in ``x-api-key``, so the same auth handlers and
 ownership filters apply: there is no second backend for debate data.
 

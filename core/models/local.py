@@ -108,7 +108,7 @@ def load_local_model(name: str, options: dict[str, Any]) -> LocalChatModel:
             f"the local: model provider cannot run on this llama-cpp-python: "
             f"{patches.gate('llama_decode') or 'its private decode API changed'}",
             "install llama-cpp-python==" + patches.PATCHES["llama_decode"].pins[
-                "llama-cpp-python"][0] + " (the version factdebate/patches/llama_decode.py copies)",
+                "llama-cpp-python"][0] + " (the version patches/llama_decode.py copies)",
         )
     path = resolve_model_path(name)
     return LocalChatModel(

@@ -10,7 +10,7 @@
   Credentials inside a URL in a spec are masked (``mask_url``): run metadata goes into traces.
 
 The handler mutates the ``RunsCreate`` value in place (langgraph-api stores the run from it after
-the handler returns). Wiring, in factdebate/server/auth.py::
+the handler returns). Wiring, in server/auth.py::
 
     @auth.on.threads.create_run
     async def on_run(ctx, value):

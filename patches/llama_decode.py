@@ -1,6 +1,6 @@
 """One chat completion on a llama.cpp context: prompt, token loop, grammar, stopping (gated patch).
 
-Moved here from ``factdebate/core/models/local_decode.py`` (issue #15): it reads llama-cpp-python's
+Moved here from ``core/models/local_decode.py`` (issue #15): it reads llama-cpp-python's
 private ``Llama._model`` / ``Llama._ctx`` / ``Llama._init_sampler``, so it runs only with the exact
 llama-cpp-python in ``factdebate.patches.PATCHES`` (ask ``factdebate.patches.enabled
 ("llama_decode")``; ``factdebate.core.models.local`` refuses the embedded model otherwise, naming

@@ -1,6 +1,6 @@
 """The evaluation commands: ``eval``, ``compare``, ``ls datasets``, ``ls metrics``.
 
-``factdebate/cli/main.py`` registers them with ``register(app, ls_app)``; heavy modules are imported
+``cli/main.py`` registers them with ``register(app, ls_app)``; heavy modules are imported
 inside the commands so ``factdebate --help`` stays fast.
 """
 

@@ -1,1 +1,0 @@
-"""factdebate/core."""
