@@ -1,1 +1,1 @@
-"""server/."""
+"""factdebate.server: the LangGraph server's auth, limits, logs, lifespan and the /app web page."""
