@@ -7,7 +7,7 @@ shown per claim. The run is checkpointed under ``--thread-id``; ``--resume`` con
 debates only the claims that had not finished.
 
 Limits (one line each, never a traceback): an empty text, a text over
-``factdebate.core.check_text.MAX_TEXT_CHARS`` characters, a binary or non-UTF-8 file are refused;
+``factdebate.nodes.check_text.state.MAX_TEXT_CHARS`` characters, a binary or non-UTF-8 file are refused;
 a text without check-worthy claims is a result ("no check-worthy claims"); claims over
 ``--max-claims`` are reported as skipped with their number.
 """
@@ -25,7 +25,7 @@ from typing import Annotated, Any
 import typer
 
 from factdebate.cli.output import err, fail, out
-from factdebate.core.check_text import MAX_TEXT_CHARS, CheckTextContext
+from factdebate.nodes.check_text.state import MAX_TEXT_CHARS, CheckTextContext
 from factdebate.core.errors import FactDebateError, InputError, RunFaultError
 
 CHECKS_FILE_BYTES = MAX_TEXT_CHARS * 4
@@ -116,7 +116,7 @@ def check(
             raise InputError(f"--out {out_html}: folder {out_html.parent} does not exist",
                              "create it or write the report elsewhere")
         text = read_text(source)
-        from factdebate.run.frameworks import FRAMEWORKS
+        from factdebate.graphs.registry import FRAMEWORKS
 
         name = FRAMEWORKS.resolve(framework)
         ctx = check_context(

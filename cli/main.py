@@ -52,7 +52,7 @@ def main(
 
 def _tm(field: str, empty: str = "") -> str:
     """``--help``'s default of a flag that fills a Context field: Tool-MAD's Context default."""
-    from factdebate.core.tool_mad import ToolMadContext
+    from factdebate.nodes.tool_mad.state import ToolMadContext
 
     value = getattr(ToolMadContext(), field)
     text = ",".join(value) if isinstance(value, list) else str(value)
@@ -111,7 +111,7 @@ def verify(
         if resume and not thread_id:
             raise InputError("--resume needs --thread-id", "name the run to resume")
         claim = clean_claim(claim)
-        from factdebate.run.frameworks import FRAMEWORKS, context_class
+        from factdebate.graphs.registry import FRAMEWORKS, context_class
 
         framework = FRAMEWORKS.resolve(framework)
         ctx = build_context(
@@ -270,7 +270,7 @@ def bench(
 @ls_app.command("frameworks")
 def ls_frameworks() -> None:
     """Registered frameworks, one per line."""
-    from factdebate.run.frameworks import FRAMEWORKS
+    from factdebate.graphs.registry import FRAMEWORKS
 
     for name in FRAMEWORKS.names():
         print(name)
@@ -303,7 +303,7 @@ def ls_context(
     ``[operator]`` fields name a process, URL, file, folder or service: on a shared server only
     the operator's environment sets them (the local CLI may set every field).
     """
-    from factdebate.run.frameworks import context_class
+    from factdebate.graphs.registry import context_class
 
     try:
         cls = context_class(framework)

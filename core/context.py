@@ -1,7 +1,9 @@
 """The run configuration objects (STYLE.md §3), passed to graphs as ``context_schema``.
 
 ``Context`` holds what every framework uses; each framework's Context subclass adds its own knobs
-(``factdebate.core.tool_mad``, ``madke``, ``mermaid``, ``madam_rag``, ``baseline_context``). Every
+and lives with that framework's nodes (``nodes/<framework>/state.py``, the baselines'
+``nodes/baselines/context.py``; issue #23). ``RoundsContext``/``DebatersContext`` are what the
+shared round nodes read of them. Every
 field has a default and a description that LangGraph Studio renders as a form; CLI flags map onto
 these fields one to one. An environment variable may fill a field only while it still holds its
 default (``FACTDEBATE_MODEL``, ``FACTDEBATE_INDEX_DIR``, ``FACTDEBATE_SEARCH_BACKEND`` ...).
@@ -20,7 +22,7 @@ import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from factdebate.core.errors import ConfigError, SettingsRefused
 from factdebate.core.labels import LABEL_SETS
@@ -54,6 +56,25 @@ def default_index_dir() -> Path:
 
 
 _describe = knob  # the former name of the field helper
+
+
+class RoundsContext(Protocol):
+    """What a shared round node reads of a round-based framework's Context (issue #23).
+
+    ``open_round`` and the debater fan-out (``nodes/open_round.py``) serve Tool-MAD, MADKE,
+    MADAM-RAG, MAD and Du et al.'s debate; each graph binds its own Context class, and the nodes
+    read only this.
+    """
+
+    max_rounds: int
+
+
+class DebatersContext(RoundsContext, Protocol):
+    """A round-based Context whose debaters speak in parallel branches (Tool-MAD, Du et al.)."""
+
+    def agent_ids(self) -> list[str]:
+        """The debaters of a round, in order."""
+        ...
 
 
 @dataclass(kw_only=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.metadata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -40,10 +41,22 @@ class Entry(Generic[T]):
 class Registry(Generic[T]):
     """Named objects of one kind; ``kind`` names them in error messages."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, *, entry_points: str = "") -> None:
         self.kind = kind
         self._entries: dict[str, Entry[T]] = {}
         self._aliases: dict[str, str] = {}
+        self._group = entry_points
+        """An entry-point group whose entries register here on the first miss (packages above
+        the core register themselves without the core importing them)."""
+
+    def _load_entry_points(self) -> None:
+        """Register this registry's entry-point group once (lazy ``"module:attr"`` entries)."""
+        group, self._group = self._group, ""
+        if not group:
+            return
+        for point in importlib.metadata.entry_points(group=group):
+            if point.name not in self._entries and point.name not in self._aliases:
+                self._entries[point.name] = Entry(point.name, point.value, {"entry_point": group})
 
     def register(
         self, name: str, target: T | str, *, aliases: tuple[str, ...] = (), **meta: Any
@@ -69,6 +82,10 @@ class Registry(Generic[T]):
         """Canonical name for ``name`` or an alias; unknown names raise with suggestions."""
         if name in self._entries:
             return name
+        if name not in self._aliases:
+            self._load_entry_points()
+        if name in self._entries:
+            return name
         if name in self._aliases:
             return self._aliases[name]
         known = sorted(self._entries)
@@ -86,12 +103,21 @@ class Registry(Generic[T]):
         """The registered object for ``name``, loading it if lazy."""
         return self.entry(name).load()
 
+    def aliases_of(self, name: str) -> list[str]:
+        """The aliases registered for ``name`` (its canonical name or an alias)."""
+        key = self.resolve(name)
+        return [alias for alias, target in self._aliases.items() if target == key]
+
     def names(self) -> list[str]:
-        """Canonical names in registration order."""
+        """Canonical names in registration order (entry points after the built-in ones)."""
+        self._load_entry_points()
         return list(self._entries)
 
     def __contains__(self, name: object) -> bool:
+        if name not in self._entries and name not in self._aliases:
+            self._load_entry_points()
         return name in self._entries or name in self._aliases
 
     def __iter__(self) -> Iterator[Entry[T]]:
+        self._load_entry_points()
         return iter(self._entries.values())

@@ -48,7 +48,7 @@ from factdebate.tools import DEMO_CORPUS_DIR
 from factdebate.core.context import Context
 from factdebate.core.models import load_model
 from factdebate.core.registry import Registry
-from factdebate.core.tool_mad import ToolMadContext
+from factdebate.nodes.tool_mad.state import ToolMadContext
 from factdebate.run.claims import event_loop_kind, git_sha, run_async, run_claim
 
 DEMO_CORPUS = DEMO_CORPUS_DIR / "passages.jsonl"

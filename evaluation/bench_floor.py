@@ -91,7 +91,7 @@ class Recorder:
     """Wraps the double's responder while ours runs a claim once: every call and its replies.
 
     A call with ``n`` completions reaches the responder ``n`` times with the same ``ScriptCall``
-    (``factdebate.core.models.scripted``); it is recorded once with its ``n``.
+    (``factdebate.testing.scripted``); it is recorded once with its ``n``.
     """
 
     def __init__(self, responder: Callable[[Any], Any]) -> None:
@@ -307,7 +307,7 @@ def build_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
 
 
 def _context(index_dir: Path, rounds: int) -> Any:
-    from factdebate.core.tool_mad import ToolMadContext
+    from factdebate.nodes.tool_mad.state import ToolMadContext
 
     return ToolMadContext(debater_model="scripted:disagree", max_rounds=rounds,
                           scoring_mode="stability", index_dir=str(index_dir),
@@ -384,7 +384,7 @@ def _compute_once(claim: str, script: Script, turns: list[dict[str, Any]],
 
 
 def _compute(setup: Setup, claim: str, repeat: int = 3) -> dict[str, Any]:
-    from factdebate.nodes.retrieve import resolve_backend, retriever_settings
+    from factdebate.nodes.retrieval import resolve_backend, retriever_settings
     from factdebate.tools.base import get_retriever
     from factdebate.tools.embeddings import get_embeddings
 

@@ -3,10 +3,10 @@
 Every registered framework verifies the same demo claims with the scripted double
 (``scripted:disagree?cache=prefix``: debaters that disagree, so round-based frameworks run every
 round and their deciders decide; the double reports OpenAI-style ``cached_tokens`` for prompt
-prefixes it has seen, ``factdebate.core.models.scripted``) over the demo index (Milvus Lite,
+prefixes it has seen, ``factdebate.testing.scripted``) over the demo index (Milvus Lite,
 tantivy, the bundled MiniLM). Tool-MAD runs with the stability score, T rounds and no early stop
 (the issue #24 budget: its prompt tokens per claim at least 30% below the figure measured before
-the change). Tokens are the double's (``factdebate.core.models.scripted._words``: one per space or
+the change). Tokens are the double's (``factdebate.testing.scripted._words``: one per space or
 line break, plus one - so every space of the JSON indentation of RAGAS' few-shot examples counts);
 the ledger counts them as it counts a provider's ``usage``.
 
@@ -47,7 +47,7 @@ and baselines that read an item's documents retrieve them instead (demo claims h
 
 
 def _words(text: str) -> int:
-    """The double's token count (``factdebate.core.models.scripted._words``)."""
+    """The double's token count (``factdebate.testing.scripted._words``)."""
     return 0 if not text else text.count(" ") + text.count("\n") + 1
 
 
@@ -144,7 +144,7 @@ class PrefixMeter:
 
 
 def _context(name: str, spec: str, index_dir: Path, rounds: int) -> Any:
-    from factdebate.run.frameworks import context_class
+    from factdebate.graphs.registry import context_class
 
     cls = context_class(name)
     known = {f.name for f in fields(cls)}
@@ -159,7 +159,7 @@ def _context(name: str, spec: str, index_dir: Path, rounds: int) -> Any:
 
 async def _framework(name: str, claims: list[str], spec: str, index_dir: Path, rounds: int,
                      db: Path, bpe: Callable[[str], int] | None) -> dict[str, Any]:
-    from factdebate.core.models.scripted import ScriptedChatModel
+    from factdebate.testing.scripted import ScriptedChatModel
     from factdebate.run.claims import open_sqlite_saver, run_claim
 
     ctx = _context(name, spec, index_dir, rounds)
@@ -199,7 +199,7 @@ def run_tokens_bench(work_dir: Path, index: Path, texts: list[str], *, rounds: i
                      seed: int = 13, frameworks: list[str] | None = None) -> dict[str, Any]:
     """Tokens per claim of every framework on ``texts`` (the double, the demo index)."""
     from factdebate.run.claims import run_async
-    from factdebate.run.frameworks import FRAMEWORKS
+    from factdebate.graphs.registry import FRAMEWORKS
 
     spec = "scripted:disagree?cache=prefix"
     per: dict[str, Any] = {}

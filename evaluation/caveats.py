@@ -19,7 +19,7 @@ from typing import Any
 
 TEST_DOUBLE_PREFIX = "scripted:"
 STAND_IN_MARK = "stand-in for web search"
-"""Words of every framework's offline-search flag (``nodes/retrieve.py`` ``STAND_IN_FLAG``)."""
+"""Words of every framework's offline-search flag (``nodes/retrieval.py`` ``STAND_IN_FLAG``)."""
 
 
 def test_double_roles(models: dict[str, str]) -> list[str]:

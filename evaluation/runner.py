@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
 def build_run_context(spec: RunSpec) -> Context:
     """The framework's Context from ``--model`` and ``--set`` (the CLI's rules)."""
-    from factdebate.run.frameworks import context_class
+    from factdebate.graphs.registry import context_class
     from factdebate.run.setup import build_context
 
     return build_context({"debater_model": spec.model}, spec.sets, context_class(spec.framework))
@@ -80,7 +80,7 @@ def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str) -> 
     from factdebate.prompts import load_prompts
 
     from factdebate.run.claims import git_sha
-    from factdebate.run.frameworks import FRAMEWORKS
+    from factdebate.graphs.registry import FRAMEWORKS
 
     ds, path = dataset_spec(spec.dataset, Path(spec.data_dir) if spec.data_dir else None)
     return {
@@ -279,7 +279,7 @@ def served_milvus_uri(framework: str, ctx: Context) -> str:
     """
     from factdebate.tools.milvus_rag import is_local_uri
 
-    from factdebate.run.frameworks import FRAMEWORKS
+    from factdebate.graphs.registry import FRAMEWORKS
 
     uri = ctx.resolved_milvus_uri
     if not FRAMEWORKS.entry(framework).meta.get("needs_index", True) or not is_local_uri(uri):
@@ -313,7 +313,7 @@ async def _pooled_row(pool: WorkerPool, item: Item, runner: ItemRunner) -> dict[
 
 
 def _ensure_index(framework: str, ctx: Context) -> None:
-    from factdebate.run.frameworks import FRAMEWORKS
+    from factdebate.graphs.registry import FRAMEWORKS
     from factdebate.run.setup import ensure_index
 
     if FRAMEWORKS.entry(framework).meta.get("needs_index", True):

@@ -55,7 +55,7 @@ from factdebate.core.errors import FactDebateError
 PRELOAD = [
     "factdebate.evaluation.workers",
     "factdebate.evaluation.runner",
-    "factdebate.run.frameworks",
+    "factdebate.graphs.registry",
     "factdebate.run.claims",
     "factdebate.graphs.tool_mad",
     "factdebate.graphs.madke",
@@ -66,7 +66,7 @@ PRELOAD = [
     "factdebate.tools.keyword",
     "factdebate.tools.embeddings",
     "factdebate.tools.embeddings_onnx",
-    "factdebate.core.models.scripted",
+    "factdebate.testing.scripted",
     "sentence_transformers",
 ]
 """Imported once by the fork server (none starts a thread), so forked workers skip ~10 s of imports."""
@@ -229,10 +229,10 @@ async def _run_item(conn: Connection, run: _Run, seq: int, item: Any) -> None:
 
 def warm_retrievers(framework: str, ctx: Any) -> None:
     """Open the retrievers the framework's debaters use (once per process, cached)."""
-    from factdebate.nodes.retrieve import retriever_settings
+    from factdebate.nodes.retrieval import retriever_settings
     from factdebate.tools.base import get_retriever
 
-    from factdebate.run.frameworks import FRAMEWORKS
+    from factdebate.graphs.registry import FRAMEWORKS
 
     if not FRAMEWORKS.entry(framework).meta.get("needs_index", True):
         return

@@ -40,7 +40,7 @@ from factdebate.nodes.check_text.verify_claims import (
 )
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.check_text import (
+from factdebate.nodes.check_text.state import (
     CheckTextContext,
     CheckTextInput,
     CheckTextOutput,

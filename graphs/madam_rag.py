@@ -38,14 +38,14 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.madam_rag import MadamRagContext, MadamRagState
+from factdebate.nodes.madam_rag.state import MadamRagContext, MadamRagState
 from factdebate.core.state import DebateInput, DebateOutput
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.madam_rag.aggregate import aggregate
 from factdebate.nodes.madam_rag.answer_from_document import answer_from_document, route_agents
 from factdebate.nodes.madam_rag.check_convergence import check_convergence, route_after_check_convergence
 from factdebate.nodes.madam_rag.gather_documents import gather_documents
-from factdebate.nodes.open_round import open_round
+from factdebate.nodes.open_round import rounds_opener
 from factdebate.nodes.prepare import prepare_for
 
 __all__ = ["MadamRagContext", "build_madam_rag", "graph"]
@@ -59,7 +59,7 @@ def build_madam_rag() -> StateGraph:
     )
     g.add_node("prepare", prepare_for(MadamRagState))
     g.add_node("gather_documents", gather_documents)
-    g.add_node("open_round", open_round)
+    g.add_node("open_round", rounds_opener(MadamRagContext))
     g.add_node("answer_from_document", answer_from_document)
     g.add_node("aggregate", aggregate)
     g.add_node("check_convergence", check_convergence)

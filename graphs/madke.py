@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.madke import MadkeContext, MadkeState, SpeakerState
+from factdebate.nodes.madke.state import MadkeContext, MadkeState, SpeakerState
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
@@ -58,7 +58,7 @@ from factdebate.nodes.madke.select_knowledge import select_knowledge
 from factdebate.nodes.madke.speak import speak
 from factdebate.nodes.madke.summarize import summarize
 from factdebate.nodes.madke.talk_order import route_after_debater_turn, route_speakers
-from factdebate.nodes.open_round import open_round
+from factdebate.nodes.open_round import rounds_opener
 from factdebate.nodes.prepare import prepare_for
 
 __all__ = ["MadkeContext", "build_debater_turn", "build_madke", "graph"]
@@ -83,7 +83,7 @@ def build_madke() -> StateGraph:
     )
     g.add_node("prepare", prepare_for(MadkeState))
     g.add_node("gather_knowledge", gather_knowledge)
-    g.add_node("open_round", open_round)
+    g.add_node("open_round", rounds_opener(MadkeContext))
     g.add_node("debater_turn", turn_node(build_debater_turn(), "debater_turn"))  # graphs/turns.py
     g.add_node("judge_consensus", judge_consensus)
     g.add_node("summarize", summarize)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from langgraph.graph import START, StateGraph
 
-from factdebate.core.mermaid import MermaidContext, MermaidState
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 from factdebate.core.state import DebateInput, DebateOutput
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.mermaid.call_tool import call_tool

@@ -15,7 +15,7 @@ Deviations (and why):
   them from the text and the worked example, and asks for JSON {reasoning, label} instead of
   "reason: ... LABEL" so labels parse reliably (free text still parsed, flagged when guessed).
 * Stopping rule: by default this round's scores ``>=`` thresholds (§III-C) rather than Alg. 1's
-  accumulated ``S^A > St`` (see nodes/check_consensus.py). Switch: ``stop_rule=accumulated_gt``.
+  accumulated ``S^A > St`` (see nodes/tool_mad/check_consensus.py). Switch: ``stop_rule=accumulated_gt``.
 * "w/o scoring feedback" (§IV ablation, ``score_feedback=false``) drops the score gate and, by
   default, also hides the scores from the judge, which the paper does not say. Switch:
   ``judge_scores_without_feedback=true`` shows them (Alg. 1's Judge(A_J, H, S, c)).
@@ -43,18 +43,18 @@ from __future__ import annotations
 
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
-from factdebate.nodes.check_consensus import check_consensus, route_after_check_consensus
+from factdebate.nodes.tool_mad.check_consensus import check_consensus, route_after_check_consensus
 from factdebate.nodes.judge import judge
-from factdebate.nodes.open_round import open_round, route_debaters
+from factdebate.nodes.open_round import debater_router, rounds_opener
 from factdebate.nodes.prepare import prepare
 from factdebate.nodes.respond import respond
-from factdebate.nodes.retrieve import retrieve
+from factdebate.nodes.tool_mad.retrieve import retrieve
 from factdebate.nodes.tool_mad.formulate_query import formulate_query
 from factdebate.nodes.tool_mad.score import score
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState, DebateState
-from factdebate.core.tool_mad import ToolMadContext
+from factdebate.nodes.tool_mad.state import ToolMadContext
 
 
 def build_debate_turn() -> StateGraph:
@@ -78,14 +78,14 @@ def build_tool_mad() -> StateGraph:
         DebateState, context_schema=ToolMadContext, input_schema=DebateInput, output_schema=DebateOutput
     )
     g.add_node("prepare", prepare)
-    g.add_node("open_round", open_round)
+    g.add_node("open_round", rounds_opener(ToolMadContext))
     g.add_node("debate_turn", turn_node(build_debate_turn(), "debate_turn"))  # graphs/turns.py
     g.add_node("check_consensus", check_consensus)
     g.add_node("judge", judge)
     add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "open_round")
-    g.add_conditional_edges("open_round", route_debaters, ["debate_turn"])
+    g.add_conditional_edges("open_round", debater_router(ToolMadContext), ["debate_turn"])
     g.add_edge("debate_turn", "check_consensus")
     g.add_conditional_edges(
         "check_consensus", route_after_check_consensus,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.check_consensus import round_turns
 from factdebate.nodes.citations import Shown
 from factdebate.nodes.llm import ask_final_verdict
 from factdebate.nodes.prompting import common_values, prompt_set
@@ -25,6 +24,7 @@ from langgraph.runtime import Runtime
 
 from factdebate.core.context import JudgedContext
 from factdebate.core.state import DebateState, Turn
+from factdebate.nodes.routing import round_turns
 
 
 def _fallback(turns: list[Turn], averages: dict[str, dict[str, float]]) -> Turn | None:

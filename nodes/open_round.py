@@ -7,34 +7,54 @@ other agents' answers of the previous round.
 multi-agent debate). It numbers the new round from the rounds the turns record, not from the
 ``round`` a client may have written, and refuses to open one past ``max_rounds``
 (nodes/routing.py, issue #21).
+
+The nodes read only what ``factdebate.core.context.RoundsContext`` / ``DebatersContext`` declare
+(issue #23); each graph binds its own Context class (:func:`rounds_opener`,
+:func:`debater_router`), whose defaults apply when no run's Context is current (``update_state``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.types import Overwrite, Send
 
+from factdebate.core.context import DebatersContext, RoundsContext
 from factdebate.core.state import DebaterState, DebateState
-from factdebate.core.tool_mad import ToolMadContext
-from factdebate.nodes.check_consensus import round_turns
-from factdebate.nodes.routing import refuse_past_cap, rounds_done, run_context
+from factdebate.nodes.routing import refuse_past_cap, round_turns, rounds_done, run_context
 
 
-def open_round(state: DebateState) -> dict[str, Any]:
-    """Open the next round: recorded rounds + 1, refused past ``max_rounds``."""
-    done = rounds_done(state)
-    cap = run_context(state, ToolMadContext).max_rounds  # every round-based Context has it
-    refuse_past_cap(done, cap, what="debate round(s)", knob="max_rounds")
-    return {"round": Overwrite(done + 1)}
+def rounds_opener(context: type[RoundsContext]) -> Callable[[DebateState], dict[str, Any]]:
+    """The ``open_round`` node of a graph whose Context class is ``context``."""
+
+    def open_round(state: DebateState) -> dict[str, Any]:
+        """Open the next round: recorded rounds + 1, refused past ``max_rounds``."""
+        done = rounds_done(state)
+        cap = run_context(state, context).max_rounds
+        refuse_past_cap(done, cap, what="debate round(s)", knob="max_rounds")
+        return {"round": Overwrite(done + 1)}
+
+    return open_round
 
 
-def route_debaters(state: DebateState, ctx: ToolMadContext | None = None) -> list[Send]:
-    """One ``debate_turn`` branch per debater for the new round."""
+def debater_router(
+    context: type[DebatersContext],
+) -> Callable[..., list[Send]]:
+    """The fan-out after ``open_round`` of a graph whose Context class is ``context``."""
+
+    def route_debaters(state: DebateState, ctx: DebatersContext | None = None) -> list[Send]:
+        return fan_out_debaters(state, run_context(state, context, ctx))
+
+    return route_debaters
+
+
+def fan_out_debaters(state: DebateState, ctx: DebatersContext) -> list[Send]:
+    """One ``debate_turn`` branch per debater of ``ctx`` for the new round."""
     current = state["round"]
     previous = round_turns(state, current - 1) if current > 1 else []
     sends = []
-    for agent in run_context(state, ToolMadContext, ctx).agent_ids():
+    for agent in ctx.agent_ids():
         own = next((t for t in previous if t["agent"] == agent), None)
         payload = DebaterState(
             agent=agent,

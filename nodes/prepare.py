@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from factdebate.nodes.retrieve import resolve_backend
+from factdebate.nodes.retrieval import resolve_backend
 from factdebate.nodes.routing import routing_settings
 from langgraph.config import get_config
 from langgraph.runtime import Runtime

@@ -29,6 +29,7 @@ import langgraph.graph
 from langgraph.runtime import get_runtime
 
 from factdebate.core.errors import FactDebateError, InputError
+from factdebate.core.state import DebateState, Turn
 
 END: Final = cast(Literal["__end__"], langgraph.graph.END)
 """LangGraph's ``END`` typed as the literal routers declare (LangGraph types it as ``str``)."""
@@ -98,6 +99,12 @@ def run_context(state: Any, cls: type[C], ctx: C | None = None) -> C:
 def _turns(state: Any) -> list[dict[str, Any]]:
     turns = state.get("turns") if isinstance(state, Mapping) else None
     return [t for t in turns or [] if isinstance(t, Mapping)]  # type: ignore[misc]
+
+
+def round_turns(state: DebateState, round_: int | None = None) -> list[Turn]:
+    """Turns of ``round_`` (default: the current round), ordered by agent."""
+    r = state["round"] if round_ is None else round_
+    return sorted((t for t in state.get("turns", []) if t["round"] == r), key=lambda t: t["agent"])
 
 
 def rounds_done(state: Any, agents: Collection[str] | None = None) -> int:

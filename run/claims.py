@@ -28,7 +28,7 @@ from factdebate.core.ledger import empty_ledger
 from factdebate.core.state import DebateInput, complete_input
 from factdebate.nodes.render import average_scores
 from factdebate.prompts import load_prompts
-from factdebate.run.frameworks import FRAMEWORKS, build_framework
+from factdebate.graphs.registry import FRAMEWORKS, build_framework
 from factdebate.run.heap import claim_process_gc, settle_after_first_claim
 
 T = TypeVar("T")

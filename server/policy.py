@@ -45,7 +45,8 @@ from factdebate.core.context import (
 )
 from factdebate.core.errors import ConfigError, SettingsRefused
 from factdebate.core.settings import coerce, default_of, field_types
-from factdebate.run.frameworks import FRAMEWORKS, context_class
+from factdebate.graphs.registry import FRAMEWORKS, context_class
+from factdebate.graphs.verifiers import verifier_key
 from factdebate.server.limits import RECURSION_ENV, Limits, load_limits
 
 
@@ -207,12 +208,12 @@ def check_caps(values: Mapping[str, Any], where: str, limits: Limits,
 
 def check_verifier_settings(values: Mapping[str, Any], where: str, limits: Limits) -> None:
     """``check_text``'s ``verifier_settings``: the checks its verifier's Context gets when a claim
-    is verified (``factdebate.core.check_text.verifier_context``), before anything is stored.
+    is verified (``factdebate.nodes.check_text.state.verifier_context``), before anything is stored.
 
     Settings the verifier's Context lacks, its model fields, operator-only fields, sizes above
     the caps and out-of-range values are refused, naming ``verifier_settings.<field>``.
     """
-    from factdebate.core.check_text import CheckTextContext, parse_settings
+    from factdebate.nodes.check_text.state import CheckTextContext, parse_settings
 
     where = f"{where} verifier_settings"
     try:
@@ -223,13 +224,13 @@ def check_verifier_settings(values: Mapping[str, Any], where: str, limits: Limit
         return
     default = default_of(next(f for f in fields(CheckTextContext) if f.name == "framework"))
     framework = str(values.get("framework") or default)
-    try:
-        framework = FRAMEWORKS.resolve(framework.replace("-", "_"))
-    except ConfigError as exc:
-        raise Refused("framework", f"{where}: {exc}", 422) from None
-    if framework == "check_text":
+    if framework.strip().lower().replace("-", "_") == "check_text":
         raise Refused("framework", f"{where}: check_text cannot verify its own claims; set "
                       "framework to a debate framework, e.g. tool_mad", 422)
+    try:
+        framework = verifier_key(framework)  # the names and aliases the check_text graph takes
+    except ConfigError as exc:
+        raise Refused("framework", f"{where}: {exc}", 422) from None
     cls = context_class(framework)
     known = {f.name: f for f in fields(cls)}
     for name in settings:

@@ -20,7 +20,7 @@ os.environ.pop("LANGCHAIN_TRACING_V2", None)
 
 from factdebate.tools.base import RETRIEVERS, RetrieverSettings  # noqa: E402
 
-from factdebate.core.models.scripted import SCENARIOS, Responder  # noqa: E402
+from factdebate.testing.scripted import SCENARIOS, Responder  # noqa: E402
 from factdebate.core.state import Evidence  # noqa: E402
 
 PASSAGES = [
@@ -74,7 +74,7 @@ def scenario() -> Iterator[Callable[[Responder], str]]:
 @pytest.fixture
 def static_ctx() -> Callable[..., Any]:
     """A Tool-MAD Context for graph tests: static retriever, the given model spec and overrides."""
-    from factdebate.core.tool_mad import ToolMadContext
+    from factdebate.nodes.tool_mad.state import ToolMadContext
 
     def make(model: str, **overrides: Any) -> ToolMadContext:
         return ToolMadContext(debater_model=model, rag_backend="static", search_backend="static",

@@ -36,7 +36,7 @@ from factdebate.tools.indexing import read_manifest
 from langgraph.store.base import BaseStore
 
 from factdebate.core.errors import BackendUnavailableError
-from factdebate.core.mermaid_shapes import MemoryRecord  # re-exported
+from factdebate.tools.mermaid_shapes import MemoryRecord  # re-exported
 
 NAMESPACE = ("mermaid", "evidence")
 LOCAL_OWNER = "factdebate:local"

@@ -10,7 +10,7 @@ App. C.2, Fig. 10). Here:
 * abstracts: the top ``k`` works that have an abstract (``filter=has_abstract:true``; Tool-MAD's
   ``top_k`` is 3, the paper's number), rebuilt from OpenAlex's inverted index;
 * summaries: the retriever sets ``summarize = True``; the shared ``search_tool``
-  (nodes/retrieve.py) then has the run's debater model summarise each abstract
+  (nodes/retrieval.py) then has the run's debater model summarise each abstract
   (nodes/summarize_evidence.py). The paper uses DistilBART (sshleifer/distilbart-cnn-12-6), which
   is not available offline, so the configured model summarises instead.
 

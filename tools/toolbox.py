@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from factdebate.tools.base import RetrieverSettings, get_retriever
 from factdebate.tools.web_apis import ArxivClient, MediaWikiClient, OpenAlexClient, PubMedClient
 
-from factdebate.core.mermaid_shapes import OFFLINE_TOOLS  # noqa: F401 - re-exported
+from factdebate.tools.mermaid_shapes import OFFLINE_TOOLS  # noqa: F401 - re-exported
 from factdebate.core.state import Evidence
 
 SUMMARY_SENTENCES = 3

@@ -11,7 +11,7 @@
 * ``local:smollm2`` - the embedded GGUF model run by llama.cpp, with JSON-schema constrained
   structured output (``factdebate.core.models.local``).
 * ``scripted:<scenario>[?latency=0.1]`` - the deterministic test double
-  (``factdebate.core.models.scripted``), for graph tests and orchestration benchmarks only.
+  (``factdebate.testing.scripted``), for graph tests and orchestration benchmarks only.
 
 Models are cached per (spec, base_url, temperature) so a run never re-creates clients or reloads
 weights per call; ``cached_model`` reads that cache without loading (or waiting for a load), so
@@ -34,9 +34,10 @@ from factdebate.core.errors import ConfigError
 from factdebate.core.registry import Registry
 
 ProviderLoader = Any  # Callable[[str, dict[str, Any]], BaseChatModel]
-PROVIDERS: Registry[ProviderLoader] = Registry("model provider")
+PROVIDERS: Registry[ProviderLoader] = Registry("model provider", entry_points="factdebate.providers")
+"""Built-in embedded providers; packages above the core add theirs as ``factdebate.providers``
+entry points (``pyproject.toml``: the scripted double, ``factdebate.testing.scripted``)."""
 PROVIDERS.register("local", "factdebate.core.models.local:load_local_model", aliases=("embedded",))
-PROVIDERS.register("scripted", "factdebate.core.models.scripted:load_scripted_model")
 
 # init_chat_model providers we document; any other init_chat_model provider is passed through.
 _API_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}

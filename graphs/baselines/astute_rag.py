@@ -21,8 +21,8 @@ from factdebate.nodes.baselines.single_answer import single_answer
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.baseline_context import AstuteRagContext
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.context import AstuteRagContext
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.state import DebateInput, DebateOutput
 
 

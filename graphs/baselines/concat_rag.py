@@ -16,7 +16,7 @@ from __future__ import annotations
 from factdebate.graphs.baselines.single_call import build_single_call
 from langgraph.graph import StateGraph
 
-from factdebate.core.baseline_context import ConcatRagContext
+from factdebate.nodes.baselines.context import ConcatRagContext
 
 
 def build_concat_rag() -> StateGraph:

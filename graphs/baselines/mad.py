@@ -19,12 +19,12 @@ from factdebate.nodes.baselines.argue import argue
 from factdebate.nodes.baselines.moderate import moderate, route_after_moderate
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.judge import judge
-from factdebate.nodes.open_round import open_round
+from factdebate.nodes.open_round import rounds_opener
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.baseline_context import MadContext
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.context import MadContext
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.state import DebateInput, DebateOutput
 
 
@@ -33,7 +33,7 @@ def build_mad() -> StateGraph:
     g = StateGraph(BaselineState, context_schema=MadContext,
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
-    g.add_node("open_round", open_round)
+    g.add_node("open_round", rounds_opener(MadContext))
     g.add_node("affirmative", argue("affirmative"))
     g.add_node("negative", argue("negative"))
     g.add_node("moderate", moderate)

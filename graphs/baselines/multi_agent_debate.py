@@ -18,13 +18,13 @@ from __future__ import annotations
 from factdebate.graphs.turns import turn_node
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.vote import route_after_vote, vote
-from factdebate.nodes.open_round import open_round, route_debaters
+from factdebate.nodes.open_round import debater_router, rounds_opener
 from factdebate.nodes.respond import respond
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.baseline_context import MultiAgentDebateContext
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.context import MultiAgentDebateContext
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState
 
 
@@ -43,13 +43,13 @@ def build_multi_agent_debate() -> StateGraph:
     g = StateGraph(BaselineState, context_schema=MultiAgentDebateContext,
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
-    g.add_node("open_round", open_round)
+    g.add_node("open_round", rounds_opener(MultiAgentDebateContext))
     g.add_node("debate_turn", turn_node(build_debate_turn(), "debate_turn"))  # graphs/turns.py
     g.add_node("vote", vote)
     add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "open_round")
-    g.add_conditional_edges("open_round", route_debaters, ["debate_turn"])
+    g.add_conditional_edges("open_round", debater_router(MultiAgentDebateContext), ["debate_turn"])
     g.add_edge("debate_turn", "vote")
     g.add_conditional_edges("vote", route_after_vote, {"open_round": "open_round", END: CITE_VERDICT})
     return g

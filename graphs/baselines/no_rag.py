@@ -12,7 +12,7 @@ from __future__ import annotations
 from factdebate.graphs.baselines.single_call import build_single_call
 from langgraph.graph import StateGraph
 
-from factdebate.core.baseline_context import NoRagContext
+from factdebate.nodes.baselines.context import NoRagContext
 
 
 def build_no_rag() -> StateGraph:

@@ -18,8 +18,8 @@ from factdebate.nodes.baselines.vote import vote
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.baseline_context import SelfConsistencyContext
-from factdebate.core.baseline_state import BaselineState, BranchState
+from factdebate.nodes.baselines.context import SelfConsistencyContext
+from factdebate.nodes.baselines.state import BaselineState, BranchState
 from factdebate.core.state import DebateInput, DebateOutput
 
 

@@ -32,8 +32,8 @@ from factdebate.nodes.baselines.verify_drafts import select_draft, verify_draft
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.core.baseline_context import SpeculativeRagContext
-from factdebate.core.baseline_state import BaselineState, BranchState
+from factdebate.nodes.baselines.context import SpeculativeRagContext
+from factdebate.nodes.baselines.state import BaselineState, BranchState
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
 
 

@@ -18,8 +18,8 @@ from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import END, run_context
 from langgraph.runtime import Runtime
 
-from factdebate.core.baseline_context import SpeculativeRagContext
-from factdebate.core.baseline_state import BaselineState, BranchState
+from factdebate.nodes.baselines.context import SpeculativeRagContext
+from factdebate.nodes.baselines.state import BaselineState, BranchState
 from factdebate.core.state import Turn
 
 

@@ -15,7 +15,7 @@ from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_opponents
 from langgraph.runtime import Runtime
 
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.context import Context
 
 Side = Literal["affirmative", "negative"]

@@ -15,8 +15,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 
-from factdebate.core.baseline_context import AstuteRagContext
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.context import AstuteRagContext
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.state import Evidence
 from factdebate.nodes.baselines.answering import baseline_values, note_turn
 from factdebate.nodes.llm import CallLog, ask

@@ -16,8 +16,8 @@ from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from factdebate.core.baseline_context import SpeculativeRagContext
-from factdebate.core.baseline_state import BaselineState, BranchState
+from factdebate.nodes.baselines.context import SpeculativeRagContext
+from factdebate.nodes.baselines.state import BaselineState, BranchState
 from factdebate.core.state import Evidence
 
 

@@ -14,8 +14,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 
-from factdebate.core.baseline_context import SelfAskContext
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.context import SelfAskContext
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.context import Context
 from factdebate.nodes.baselines.answering import baseline_values, note_turn
 from factdebate.nodes.baselines.gather_evidence import retrieval_step

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from factdebate.nodes.baselines.answering import note_turn
-from factdebate.nodes.retrieve import resolve_backend, search_tool
+from factdebate.nodes.retrieval import resolve_backend, search_tool
 from langgraph.runtime import Runtime
 
-from factdebate.core.baseline_context import BaselineContext
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.context import BaselineContext
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.errors import InputError
 from factdebate.core.state import item_documents
 

@@ -13,14 +13,13 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.core.baseline_context import MadContext
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.context import MadContext
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.nodes.baselines.answering import baseline_values, result_fields
-from factdebate.nodes.check_consensus import round_turns
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_opponents
-from factdebate.nodes.routing import END, rounds_done, rounds_used, run_context
+from factdebate.nodes.routing import END, round_turns, rounds_done, rounds_used, run_context
 
 
 class ModeratorOut(BaseModel):

@@ -7,7 +7,7 @@ from typing import Any
 from factdebate.nodes.prepare import start_claim
 from langgraph.runtime import Runtime
 
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.context import Context
 from factdebate.core.labels import get_label_set
 from factdebate.core.state import fresh_claim

@@ -13,8 +13,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 
-from factdebate.core.baseline_context import ReactContext
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.context import ReactContext
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.context import Context
 from factdebate.core.state import Turn
 from factdebate.nodes.baselines.answering import baseline_values, note_turn

@@ -13,8 +13,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 
-from factdebate.core.baseline_context import SelfReflectionContext
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.context import SelfReflectionContext
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.state import Turn
 from factdebate.nodes.baselines.answering import (
     answer_turn,

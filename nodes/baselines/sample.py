@@ -16,8 +16,8 @@ from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from factdebate.core.baseline_context import SelfConsistencyContext
-from factdebate.core.baseline_state import BaselineState, BranchState
+from factdebate.nodes.baselines.context import SelfConsistencyContext
+from factdebate.nodes.baselines.state import BaselineState, BranchState
 
 SAMPLE_TEMPLATE = "cot"
 

@@ -23,7 +23,7 @@ from factdebate.nodes.llm import CallLog
 from factdebate.nodes.prompting import prompt_set
 from langgraph.runtime import Runtime
 
-from factdebate.core.baseline_state import BaselineState
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.context import Context
 
 ExtraValues = Callable[[BaselineState, Context, Shown], dict[str, Any]]

@@ -18,8 +18,8 @@ from factdebate.nodes.prompting import prompt_set
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.core.baseline_context import SpeculativeRagContext
-from factdebate.core.baseline_state import BaselineState, BranchState
+from factdebate.nodes.baselines.context import SpeculativeRagContext
+from factdebate.nodes.baselines.state import BaselineState, BranchState
 
 
 class DraftScore(BaseModel):

@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, Field
 
-from factdebate.core.check_text import (
+from factdebate.nodes.check_text.state import (
     CLAIM_LABEL_SETS,
     MAX_TEXT_CHARS,
     CheckTextContext,

@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from factdebate.core.check_text import (
+from factdebate.nodes.check_text.state import (
     CheckTextContext,
     CheckTextState,
     ClaimResult,

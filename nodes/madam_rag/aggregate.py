@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from factdebate.core.citations import Citation, citations_in_text, with_citations
 from factdebate.core.labels import get_label_set
-from factdebate.core.madam_rag import Aggregate, DocResponse, MadamRagContext, MadamRagState
+from factdebate.nodes.madam_rag.state import Aggregate, DocResponse, MadamRagContext, MadamRagState
 from factdebate.core.state import Evidence
 from factdebate.nodes.citations import Shown, cite
 from factdebate.nodes.llm import CallLog, ask

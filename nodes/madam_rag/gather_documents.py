@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.retrieve import resolve_backend, search_tool
+from factdebate.nodes.retrieval import resolve_backend, search_tool
 from langgraph.runtime import Runtime
 
-from factdebate.core.madam_rag import MadamRagContext, MadamRagState
+from factdebate.nodes.madam_rag.state import MadamRagContext, MadamRagState
 from factdebate.core.state import item_documents
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.retrieve import resolve_backend, search_tool
+from factdebate.nodes.retrieval import resolve_backend, search_tool
 from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from factdebate.core.madke import SOURCE_KINDS, MadkeContext, MadkeState, SourceTask
+from factdebate.nodes.madke.state import SOURCE_KINDS, MadkeContext, MadkeState, SourceTask
 from factdebate.core.state import Evidence
 
 

@@ -21,7 +21,7 @@ from factdebate.nodes.render import render_evidence
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.core.madke import MadkeContext, SpeakerState
+from factdebate.nodes.madke.state import MadkeContext, SpeakerState
 from factdebate.core.state import Evidence
 
 MAX_SELECTED = 3

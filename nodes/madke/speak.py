@@ -18,7 +18,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from factdebate.core.madke import MadkeContext, SpeakerState
+from factdebate.nodes.madke.state import MadkeContext, SpeakerState
 from factdebate.core.state import Turn
 from factdebate.nodes.citations import Shown
 from factdebate.nodes.llm import CallLog, ask_debater_verdict

@@ -17,13 +17,13 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from factdebate.core.madke import MadkeContext, MadkeState
+from factdebate.nodes.madke.state import MadkeContext, MadkeState
 from factdebate.core.state import Turn
-from factdebate.nodes.check_consensus import round_turns
 from factdebate.nodes.citations import Shown
 from factdebate.nodes.llm import ask_final_verdict
 from factdebate.nodes.madke.speak import render_stances
 from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.routing import round_turns
 
 
 def majority(turns: list[Turn]) -> str | None:

@@ -19,7 +19,7 @@ from factdebate.nodes.madke.gather_knowledge import shared_pool
 from factdebate.nodes.routing import run_context
 from langgraph.types import Send
 
-from factdebate.core.madke import MadkeContext, MadkeState, SpeakerState
+from factdebate.nodes.madke.state import MadkeContext, MadkeState, SpeakerState
 from factdebate.core.state import Turn
 
 

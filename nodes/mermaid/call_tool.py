@@ -20,7 +20,7 @@ from typing import Any
 
 from factdebate.nodes.llm import is_retryable, with_retries
 from factdebate.nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
-from factdebate.nodes.retrieve import resolve_backend, retriever_settings
+from factdebate.nodes.retrieval import resolve_backend, retriever_settings
 from factdebate.tools.tool_providers import (
     InProcessToolProvider,
     McpToolProvider,
@@ -32,7 +32,7 @@ from factdebate.tools.toolbox import ToolboxSettings
 from langgraph.runtime import Runtime
 
 from factdebate.core.errors import FactDebateError
-from factdebate.core.mermaid import MermaidContext, MermaidState, ReactTurn
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState, ReactTurn
 
 OBSERVATION_ITEMS = 8
 """At most this many evidence items of one tool call enter the history (sections and key facts

@@ -16,14 +16,14 @@ from typing import Any
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prepare import clean_claim, guard_server_run
 from factdebate.nodes.prompting import common_values, prompt_set
-from factdebate.nodes.retrieve import resolve_backend
+from factdebate.nodes.retrieval import resolve_backend
 from factdebate.nodes.routing import routing_settings
 from factdebate.prompts.mermaid.schemas import Decomposition
 from langgraph.runtime import Runtime
 
 from factdebate.core.errors import InputError
 from factdebate.core.labels import LABEL_SETS
-from factdebate.core.mermaid import MermaidContext, MermaidState
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 from factdebate.core.state import fresh_claim
 
 

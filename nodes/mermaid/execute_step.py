@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from factdebate.core.citations import citations_in_text, with_citations
 from factdebate.core.labels import get_label_set, parse_label
-from factdebate.core.mermaid import MermaidContext, MermaidState, ReactTurn
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState, ReactTurn
 from factdebate.core.models.negotiation import json_candidates
 from factdebate.nodes.citations import cite, cited_keys
 from factdebate.nodes.llm import CallLog, ask, ask_label

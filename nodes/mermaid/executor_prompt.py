@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from factdebate.core.mermaid import MermaidContext, MermaidState
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 from factdebate.core.state import Evidence, Turn
 from factdebate.nodes.citations import Shown
 from factdebate.nodes.prompting import common_values, prompt_set

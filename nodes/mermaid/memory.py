@@ -33,7 +33,7 @@ from factdebate.tools.evidence_memory import (
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from factdebate.core.mermaid import MermaidContext, MermaidState
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 
 NO_STORE_FLAG = "memory: the graph has no store, so the evidence memory was not used"
 NO_ENTITIES_FLAG = "memory: no entities to key the memory by (decomposer off or unreadable)"

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from factdebate.core.context import debater_kind
 from factdebate.core.labels import QueryOut
 from factdebate.core.state import DebaterState
-from factdebate.core.tool_mad import ToolMadContext
+from factdebate.nodes.tool_mad.state import ToolMadContext
 
 MAX_QUERY_CHARS = 300
 

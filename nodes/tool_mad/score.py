@@ -23,7 +23,7 @@ from factdebate.tools.embeddings import cached_embeddings, get_embeddings
 from langgraph.runtime import Runtime
 
 from factdebate.core.state import DebaterState, RoundScore
-from factdebate.core.tool_mad import ToolMadContext
+from factdebate.nodes.tool_mad.state import ToolMadContext
 
 _scoring: ModuleType | None = None
 

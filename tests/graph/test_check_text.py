@@ -20,12 +20,12 @@ import pytest
 from factdebate.graphs.check_text import build_check_text
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.core.check_text import CheckTextContext
+from factdebate.nodes.check_text.state import CheckTextContext
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.core.models import load_model
-from factdebate.core.models.scenarios import claim_of
-from factdebate.core.models.scenarios_check_text import respond_check_text
-from factdebate.core.models.scripted import ScriptCall
+from factdebate.testing.scenarios import claim_of
+from factdebate.testing.scenarios_check_text import respond_check_text
+from factdebate.testing.scripted import ScriptCall
 from factdebate.run.claims import open_sqlite_saver, unfinished
 
 TEXT = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall; it was built by "
@@ -153,10 +153,10 @@ _CHILD = textwrap.dedent("""
     import asyncio, sys, time
     sys.path.insert(0, {tests!r})
     import conftest  # the static retriever
-    from factdebate.core.models.scripted import SCENARIOS
-    from factdebate.core.models.scenarios import claim_of
-    from factdebate.core.models.scenarios_check_text import respond_check_text
-    from factdebate.core.check_text import CheckTextContext
+    from factdebate.testing.scripted import SCENARIOS
+    from factdebate.testing.scenarios import claim_of
+    from factdebate.testing.scenarios_check_text import respond_check_text
+    from factdebate.nodes.check_text.state import CheckTextContext
     from factdebate.graphs.check_text import build_check_text
     from factdebate.run.claims import open_sqlite_saver
 

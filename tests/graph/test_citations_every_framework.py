@@ -18,7 +18,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.core.citations import evidence_behind_verdict, passage_key
-from factdebate.run.frameworks import FRAMEWORKS, build_framework
+from factdebate.graphs.registry import FRAMEWORKS, build_framework
 from tests.graph.test_scripted_every_framework import CLAIM, DOCUMENTS, context_for
 
 NAMES = [e.name for e in FRAMEWORKS]
@@ -106,7 +106,7 @@ async def test_uncited_verdicts_are_flagged_and_rest_on_nothing(name: str):
 async def test_self_ask_cites_the_passages_its_follow_ups_retrieved(scenario):
     """Self-Ask shows passages only once it asks a follow-up (the built-in scenarios never do):
     its final answer cites them under one numbering across the chain, an unshown number dropped."""
-    from factdebate.core.models.scenario_replies import disagree
+    from factdebate.testing.scenario_replies import disagree
 
     base = disagree()
 

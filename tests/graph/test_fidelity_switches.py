@@ -14,13 +14,13 @@ from factdebate.graphs.tool_mad import build_tool_mad
 from factdebate.tools.base import RETRIEVERS
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.core.madke import MadkeContext
+from factdebate.nodes.madke.state import MadkeContext
 from factdebate.core.models import load_model
-from factdebate.core.models.scenarios import answer_role, madke_role, verdict
-from factdebate.core.models.scripted import ScriptCall
-from factdebate.core.models.scripted_ragas import respond_ragas
+from factdebate.testing.scenarios import answer_role, madke_role, verdict
+from factdebate.testing.scripted import ScriptCall
+from factdebate.testing.scripted_ragas import respond_ragas
 from factdebate.core.state import Evidence
-from factdebate.run.frameworks import build_framework, context_class
+from factdebate.graphs.registry import build_framework, context_class
 
 CLAIM = "The Eiffel Tower is in Paris."
 QUESTION = "In which year was Michael Jordan born?"

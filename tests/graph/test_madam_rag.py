@@ -10,10 +10,10 @@ from factdebate.nodes.madam_rag.aggregate import parse_aggregate
 from factdebate.nodes.madam_rag.answer_from_document import parse_agent_reply
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.core.madam_rag import MadamRagContext
+from factdebate.nodes.madam_rag.state import MadamRagContext
 from factdebate.core.models import load_model
-from factdebate.core.models.scenarios import madam_role
-from factdebate.core.models.scripted import ScriptCall, ScriptFault
+from factdebate.testing.scenarios import madam_role
+from factdebate.testing.scripted import ScriptCall, ScriptFault
 
 QUESTION = "In which year was Michael Jordan born?"
 DOCS = [

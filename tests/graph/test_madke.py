@@ -11,10 +11,10 @@ from factdebate.tools.base import RETRIEVERS
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.core.errors import ConfigError
-from factdebate.core.madke import MadkeContext
+from factdebate.nodes.madke.state import MadkeContext
 from factdebate.core.models import load_model
-from factdebate.core.models.scenarios import madke_role, verdict
-from factdebate.core.models.scripted import ScriptCall
+from factdebate.testing.scenarios import madke_role, verdict
+from factdebate.testing.scripted import ScriptCall
 
 CLAIM = "The Eiffel Tower is in Paris."
 

@@ -10,10 +10,10 @@ from factdebate.tools.evidence_memory import EvidenceMemory
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from factdebate.core.mermaid import MermaidContext
+from factdebate.nodes.mermaid.state import MermaidContext
 from factdebate.core.models import load_model
-from factdebate.core.models.scenarios import verdict
-from factdebate.core.models.scripted import ScriptCall
+from factdebate.testing.scenarios import verdict
+from factdebate.testing.scripted import ScriptCall
 
 CLAIM = "The Eiffel Tower is in Paris."
 TRIPLETS = {

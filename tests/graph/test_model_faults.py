@@ -22,9 +22,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from factdebate.cli.main import interrupted_run
 from factdebate.core.errors import FactDebateError
 from factdebate.core.labels import get_label_set
-from factdebate.core.models.scenarios import verdict
-from factdebate.core.models.scripted import ScriptCall
-from factdebate.run.frameworks import FRAMEWORKS, build_framework, context_class
+from factdebate.testing.scenarios import verdict
+from factdebate.testing.scripted import ScriptCall
+from factdebate.graphs.registry import FRAMEWORKS, build_framework, context_class
 
 CLAIM = "The Eiffel Tower is in Paris."
 DOCS = [
@@ -179,7 +179,7 @@ async def test_transient_provider_fault_is_retried_and_the_run_recovers(scenario
 
 def good_reply(call: ScriptCall, fallback: Reply) -> Any:
     """A valid reply for any role of any framework (the graph tests' own scripts)."""
-    from factdebate.core.models.scenarios import answer_role, madam_role, madke_role
+    from factdebate.testing.scenarios import answer_role, madam_role, madke_role
 
     if call.role in ("query", "ragas"):
         return answer_role(call, debater_label=0)

@@ -9,8 +9,8 @@ from factdebate.tools.base import RETRIEVERS
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.core.labels import get_label_set, parse_label
-from factdebate.core.models.scenarios import answer_role
-from factdebate.core.models.scripted import ScriptCall
+from factdebate.testing.scenarios import answer_role
+from factdebate.testing.scripted import ScriptCall
 from factdebate.core.state import Evidence
 
 HOSTILE = [

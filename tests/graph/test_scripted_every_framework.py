@@ -14,7 +14,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.core.labels import LABEL_SETS
-from factdebate.run.frameworks import FRAMEWORKS, build_framework, context_class
+from factdebate.graphs.registry import FRAMEWORKS, build_framework, context_class
 
 CLAIM = "The Eiffel Tower is located in Paris."
 DOCUMENTS = [  # the item's own documents: frameworks that read documents use them, others ignore them

@@ -9,8 +9,8 @@ from factdebate.graphs.tool_mad import build_tool_mad
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.core.models import load_model
-from factdebate.core.models.scenarios import answer_role, claim_of, verdict
-from factdebate.core.models.scripted import ScriptCall, ScriptFault
+from factdebate.testing.scenarios import answer_role, claim_of, verdict
+from factdebate.testing.scripted import ScriptCall, ScriptFault
 
 CLAIM = "The Eiffel Tower is in Paris."
 
@@ -44,7 +44,7 @@ async def test_early_stop_in_round_one(scenario, static_ctx):
 
 
 async def test_low_score_blocks_stop_until_round_two(scenario, static_ctx):
-    from factdebate.core.models.scripted_ragas import respond_ragas
+    from factdebate.testing.scripted_ragas import respond_ragas
 
     def responder(call: ScriptCall) -> Any:
         if call.role == "ragas":

@@ -9,7 +9,7 @@ import pytest
 from factdebate.evaluation.bench import longest_chain, run_bench
 from factdebate.evaluation.bench_report import write_markdown
 
-from factdebate.core.models.scripted import CallRecord
+from factdebate.testing.scripted import CallRecord
 
 
 def test_longest_chain_counts_only_non_overlapping_calls():

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from factdebate.cli.main import app
-from factdebate.core.models.scenarios import answer_role
-from factdebate.core.models.scripted import ScriptCall, ScriptFault
+from factdebate.testing.scenarios import answer_role
+from factdebate.testing.scripted import ScriptCall, ScriptFault
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "tools" / "demo_corpus" / "passages.jsonl"

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from factdebate.cli.main import app
-from factdebate.core.models.scenarios import madam_role, madke_role
+from factdebate.testing.scenarios import madam_role, madke_role
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "tools" / "demo_corpus" / "passages.jsonl"

@@ -67,7 +67,7 @@ async def test_a_thread_killed_before_its_input_was_written_starts_over():
     from langgraph.checkpoint.base import empty_checkpoint
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from factdebate.core.baseline_context import BaselineContext
+    from factdebate.nodes.baselines.context import BaselineContext
     from factdebate.run.claims import run_claim
 
     saver = InMemorySaver()

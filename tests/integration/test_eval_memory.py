@@ -19,7 +19,7 @@ from factdebate.evaluation.memory_store import MEMORY_FILE
 from factdebate.evaluation.reports import write_reports
 from factdebate.evaluation.runner import RunSpec, run_eval
 
-from factdebate.core.models.scenarios_memory import named_entities
+from factdebate.testing.scenarios_memory import named_entities
 
 CLAIMS = [  # every claim names the Eiffel Tower: each one after the first can recall it
     ("a", "The Eiffel Tower is in Paris.", "SUPPORTS"),

@@ -13,8 +13,8 @@ from factdebate.evaluation.config import load_config
 from factdebate.evaluation.reports import write_reports
 from factdebate.evaluation.runner import RunSpec, is_rate_limit, run_eval
 
-from factdebate.core.models.scenarios import answer_role, claim_of
-from factdebate.core.models.scripted import ScriptCall, ScriptFault
+from factdebate.testing.scenarios import answer_role, claim_of
+from factdebate.testing.scripted import ScriptCall, ScriptFault
 
 
 class RateLimitError(RuntimeError):

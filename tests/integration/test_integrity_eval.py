@@ -21,8 +21,8 @@ import pytest
 from typer.testing import CliRunner
 
 from factdebate.cli.main import app
-from factdebate.core.models.scenarios import answer_role, claim_of
-from factdebate.core.models.scripted import ScriptCall, ScriptFault
+from factdebate.testing.scenarios import answer_role, claim_of
+from factdebate.testing.scripted import ScriptCall, ScriptFault
 
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
 CLAIMS = [("a", "The Eiffel Tower is in Paris.", "SUPPORTS"),

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from factdebate.nodes.retrieve import search_tool
+from factdebate.nodes.retrieval import search_tool
 from factdebate.tools import DEMO_CORPUS_DIR
 from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
 from factdebate.tools.index_lock import release

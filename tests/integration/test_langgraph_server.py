@@ -90,7 +90,7 @@ async def test_server_lists_the_framework_and_completes_a_run(server: str):
     from langgraph_sdk import get_client
 
     client = get_client(url=server, api_key=API_KEY)
-    from factdebate.run.frameworks import FRAMEWORKS
+    from factdebate.graphs.registry import FRAMEWORKS
 
     assistants = await client.assistants.search(limit=100)
     assert {a["graph_id"] for a in assistants} == set(FRAMEWORKS.names())

@@ -28,9 +28,9 @@ from factdebate.tools.toolbox import OFFLINE_TOOLS, Toolbox, ToolboxSettings
 from factdebate.tools.web_apis import ArxivClient, MediaWikiClient, OpenAlexClient, PubMedClient
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.core.mermaid import MermaidContext
-from factdebate.core.models.scenarios import verdict
-from factdebate.core.models.scripted import ScriptCall
+from factdebate.nodes.mermaid.state import MermaidContext
+from factdebate.testing.scenarios import verdict
+from factdebate.testing.scripted import ScriptCall
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = [
@@ -232,8 +232,8 @@ PROCESS = textwrap.dedent("""
     import asyncio, json, sys
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
-    from factdebate.core.mermaid import MermaidContext
-    from factdebate.core.models.scripted import SCENARIOS
+    from factdebate.nodes.mermaid.state import MermaidContext
+    from factdebate.testing.scripted import SCENARIOS
     from factdebate.run.claims import run_claim
 
     claim, db, url = sys.argv[1:4]

@@ -23,7 +23,7 @@ from langchain_core.messages import HumanMessage
 
 from factdebate.core.ledger import UsageTracker
 from factdebate.core.models import clear_model_cache, completions, load_model, negotiation
-from factdebate.core.models.scenario_replies import fill_schema
+from factdebate.testing.scenario_replies import fill_schema
 
 PROMPT_TOKENS, CACHED, COMPLETION = 1300, 1152, 7
 

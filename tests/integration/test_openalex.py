@@ -22,9 +22,9 @@ from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_
 from factdebate.tools.openalex import keywords
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.core.models.scenarios import answer_role
-from factdebate.core.models.scripted import ScriptCall, ScriptFault
-from factdebate.core.tool_mad import ToolMadContext
+from factdebate.testing.scenarios import answer_role
+from factdebate.testing.scripted import ScriptCall, ScriptFault
+from factdebate.nodes.tool_mad.state import ToolMadContext
 
 QUESTION = "Do mitochondria play a role in remodelling lace plant leaves during cell death?"
 ABSTRACTS = {
@@ -183,7 +183,7 @@ def test_medical_configs_build_every_runs_context(config, checks):
 
     from factdebate.evaluation.config import load_config
 
-    from factdebate.run.frameworks import context_class
+    from factdebate.graphs.registry import context_class
     from factdebate.run.setup import build_context
 
     repo = Path(__file__).resolve().parents[2]

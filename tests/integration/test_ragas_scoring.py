@@ -10,8 +10,8 @@ from factdebate.tools.embeddings import get_embeddings
 from factdebate.tools.scoring import _get_metrics, stability_scores
 
 from factdebate.core.ledger import UsageTracker
-from factdebate.core.models.scripted import ScriptCall, ScriptedChatModel, ScriptFault, scripted
-from factdebate.core.models.scripted_ragas import respond_ragas
+from factdebate.testing.scripted import ScriptCall, ScriptedChatModel, ScriptFault, scripted
+from factdebate.testing.scripted_ragas import respond_ragas
 
 
 class OneChoiceScripted(ScriptedChatModel):

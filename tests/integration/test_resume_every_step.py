@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from factdebate.run.claims import open_sqlite_saver, run_claim
-from factdebate.run.frameworks import context_class
+from factdebate.graphs.registry import context_class
 
 THREAD = "t-resume"
 CLAIM = {"claim": "The Eiffel Tower is in Paris."}

@@ -32,10 +32,10 @@ from factdebate.nodes.render import MAX_EVIDENCE_CHARS, MAX_PASSAGE_CHARS
 from factdebate.tools.base import clear_retriever_cache
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.core.mermaid import MermaidContext
-from factdebate.core.models.scenarios import answer_role, verdict
-from factdebate.core.models.scripted import ScriptCall
-from factdebate.core.tool_mad import ToolMadContext
+from factdebate.nodes.mermaid.state import MermaidContext
+from factdebate.testing.scenarios import answer_role, verdict
+from factdebate.testing.scripted import ScriptCall
+from factdebate.nodes.tool_mad.state import ToolMadContext
 
 REPO = Path(__file__).resolve().parents[2]
 CLAIM = "The Eiffel Tower is in Paris."

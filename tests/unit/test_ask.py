@@ -16,8 +16,8 @@ from langchain_core.messages import HumanMessage
 
 from factdebate.core.context import Context
 from factdebate.core.labels import QueryOut
-from factdebate.core.models.script import ScriptCall
-from factdebate.core.models.scripted import scripted
+from factdebate.testing.script import ScriptCall
+from factdebate.testing.scripted import scripted
 
 MESSAGES = [HumanMessage("Claim: Paris is in France.")]
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from factdebate.graphs.verifiers import verifier_builder, verifier_names
-from factdebate.nodes.check_text.extract_claims import claim_key, grounded, split_sentences
 
-from factdebate.core.check_text import parse_settings, text_label, text_verdict
 from factdebate.core.errors import ConfigError
-from factdebate.run.frameworks import FRAMEWORKS, build_framework
+from factdebate.graphs.registry import FRAMEWORKS, build_framework
+from factdebate.graphs.verifiers import verifier_builder, verifier_key, verifier_names
+from factdebate.nodes.check_text.extract_claims import claim_key, grounded, split_sentences
+from factdebate.nodes.check_text.state import CheckTextContext, parse_settings, text_label, text_verdict
 
 
 def test_sentences_keep_abbreviations_initials_and_numbers_and_exact_spans():
@@ -57,9 +57,24 @@ def test_verifier_settings_parse():
 
 def test_graph_layer_lookup_finds_exactly_the_registered_frameworks():
     registered = [n for n in FRAMEWORKS.names() if n != "check_text"]
-    assert sorted(verifier_names()) == sorted(registered)
+    assert verifier_names() == registered  # one registry (issue #23)
     for name in registered:
         assert type(verifier_builder(name)) is type(build_framework(name))
         assert verifier_builder(name).context_schema is build_framework(name).context_schema
     with pytest.raises(ConfigError, match="unknown verifier framework 'nope'"):
         verifier_builder("nope")
+
+
+def test_check_text_accepts_every_name_and_alias_verify_accepts():
+    """``verify --framework toolmad`` worked while check_text refused it (issue #23)."""
+    names = {alias: FRAMEWORKS.resolve(alias) for entry in FRAMEWORKS
+             for alias in (entry.name, *FRAMEWORKS.aliases_of(entry.name))
+             if entry.name != "check_text"}
+    assert {"toolmad", "tool-mad", "madam-rag", "madamrag"} <= set(names)
+    for alias, name in names.items():
+        assert verifier_key(alias) == name, alias
+        assert CheckTextContext(framework=alias).framework == alias  # validation passes
+        assert verifier_builder(alias).context_schema is build_framework(name).context_schema
+    for own in ("check_text", "check-text", "CHECK_TEXT"):
+        with pytest.raises(ConfigError, match="cannot verify its own claims"):
+            CheckTextContext(framework=own)

@@ -127,8 +127,8 @@ def test_retrieved_is_everything_else_once():
 def test_scripted_double_cites_modes():
     from langchain_core.messages import HumanMessage
 
-    from factdebate.core.models.script import ScriptCall
-    from factdebate.core.models.scripted_citations import add_citations
+    from factdebate.testing.script import ScriptCall
+    from factdebate.testing.scripted_citations import add_citations
 
     prompt = ('Claim: The Eiffel Tower is in Paris.\n<document n="1" title="Louvre">The Louvre is '
               'in Paris.</document>\n<document n="2" title="Eiffel Tower">The Eiffel Tower is a '

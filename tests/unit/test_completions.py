@@ -17,7 +17,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
 from factdebate.core.labels import QueryOut
 from factdebate.core.ledger import UsageTracker, usage_detail, usage_of
 from factdebate.core.models import completions
-from factdebate.core.models.scripted import load_scripted_model, scripted
+from factdebate.testing.scripted import load_scripted_model, scripted
 
 
 class OneChoiceModel(BaseChatModel):

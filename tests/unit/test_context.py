@@ -24,8 +24,8 @@ from factdebate.core.context import (
 )
 from factdebate.core.errors import ConfigError, SettingsRefused
 from factdebate.core.settings import field_types, mask_url, masked
-from factdebate.core.tool_mad import ToolMadContext
-from factdebate.run.frameworks import FRAMEWORKS, context_class
+from factdebate.nodes.tool_mad.state import ToolMadContext
+from factdebate.graphs.registry import FRAMEWORKS, context_class
 
 CLASSES = sorted({context_class(name) for name in FRAMEWORKS.names()}, key=lambda c: c.__name__)
 TOOL_MAD_ONLY = {"faithfulness_threshold", "relevance_threshold", "debaters", "query_formulation",

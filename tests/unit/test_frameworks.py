@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from factdebate.run.frameworks import FRAMEWORKS, build_framework, context_class
+from factdebate.graphs.registry import FRAMEWORKS, build_framework, context_class
 
 REPO = Path(__file__).resolve().parents[2]
 EXPORTED = json.loads((REPO / "langgraph.json").read_text())["graphs"]
@@ -32,3 +32,15 @@ def test_exported_graphs_point_at_modules_that_exist():
     for target in EXPORTED.values():
         path, _, attr = target.partition(":")
         assert (REPO / path).is_file() and attr == "graph", target
+
+
+def test_langgraph_json_lists_exactly_the_registry_with_each_builders_module():
+    """One registry (issue #23): langgraph.json's graphs are the registry's names, each pointing
+    at the file of the module whose ``build_<name>`` the registry holds."""
+    assert list(EXPORTED) == FRAMEWORKS.names()
+    for entry in FRAMEWORKS:
+        builder = entry.load()
+        module = builder.__module__
+        assert module.startswith("factdebate.graphs.") and builder.__name__ == f"build_{entry.name}"
+        path = "./" + "/".join(module.split(".")[1:]) + ".py"
+        assert EXPORTED[entry.name] == f"{path}:graph", entry.name

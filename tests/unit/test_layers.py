@@ -18,14 +18,15 @@ import grimp
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGE_FOLDERS = ("core", "patches", "prompts", "tools", "nodes", "graphs", "run", "evaluation",
-                   "cli", "server")
+PACKAGE_FOLDERS = ("core", "patches", "prompts", "tools", "nodes", "testing", "graphs", "run",
+                   "evaluation", "cli", "server")
 
 LAYERS = [  # bottom to top; a module may import its own layer and the ones below
     ["factdebate.patches"],
     ["factdebate.core"],
     ["factdebate.prompts", "factdebate.tools"],
     ["factdebate.nodes"],
+    ["factdebate.testing"],
     ["factdebate.graphs"],
     ["factdebate.run"],
     ["factdebate.evaluation"],
@@ -169,4 +170,4 @@ def test_the_repository_root_is_the_package():
 def test_every_package_folder_is_in_the_graph_and_tests_are_not(graph: grimp.ImportGraph):
     """grimp walks the root: every package folder, nothing else (tests/ and .ci/ are no packages)."""
     top = {m.split(".")[1] for m in graph.modules if m.count(".") >= 1}
-    assert top == set(PACKAGE_FOLDERS) | ({"testing"} & top)
+    assert top == set(PACKAGE_FOLDERS)

@@ -24,9 +24,9 @@ from pydantic import BaseModel
 
 from factdebate.core.labels import QueryOut, verdict_schema
 from factdebate.core.ledger import UsageTracker
-from factdebate.core.models.scenarios import _SUBJECT, _subject, claim_of
-from factdebate.core.models.scripted import ScriptCall, _words, scripted
-from factdebate.core.models.scripted_ragas import respond_ragas
+from factdebate.testing.scenarios import _SUBJECT, _subject, claim_of
+from factdebate.testing.scripted import ScriptCall, _words, scripted
+from factdebate.testing.scripted_ragas import respond_ragas
 from factdebate.core.models.structured import JsonStructuredOutput
 
 

@@ -14,8 +14,8 @@ from factdebate.tools.toolbox import sentences
 from langgraph.store.memory import InMemoryStore
 
 from factdebate.core.errors import ConfigError
-from factdebate.core.mermaid import MermaidContext
-from factdebate.run.frameworks import context_class
+from factdebate.nodes.mermaid.state import MermaidContext
+from factdebate.graphs.registry import context_class
 
 
 def rt(t_max: int = 5) -> SimpleNamespace:

@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage
 from pydantic import BaseModel, ValidationError
 
 from factdebate.core.labels import LABEL_SETS, get_label_set, parse_label, verdict_schema
-from factdebate.core.models.scripted import scripted
+from factdebate.testing.scripted import scripted
 from factdebate.core.models.structured import json_structured_output
 
 FRAGMENTS = [

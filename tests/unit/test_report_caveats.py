@@ -16,8 +16,8 @@ from factdebate.evaluation.caveats import run_caveats, used_stand_in
 from factdebate.evaluation.reports import write_reports
 from factdebate.evaluation.runner import RunSpec, run_eval
 
-from factdebate.core.models.scenarios import answer_role, claim_of
-from factdebate.core.models.scripted import ScriptCall, ScriptFault
+from factdebate.testing.scenarios import answer_role, claim_of
+from factdebate.testing.scripted import ScriptCall, ScriptFault
 
 CLAIMS = [("1", "The Eiffel Tower is in Paris.", "SUPPORTS"),
           ("2", "Mount Everest is the highest mountain.", "SUPPORTS"),

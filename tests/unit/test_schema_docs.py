@@ -6,7 +6,7 @@ import pytest
 
 from factdebate.core.schema_docs import attribute_docs
 from factdebate.core.state import DebateOutput, DebateRecord, Evidence, Turn
-from factdebate.run.frameworks import FRAMEWORKS, build_framework
+from factdebate.graphs.registry import FRAMEWORKS, build_framework
 
 
 def test_attribute_docs_include_the_bases_and_are_one_line():

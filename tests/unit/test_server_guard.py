@@ -10,8 +10,8 @@ from factdebate.graphs.mermaid import graph as mermaid_graph
 from factdebate.graphs.tool_mad import graph as tool_mad_graph
 
 from factdebate.core.errors import SettingsRefused
-from factdebate.core.mermaid import MermaidContext
-from factdebate.core.tool_mad import ToolMadContext
+from factdebate.nodes.mermaid.state import MermaidContext
+from factdebate.nodes.tool_mad.state import ToolMadContext
 
 SERVER_RUN = {"configurable": {"langgraph_auth_user_id": "alice"}}
 

@@ -14,7 +14,14 @@ from factdebate.core.errors import ConfigError
 from factdebate.graphs.mermaid import build_mermaid
 from factdebate.nodes.mermaid.memory import memory_owner, run_memory_namespace
 from factdebate.server.identities import load_keyring
-from factdebate.server.policy import Refused, check_assistant, check_run_kwargs, graph_of
+from factdebate.server.limits import load_limits
+from factdebate.server.policy import (
+    Refused,
+    check_assistant,
+    check_run_kwargs,
+    check_verifier_settings,
+    graph_of,
+)
 from factdebate.tools.evidence_memory import (
     LOCAL_OWNER,
     SHARED_OWNER,
@@ -298,3 +305,15 @@ def test_evaluation_files_must_resolve_inside_the_root(tmp_path: Path):
     assert inside(root, root / "run") is None  # a folder is not a file
     text = f"{root}/run/results.jsonl is damaged (under {root})"
     assert relative(text, root) == "run/results.jsonl is damaged (under .)"
+
+
+@pytest.mark.parametrize("framework", ["toolmad", "tool-mad", "madam-rag", "madamrag", "cot"])
+def test_verifier_settings_of_every_framework_alias_are_checked_by_that_framework(framework):
+    """check_text takes every alias ``verify`` takes (issue #23): so do the server's checks."""
+    limits = load_limits({})
+    check_verifier_settings({"framework": framework, "verifier_settings": {"tool_retries": 2}},
+                            "context", limits)
+    with pytest.raises(Refused) as refused:
+        check_verifier_settings({"framework": framework,
+                                 "verifier_settings": {"tool_retries": "many"}}, "context", limits)
+    assert refused.value.field == "verifier_settings.tool_retries", refused.value.detail

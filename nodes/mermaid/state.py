@@ -1,4 +1,8 @@
-"""MERMAID's Context subclass and graph state (shared by ``graphs/mermaid.py`` and its nodes)."""
+"""MERMAID's Context subclass and graph state (shared by ``graphs/mermaid.py`` and its nodes).
+
+Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, get_args
 
 from factdebate.core.context import Context
-from factdebate.core.mermaid_shapes import OFFLINE_TOOLS, MemoryRecord
+from factdebate.tools.mermaid_shapes import OFFLINE_TOOLS, MemoryRecord
 from factdebate.core.settings import knob
 from factdebate.core.state import DebateState, Turn
 

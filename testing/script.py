@@ -42,9 +42,30 @@ class ScriptCall:
     """All call metadata (includes LangGraph's ``langgraph_node``)."""
 
     @cached_property
+    def schema_name(self) -> str:
+        """The requested schema's declared name ("" without one): see :func:`schema_name`."""
+        return schema_name(self.schema)
+
+    @cached_property
     def prompt(self) -> str:
         """All message contents joined (computed once per call)."""
         return "\n".join(str(m.content) for m in self.messages)
+
+
+def schema_name(schema: Any) -> str:
+    """A structured request's declared name: its JSON-schema ``title`` (issue #23).
+
+    What a provider sees as the ``response_format``/tool name, so the double keys its replies on the
+    same public contract a real model gets: a pydantic model's ``model_config["title"]`` when it
+    declares one, else its class name (pydantic's own rule for the schema title); a JSON schema
+    given as a dict, its ``"title"``.
+    """
+    if schema is None:
+        return ""
+    if isinstance(schema, dict):
+        return str(schema.get("title", ""))
+    config = getattr(schema, "model_config", None) or {}
+    return str(config.get("title") or getattr(schema, "__name__", ""))
 
 
 Responder = Callable[[ScriptCall], "str | dict[str, Any] | BaseModel"]
@@ -65,7 +86,7 @@ class CallRecord:
 ScenarioFactory = Callable[[], Responder]
 SCENARIOS: Registry[ScenarioFactory] = Registry("scripted scenario")
 """Scenario name -> factory of its responder (``scripted:<name>``)."""
-SCENARIOS.register("agree", "factdebate.core.models.scenario_replies:agree")
-SCENARIOS.register("disagree", "factdebate.core.models.scenario_replies:disagree")
-SCENARIOS.register("check_text", "factdebate.core.models.scenarios_check_text:check_text")
-SCENARIOS.register("lookup", "factdebate.core.models.scenarios_memory:lookup")
+SCENARIOS.register("agree", "factdebate.testing.scenario_replies:agree")
+SCENARIOS.register("disagree", "factdebate.testing.scenario_replies:disagree")
+SCENARIOS.register("check_text", "factdebate.testing.scenarios_check_text:check_text")
+SCENARIOS.register("lookup", "factdebate.testing.scenarios_memory:lookup")

@@ -1,7 +1,7 @@
 """The built-in scenarios' replies for every framework (test double only; see ``scripted.py``).
 
 ``agree`` and ``disagree`` answer any call any graph makes, chosen by the output schema the node
-asked for (``call.schema``'s class name) and, for verdicts, by the role: Tool-MAD (queries,
+asked for (``call.schema_name``, its declared title) and, for verdicts, by the role: Tool-MAD (queries,
 verdicts, ragas), MADKE (knowledge selection, consensus judge, summariser), MERMAID (claim
 decomposition, ReAct executor), MADAM-RAG (document agents, aggregator) and every baseline (ReAct
 steps, MAD moderator, Astute-RAG passages, Self-Ask follow-ups, Speculative-RAG draft scores,
@@ -23,8 +23,8 @@ from functools import lru_cache
 from typing import Any
 
 from factdebate.core.labels import LABEL_SETS, NEI
-from factdebate.core.models.scenarios import answer_role, claim_of, verdict
-from factdebate.core.models.script import Responder, ScriptCall
+from factdebate.testing.scenarios import answer_role, claim_of, verdict
+from factdebate.testing.script import Responder, ScriptCall
 
 _DECIDERS = ("judge", "summarizer", "force_answer", "aggregator", "verifier", "moderator")
 
@@ -78,7 +78,7 @@ def fill_schema(schema: dict[str, Any], defs: dict[str, Any] | None = None, text
 
 def respond_any(call: ScriptCall, *, agrees: bool, first: bool) -> Any:
     """One scripted reply for any framework's call (see the module docstring)."""
-    name = getattr(call.schema, "__name__", "") if call.schema is not None else ""
+    name = call.schema_name
     own = 0 if first or agrees else 1
     claim = claim_of(call) or "The claim"
     reply = _by_schema(call, name, own=own, agrees=agrees, claim=claim)
@@ -163,7 +163,7 @@ FIRST_AGENTS = ("", "rag", "debater1", "doc1")
 debater, MADAM-RAG's first document agent, and calls made without an agent)."""
 
 
-# -- the registered scenarios (factdebate.core.models.script.SCENARIOS) ---------------------------
+# -- the registered scenarios (factdebate.testing.script.SCENARIOS) ---------------------------
 def agree() -> Responder:
     """Every debater answers the first label, every judge accepts (``scripted:agree``); speaks
     every framework."""

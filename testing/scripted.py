@@ -53,15 +53,15 @@ from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from factdebate.core.errors import ConfigError
-from factdebate.core.models.script import (  # noqa: F401 - re-exported for scripts and tests
+from factdebate.core.models.structured import json_structured_output
+from factdebate.testing.script import (  # noqa: F401 - re-exported for scripts and tests
     SCENARIOS,
     CallRecord,
     Responder,
     ScriptCall,
     ScriptFault,
 )
-from factdebate.core.models.scripted_citations import CITE_MODES, add_citations
-from factdebate.core.models.structured import json_structured_output
+from factdebate.testing.scripted_citations import CITE_MODES, add_citations
 
 CACHE_MIN_TOKENS = 1024
 """OpenAI caches prompts of at least this many tokens ..."""

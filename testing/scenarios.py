@@ -7,7 +7,7 @@
   uses this one.
 
 Both speak every framework (MADKE, MERMAID, MADAM-RAG, every baseline): replies are chosen by the
-requested schema in ``factdebate.core.models.scenario_replies``.
+requested schema in ``factdebate.testing.scenario_replies``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from factdebate.core.models.script import ScriptCall
+from factdebate.testing.script import ScriptCall
 
 _SUBJECT = re.compile(r"^(?:Claim|Question):\s*(.+)$", re.MULTILINE)
 
@@ -73,7 +73,7 @@ def answer_role(call: ScriptCall, *, debater_label: int, judge_label: int = 0) -
     if call.role == "query":
         return {"query": claim_of(call) or "claim"}
     if call.role == "ragas":
-        from factdebate.core.models.scripted_ragas import respond_ragas
+        from factdebate.testing.scripted_ragas import respond_ragas
 
         return respond_ragas(call)
     if call.role == "judge":

@@ -23,7 +23,7 @@ FRAMEWORKS.register(
     paper="Tool-MAD (stability score; consistency-score variant via scoring_mode)",
     prompt_set="tool_mad",
     title="Tool-MAD",
-    context="factdebate.core.tool_mad:ToolMadContext",
+    context="factdebate.nodes.tool_mad.state:ToolMadContext",
 )
 FRAMEWORKS.register(
     "mermaid",
@@ -31,7 +31,7 @@ FRAMEWORKS.register(
     paper="MERMAID (decomposer + ReAct executor over MCP tools + persistent evidence memory)",
     prompt_set="mermaid",
     title="MERMAID",
-    context="factdebate.core.mermaid:MermaidContext",
+    context="factdebate.nodes.mermaid.state:MermaidContext",
 )
 FRAMEWORKS.register(
     "madke",
@@ -39,7 +39,7 @@ FRAMEWORKS.register(
     paper="MADKE (shared knowledge pool + adaptive knowledge selection; judge, summariser)",
     prompt_set="madke",
     title="MADKE",
-    context="factdebate.core.madke:MadkeContext",
+    context="factdebate.nodes.madke.state:MadkeContext",
 )
 FRAMEWORKS.register(
     "madam_rag",
@@ -48,7 +48,7 @@ FRAMEWORKS.register(
     paper="MADAM-RAG (one agent per document, aggregator, early stop when answers hold)",
     prompt_set="madam_rag",
     title="MADAM-RAG",
-    context="factdebate.core.madam_rag:MadamRagContext",
+    context="factdebate.nodes.madam_rag.state:MadamRagContext",
 )
 
 FRAMEWORKS.register(
@@ -58,7 +58,7 @@ FRAMEWORKS.register(
     paper="Whole-text check (issue #17): claim extraction, a debate per claim, cited verdict",
     prompt_set="check_text",
     title="check_text",
-    context="factdebate.core.check_text:CheckTextContext",
+    context="factdebate.nodes.check_text.state:CheckTextContext",
 )
 
 # Baselines (issue #3): graphs/baselines/, prompts/baselines/, factdebate/baseline_context.py.
@@ -94,7 +94,7 @@ for _name, _title, _paper, _context, _needs_index in _BASELINES:
         paper=_paper,
         prompt_set="baselines",
         title=_title,
-        context=f"factdebate.core.baseline_context:{_context}",
+        context=f"factdebate.nodes.baselines.context:{_context}",
         needs_index=_needs_index,
         baseline=True,
     )

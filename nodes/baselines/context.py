@@ -5,6 +5,9 @@ answer mode (a label on the task's label set, or a list of answers for RAMDocs-s
 and where the evidence comes from. Baselines that retrieve use one tool, the ``rag`` retriever
 (``rag_backend``). Rounds (``max_rounds``) belong to the debate baselines only, a judge model
 (``judge_model``) to MAD and Speculative RAG's verifier (``JudgedContext``).
+
+Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ import re
 from typing import Any
 
 from factdebate.core.labels import NEI
-from factdebate.core.models.scenario_replies import respond_any
-from factdebate.core.models.scenarios import claim_of, schema_labels
-from factdebate.core.models.script import Responder, ScriptCall
+from factdebate.testing.scenario_replies import respond_any
+from factdebate.testing.scenarios import claim_of, schema_labels
+from factdebate.testing.script import Responder, ScriptCall
 
 _TEXT = re.compile(r"<text>(.*?)</text>", re.DOTALL)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -52,7 +52,7 @@ def respond_check_text(call: ScriptCall) -> Any:
     """One reply of the ``check_text`` scenario."""
     if call.role == "extract":
         return extraction(call)
-    name = getattr(call.schema, "__name__", "") if call.schema is not None else ""
+    name = call.schema_name
     if name.startswith("Verdict"):
         return {"reasoning": f"{claim_of(call)} The evidence bears on it.",
                 "label": label_by_numbers(call)}

@@ -4,6 +4,9 @@ Every baseline returns the shared ``DebateOutput`` (its turns may carry ``answer
 keys here carry what single-agent and retrieval baselines work from (the evidence, Astute RAG's
 internal and consolidated passages) and per-branch payloads of the fanned-out steps
 (self-consistency samples, Speculative RAG drafts).
+
+Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
 """
 
 from __future__ import annotations

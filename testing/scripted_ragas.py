@@ -22,7 +22,7 @@ import math
 import re
 from typing import Any
 
-from factdebate.core.models.script import ScriptCall
+from factdebate.testing.script import ScriptCall
 
 UNRELATED_QUESTION = "What is the recommended baking temperature for sourdough bread?"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -69,7 +69,7 @@ def respond_ragas(
     Raises:
         ValueError: The call is not a Faithfulness/AnswerRelevancy prompt.
     """
-    schema = getattr(call.schema, "__name__", "")
+    schema = call.schema_name
     data = ragas_input(call)
     if schema == "StatementGeneratorOutput":
         return {"statements": sentences(data["answer"]) or [data["answer"]]}

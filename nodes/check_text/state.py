@@ -8,6 +8,9 @@ per-sentence marks, numbered citations and a text-level verdict with counts.
 Limits: a text holds at most ``MAX_TEXT_CHARS`` characters (longer input is refused with the
 remedy); at most ``max_claims`` distinct check-worthy claims are debated per text, the others are
 reported as skipped (counted, never silently dropped).
+
+Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ class CheckTextContext(JudgedContext):
         if LABEL_SETS.resolve(self.label_set) not in CLAIM_LABEL_SETS:
             raise ConfigError(f"label_set={self.label_set!r} is not a claim-verification task",
                               f"check a text with one of {', '.join(CLAIM_LABEL_SETS)}")
-        if self.framework.replace("-", "_") == "check_text":
+        if self.framework.strip().lower().replace("-", "_") == "check_text":
             raise ConfigError("check_text cannot verify its own claims",
                               "set framework to a debate framework, e.g. tool_mad")
         self.verifier_settings = parse_settings(self.verifier_settings)

@@ -20,14 +20,8 @@ from langgraph.runtime import Runtime
 
 from factdebate.core.budget import raise_if_refused
 from factdebate.core.state import DebateState, RoundScore, Turn
-from factdebate.core.tool_mad import ToolMadContext
-from factdebate.nodes.routing import END, rounds_done, rounds_used, run_context
-
-
-def round_turns(state: DebateState, round_: int | None = None) -> list[Turn]:
-    """Turns of ``round_`` (default: the current round), ordered by agent."""
-    r = state["round"] if round_ is None else round_
-    return sorted((t for t in state.get("turns", []) if t["round"] == r), key=lambda t: t["agent"])
+from factdebate.nodes.routing import END, round_turns, rounds_done, rounds_used, run_context
+from factdebate.nodes.tool_mad.state import ToolMadContext
 
 
 def _row(scores: dict[str, list[RoundScore]], agent: str, round_: int) -> RoundScore | None:

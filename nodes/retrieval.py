@@ -1,6 +1,8 @@
-"""``retrieve``: a debater runs its query against its own tool (Tool-MAD Alg. 1, Retrieve(A, q)).
+"""Retrieval shared by every node that searches: a tool per debater kind, timeouts, retries, faults.
 
-Backends come from the Context (``rag_backend``, ``search_backend``); ``search_backend="auto"``
+Used by Tool-MAD's ``retrieve`` (``nodes/tool_mad/retrieve.py``), MADKE's ``gather_knowledge``,
+MADAM-RAG's ``gather_documents``, the baselines' ``gather_evidence``, MERMAID's tools and
+``prepare``. Backends come from the Context (``rag_backend``, ``search_backend``); ``search_backend="auto"``
 means Tavily when ``TAVILY_API_KEY`` is set, else the offline keyword stand-in, which is flagged in
 the output. Calls are bounded by a timeout and retried with back-off (honouring a 429's
 ``Retry-After``, capped); a tool that still fails - timeout, 429, 5xx, unreachable host - yields
@@ -19,17 +21,14 @@ import asyncio
 import os
 from typing import Any
 
+from factdebate.core.context import Context
+from factdebate.core.errors import ConfigError, FactDebateError
+from factdebate.core.state import Evidence, add_ledger
 from factdebate.nodes.llm import is_retryable, with_retries
 from factdebate.nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
 from factdebate.nodes.summarize_evidence import summarize_passages
 from factdebate.tools.base import RetrieverSettings, cached_retriever, get_retriever
 from factdebate.tools.traced import traced_search
-from langgraph.runtime import Runtime
-
-from factdebate.core.context import Context, debater_kind
-from factdebate.core.errors import ConfigError, FactDebateError
-from factdebate.core.state import DebaterState, Evidence, add_ledger
-from factdebate.core.tool_mad import ToolMadContext
 
 STAND_IN_FLAG = (
     "search: no TAVILY_API_KEY, so the 'search' debater used the offline keyword index "
@@ -111,15 +110,3 @@ async def search_tool(
         kept, used, notes = await summarize_passages(kept, query, ctx, backend=backend)
         ledger, flags = add_ledger(ledger, used), flags + notes
     return {"evidence": kept, "ledger": ledger, "flags": flags}
-
-
-async def retrieve(state: DebaterState, runtime: Runtime[ToolMadContext]) -> dict[str, Any]:
-    """Top-k evidence for this round's query from the debater's tool."""
-    ctx = runtime.context
-    backend, _ = resolve_backend(debater_kind(state["agent"]), ctx)
-    if backend is None or not state.get("query"):
-        return {"evidence": []}
-    return await search_tool(
-        backend, state["query"], ctx, k=ctx.top_k, exclude_titles=state.get("exclude_titles"),
-        who=f"agent {state['agent']} in round {state['round']}",
-    )

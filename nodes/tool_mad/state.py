@@ -3,6 +3,9 @@
 Tool-MAD v2 (stability score: RAGAS faithfulness + answer relevancy) and v1 (consistency score,
 ``scoring_mode="consistency"``); the knobs are the papers' T, thresholds, top-k, agents and the
 ablations (query formulation off, scoring feedback off).
+
+Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
 """
 
 from __future__ import annotations

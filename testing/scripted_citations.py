@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from factdebate.core.models.script import ScriptCall
+from factdebate.testing.script import ScriptCall
 
 CITE_MODES = ("shown", "wrong", "none")
 
@@ -35,7 +35,7 @@ def shown_documents(prompt: str) -> list[tuple[int, str]]:
 
 
 def _claim_words(call: ScriptCall) -> set[str]:
-    from factdebate.core.models.scenarios import claim_of
+    from factdebate.testing.scenarios import claim_of
 
     return set(_WORD.findall(claim_of(call).lower()))
 

@@ -1,4 +1,8 @@
-"""MADAM-RAG's configuration (``MadamRagContext``) and the state its graph adds to ``DebateState``."""
+"""MADAM-RAG's configuration (``MadamRagContext``) and the state its graph adds to ``DebateState``.
+
+Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
+"""
 
 from __future__ import annotations
 

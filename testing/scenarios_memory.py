@@ -22,9 +22,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from factdebate.core.models.scenario_replies import label_for, respond_any
-from factdebate.core.models.scenarios import claim_of
-from factdebate.core.models.script import Responder, ScriptCall
+from factdebate.testing.scenario_replies import label_for, respond_any
+from factdebate.testing.scenarios import claim_of
+from factdebate.testing.script import Responder, ScriptCall
 
 MAX_NAMES = 3
 _NAME = re.compile(r"[A-Z][\w.'’$&-]*(?:\s+[A-Z][\w.'’$&-]*)*")
@@ -83,7 +83,7 @@ def lookup() -> Responder:
     """``scripted:lookup`` (see the module docstring)."""
 
     def respond(call: ScriptCall) -> Any:
-        name = getattr(call.schema, "__name__", "") if call.schema is not None else ""
+        name = call.schema_name
         if name == "Decomposition":
             return decomposition(claim_of(call))
         if name == "ReactStep":
