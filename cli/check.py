@@ -25,8 +25,8 @@ from typing import Annotated, Any
 import typer
 
 from factdebate.cli.output import err, fail, out
-from factdebate.nodes.check_text.state import MAX_TEXT_CHARS, CheckTextContext
 from factdebate.core.errors import FactDebateError, InputError, RunFaultError
+from factdebate.nodes.check_text.state import MAX_TEXT_CHARS, CheckTextContext
 
 CHECKS_FILE_BYTES = MAX_TEXT_CHARS * 4
 """A file larger than this cannot hold a text within the limit (4 bytes per character at most)."""
@@ -34,7 +34,7 @@ CHECKS_FILE_BYTES = MAX_TEXT_CHARS * 4
 
 def read_text(source: str) -> str:
     """The text of FILE, or of stdin for ``-``: UTF-8, not binary, within the size limit."""
-    from factdebate.nodes.check_text.extract_claims import clean_text
+    from factdebate.nodes.check_text.split_text import clean_text
 
     where = "stdin" if source == "-" else source
     if source == "-":
@@ -125,9 +125,9 @@ def check(
              "rag_backend": rag_backend, "search_backend": search_backend,
              "index_dir": index_dir}, list(set_), {} if rounds is None else {"max_rounds": rounds})
         if FRAMEWORKS.entry(name).meta.get("needs_index", True):
-            from factdebate.run.setup import ensure_index
+            from factdebate.run.setup import check_index
 
-            ensure_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
+            check_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
         thread_id = thread_id or uuid.uuid4().hex
         result = _run(text, ctx, thread_id, resume, checkpoint_db)
         if out_html is not None:
@@ -172,7 +172,7 @@ async def _check(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,
 
     from factdebate.cli.check_report import CheckProgress
     from factdebate.cli.verify_checks import checkpoint_place
-    from factdebate.core.context import masked
+    from factdebate.core.context import masked_context
     from factdebate.prompts import load_prompts
     from factdebate.run.claims import (
         DURABILITY,
@@ -191,7 +191,7 @@ async def _check(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,
     config: Any = {
         "configurable": {"thread_id": thread_id}, "run_name": "check_text:check",
         "metadata": {"framework": "check_text", "verifier": ctx.framework,
-                     "prompt_version": version, "fd_context": masked(ctx), **model_metadata(ctx)}}
+                     "prompt_version": version, "fd_context": masked_context(ctx), **model_metadata(ctx)}}
     async with open_sqlite_saver(db) as saver, \
             AsyncSqliteStore.from_conn_string(str(default_memory_db())) as store:
         await store.setup()

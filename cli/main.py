@@ -33,7 +33,7 @@ from factdebate.core.errors import (  # noqa: E402
     InputError,
     RunFaultError,
 )
-from factdebate.run.setup import build_context, ensure_index  # noqa: E402
+from factdebate.run.setup import build_context, check_index  # noqa: E402
 
 app = typer.Typer(add_completion=False, no_args_is_help=True)
 ls_app = typer.Typer(help="List registered names.", no_args_is_help=True)
@@ -125,7 +125,7 @@ def verify(
             context_class(framework),
         )
         if FRAMEWORKS.entry(framework).meta.get("needs_index", True):
-            ensure_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
+            check_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
         thread_id = thread_id or uuid.uuid4().hex
         try:
             from factdebate.run.claims import run_async

@@ -26,12 +26,12 @@ from typing import Any, Protocol, TypeVar
 
 from factdebate.core.errors import ConfigError, SettingsRefused
 from factdebate.core.labels import LABEL_SETS
-from factdebate.core.settings import check_fields, default_of, knob, mask_url, masked
+from factdebate.core.settings import check_fields, default_of, knob, mask_url, masked_context
 
 __all__ = [
     "DEBATER_KINDS", "DEFAULT_MODEL", "MAX_CLAIM_CHARS", "Context", "JudgedContext",
     "allowed_models_from_env", "check_client_settings", "context_fields", "debater_kind",
-    "default_index_dir", "factdebate_home", "knob", "make_context", "mask_url", "masked",
+    "default_index_dir", "factdebate_home", "knob", "make_context", "mask_url", "masked_context",
     "model_allowed",
     "operator_fields", "run_fields",
 ]

@@ -193,6 +193,6 @@ def mask_values(value: Any) -> Any:
     return value
 
 
-def masked(context: Any) -> dict[str, Any]:
+def masked_context(context: Any) -> dict[str, Any]:
     """The dataclass ``context`` as a dict for run.json/metadata/reports, credentials masked."""
     return mask_values(asdict(context))

@@ -43,13 +43,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from factdebate.tools import DEMO_CORPUS_DIR
-
 from factdebate.core.context import Context
 from factdebate.core.models import load_model
 from factdebate.core.registry import Registry
 from factdebate.nodes.tool_mad.state import ToolMadContext
 from factdebate.run.claims import event_loop_kind, git_sha, run_async, run_claim
+from factdebate.tools import DEMO_CORPUS_DIR
 
 DEMO_CORPUS = DEMO_CORPUS_DIR / "passages.jsonl"
 DEMO_CLAIMS = DEMO_CORPUS_DIR / "claims.jsonl"

@@ -35,10 +35,9 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+from factdebate.run.claims import run_async
 from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
 from factdebate.tools.indexing import build_indexes, index_exists, read_manifest
-
-from factdebate.run.claims import run_async
 
 RETRIEVERS = ("milvus", "keyword", "hybrid")
 KS = (1, 3, 5)
@@ -101,7 +100,7 @@ def _latency(seconds: list[float]) -> dict[str, float]:
             "p95_ms": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 3)}
 
 
-def ensure_index(corpus: Path, index_dir: Path) -> dict[str, Any]:
+def reuse_or_build_bench_index(corpus: Path, index_dir: Path) -> dict[str, Any]:
     """Build the corpus index unless one built from the same file with today's index exists."""
     from factdebate.tools.milvus_rag import index_description
 
@@ -118,7 +117,7 @@ def run_retrieval_bench(data_dir: Path, work_dir: Path, *, limit: int = 300, see
     """The whole retrieval benchmark; returns the JSON-ready result."""
     corpus = data_dir / "corpus" / "wiki.jsonl"
     index_dir = work_dir / "wiki-index"
-    manifest = ensure_index(corpus, index_dir)
+    manifest = reuse_or_build_bench_index(corpus, index_dir)
     titles = {norm_title(r["title"]) for r in _read_jsonl(corpus)}
     everything = gold_sets(data_dir, titles, limit + latency_queries, seed)
     sets = {name: rows[:limit] for name, rows in everything.items()}
@@ -158,6 +157,7 @@ async def _latencies(settings: RetrieverSettings, queries: list[str]) -> dict[st
 def pad_index(corpus: Path, target: Path, total: int, seed: int) -> Path:
     """A padded copy of the corpus index with ``total`` passages (see the module docstring)."""
     import numpy as np
+
     from factdebate.tools import milvus_rag
     from factdebate.tools.embeddings import get_embeddings
     from factdebate.tools.indexing import iter_passages

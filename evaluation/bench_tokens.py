@@ -159,8 +159,8 @@ def _context(name: str, spec: str, index_dir: Path, rounds: int) -> Any:
 
 async def _framework(name: str, claims: list[str], spec: str, index_dir: Path, rounds: int,
                      db: Path, bpe: Callable[[str], int] | None) -> dict[str, Any]:
-    from factdebate.testing.scripted import ScriptedChatModel
     from factdebate.run.claims import open_sqlite_saver, run_claim
+    from factdebate.testing.scripted import ScriptedChatModel
 
     ctx = _context(name, spec, index_dir, rounds)
     meter = PrefixMeter(bpe)
@@ -198,8 +198,8 @@ async def _framework(name: str, claims: list[str], spec: str, index_dir: Path, r
 def run_tokens_bench(work_dir: Path, index: Path, texts: list[str], *, rounds: int = 3,
                      seed: int = 13, frameworks: list[str] | None = None) -> dict[str, Any]:
     """Tokens per claim of every framework on ``texts`` (the double, the demo index)."""
-    from factdebate.run.claims import run_async
     from factdebate.graphs.registry import FRAMEWORKS
+    from factdebate.run.claims import run_async
 
     spec = "scripted:disagree?cache=prefix"
     per: dict[str, Any] = {}

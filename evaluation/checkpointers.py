@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -20,15 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.core.errors import BackendUnavailableError, ConfigError, InputError, StorageError
+from factdebate.core.settings import mask_url
 
 POSTGRES_ENV = "FACTDEBATE_POSTGRES_URI"
 _SCHEMES = ("postgres://", "postgresql://")
 SQLITE_FILE = "checkpoints.sqlite"
-
-
-def masked(uri: str) -> str:
-    """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", uri)
 
 
 def checkpointer_kind(value: str | None) -> str:
@@ -116,13 +111,13 @@ async def open_checkpointer(value: str | None, out: Path, *, repair: bool = Fals
 
         # read as data: a value naming code is UnsupportedDataError, never run
         manager = AsyncPostgresSaver.from_conn_string(
-            uri, serde=CheckpointSerializer(f"the PostgreSQL checkpointer at {masked(uri)}"))
+            uri, serde=CheckpointSerializer(f"the PostgreSQL checkpointer at {mask_url(uri)}"))
         saver = await manager.__aenter__()
         await saver.setup()
     except psycopg.Error as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise BackendUnavailableError(
-            f"cannot open the PostgreSQL checkpointer at {masked(uri)} ({first})"[:400],
+            f"cannot open the PostgreSQL checkpointer at {mask_url(uri)} ({first})"[:400],
             "start the server and check the URI, or use --checkpointer sqlite") from exc
     try:
         yield saver

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from factdebate.evaluation.runner import RunSpec
 
 from factdebate.core.errors import InputError
+from factdebate.evaluation.runner import RunSpec
 
 _TOP = {"out", "data_dir", "limit", "seed", "concurrency", "workers", "model", "set", "metrics",
         "metric_model", "frameworks", "datasets", "runs", "server"}

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from factdebate.core.context import Context
+from factdebate.core.errors import FactDebateError, exception_chain
 from factdebate.evaluation.executors import LangSmithExperiment
 from factdebate.evaluation.formats import Item
 from factdebate.evaluation.judging import estimate_cost, measure
@@ -21,9 +23,6 @@ from factdebate.evaluation.memory_store import memory_configurable
 from factdebate.evaluation.metrics import correct
 from factdebate.evaluation.results import base_row, error_row, ok_row
 from factdebate.evaluation.run_folder import run_store_fault
-
-from factdebate.core.context import Context
-from factdebate.core.errors import FactDebateError, exception_chain
 
 
 @dataclass(kw_only=True)

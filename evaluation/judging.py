@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
-from factdebate.prompts import load_prompts
 from pydantic import BaseModel, Field
 
 from factdebate.core.context import Context
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, model_for
+from factdebate.prompts import load_prompts
 
 PRICES = Path(__file__).with_name("prices.yaml")
 EXTRA_METRICS = ("llm_judge", "ragas")

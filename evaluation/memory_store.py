@@ -30,10 +30,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from factdebate.evaluation.checkpointers import checkpointer_kind, masked, postgres_uri
-from factdebate.nodes.mermaid.memory import MEMORY_SCOPE_KEY
-
 from factdebate.core.errors import BackendUnavailableError, ConfigError, StorageError
+from factdebate.core.settings import mask_url
+from factdebate.evaluation.checkpointers import checkpointer_kind, postgres_uri
+from factdebate.nodes.mermaid.memory import MEMORY_SCOPE_KEY
 
 MEMORY_FILE = "memory.sqlite"
 
@@ -125,5 +125,5 @@ async def _open_postgres(uri: str) -> AsyncIterator[Any]:
 def _unavailable(uri: str, exc: Exception) -> BackendUnavailableError:
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return BackendUnavailableError(
-        f"cannot open the PostgreSQL memory store at {masked(uri)} ({first})"[:400],
+        f"cannot open the PostgreSQL memory store at {mask_url(uri)} ({first})"[:400],
         "start the server and check the URI, or use --checkpointer sqlite")

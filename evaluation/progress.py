@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.evaluation.metrics import correct
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -14,6 +13,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from factdebate.evaluation.metrics import correct
 
 
 class EvalProgress:

@@ -27,6 +27,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Console
+
+from factdebate.core.context import Context, masked_context
+from factdebate.core.errors import ConfigError, InputError
 from factdebate.evaluation.checkpointers import checkpointer_kind, open_checkpointer
 from factdebate.evaluation.datasets import dataset_spec, file_sha256, load_items, stratified_sample
 from factdebate.evaluation.executors import LangSmithExperiment, LocalExecutor, ServerExecutor
@@ -59,10 +63,6 @@ from factdebate.evaluation.run_folder import (
     remove_stale_temps,
     write_json_atomic,
 )
-from rich.console import Console
-
-from factdebate.core.context import Context, masked
-from factdebate.core.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
     from factdebate.evaluation.workers import WorkerPool
@@ -77,10 +77,9 @@ def build_run_context(spec: RunSpec) -> Context:
 
 
 def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str) -> dict[str, Any]:
-    from factdebate.prompts import load_prompts
-
-    from factdebate.run.claims import git_sha
     from factdebate.graphs.registry import FRAMEWORKS
+    from factdebate.prompts import load_prompts
+    from factdebate.run.claims import git_sha
 
     ds, path = dataset_spec(spec.dataset, Path(spec.data_dir) if spec.data_dir else None)
     return {
@@ -88,7 +87,7 @@ def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str) -> 
         "dataset_version": ds.version, "task": ds.task, "data_file": str(path),
         "data_sha256": file_sha256(path), "limit": spec.limit, "seed": spec.seed,
         "concurrency": spec.concurrency, "item_ids": [it.id for it in items],
-        "context": masked(ctx), "prompt_version": load_prompts(ctx.prompt_set).version,
+        "context": masked_context(ctx), "prompt_version": load_prompts(ctx.prompt_set).version,
         "paper": FRAMEWORKS.entry(spec.framework).meta.get("paper", ""),
         "models": ctx.model_specs(),
         "metrics": spec.metrics, "metric_model":
@@ -219,11 +218,11 @@ async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
             await executor.check()
             await _run_items(spec, ctx, record, executor, experiment, pending, done, console, on_row)
         elif spec.workers > 1 or pool is not None:
-            _ensure_index(spec.framework, ctx)
+            _check_index(spec.framework, ctx)
             await _run_in_workers(spec, ctx, record, experiment, pending, done, console, on_row,
                                   pool)
         else:
-            _ensure_index(spec.framework, ctx)
+            _check_index(spec.framework, ctx)
             async with open_checkpointer(spec.checkpointer, spec.out,
                                          repair=spec.repair) as saver, \
                     open_memory_store(record, spec.checkpointer, spec.out) as store:
@@ -277,9 +276,8 @@ def served_milvus_uri(framework: str, ctx: Context) -> str:
     MERMAID's MCP tools and any later reader then reach it from the workers); "" without one, or
     when the Context names a Milvus server the workers can reach themselves.
     """
-    from factdebate.tools.milvus_rag import is_local_uri
-
     from factdebate.graphs.registry import FRAMEWORKS
+    from factdebate.tools.milvus_rag import is_local_uri
 
     uri = ctx.resolved_milvus_uri
     if not FRAMEWORKS.entry(framework).meta.get("needs_index", True) or not is_local_uri(uri):
@@ -312,12 +310,12 @@ async def _pooled_row(pool: WorkerPool, item: Item, runner: ItemRunner) -> dict[
     return row
 
 
-def _ensure_index(framework: str, ctx: Context) -> None:
+def _check_index(framework: str, ctx: Context) -> None:
     from factdebate.graphs.registry import FRAMEWORKS
-    from factdebate.run.setup import ensure_index
+    from factdebate.run.setup import check_index
 
     if FRAMEWORKS.entry(framework).meta.get("needs_index", True):
-        ensure_index(ctx, explicit_index=bool(ctx.index_dir))
+        check_index(ctx, explicit_index=bool(ctx.index_dir))
 
 
 async def _run_items(spec: RunSpec, ctx: Context, record: dict[str, Any], executor: Any,

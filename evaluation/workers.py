@@ -229,10 +229,9 @@ async def _run_item(conn: Connection, run: _Run, seq: int, item: Any) -> None:
 
 def warm_retrievers(framework: str, ctx: Any) -> None:
     """Open the retrievers the framework's debaters use (once per process, cached)."""
+    from factdebate.graphs.registry import FRAMEWORKS
     from factdebate.nodes.retrieval import retriever_settings
     from factdebate.tools.base import get_retriever
-
-    from factdebate.graphs.registry import FRAMEWORKS
 
     if not FRAMEWORKS.entry(framework).meta.get("needs_index", True):
         return

@@ -26,26 +26,20 @@ Deviations from the single-agent checkers (and why):
 
 from __future__ import annotations
 
-from factdebate.graphs.verifiers import verifier_graph
-from factdebate.nodes.check_text.extract_claims import (
-    collect_claims,
-    extract_claims,
-    route_sentences,
-    split_text_node,
-)
-from factdebate.nodes.check_text.verify_claims import (
-    aggregate_claims,
-    route_after_collect_claims,
-    verify_claim_node,
-)
 from langgraph.graph import END, START, StateGraph
 
+from factdebate.graphs.verifiers import verifier_graph
+from factdebate.nodes.check_text.aggregate_claims import aggregate_claims
+from factdebate.nodes.check_text.collect_claims import collect_claims, route_after_collect_claims
+from factdebate.nodes.check_text.extract_claims import extract_claims
+from factdebate.nodes.check_text.split_text import route_sentences, split_text_node
 from factdebate.nodes.check_text.state import (
     CheckTextContext,
     CheckTextInput,
     CheckTextOutput,
     CheckTextState,
 )
+from factdebate.nodes.check_text.verify_claim import verify_claim_node
 
 __all__ = ["CheckTextContext", "build_check_text", "graph"]
 

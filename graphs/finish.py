@@ -8,8 +8,9 @@ routers through a path map (``{END: CITE_VERDICT, ...}``, the routers themselves
 
 from __future__ import annotations
 
-from factdebate.nodes.cite_verdict import SeenPassages, make_cite_verdict
 from langgraph.graph import END, StateGraph
+
+from factdebate.nodes.cite_verdict import SeenPassages, make_cite_verdict
 
 CITE_VERDICT = "cite_verdict"
 """Name of the final node."""

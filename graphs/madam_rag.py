@@ -38,13 +38,13 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.nodes.madam_rag.state import MadamRagContext, MadamRagState
 from factdebate.core.state import DebateInput, DebateOutput
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.madam_rag.aggregate import aggregate
 from factdebate.nodes.madam_rag.answer_from_document import answer_from_document, route_agents
 from factdebate.nodes.madam_rag.check_convergence import check_convergence, route_after_check_convergence
 from factdebate.nodes.madam_rag.gather_documents import gather_documents
+from factdebate.nodes.madam_rag.state import MadamRagContext, MadamRagState
 from factdebate.nodes.open_round import rounds_opener
 from factdebate.nodes.prepare import prepare_for
 

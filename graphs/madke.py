@@ -48,7 +48,6 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.nodes.madke.state import MadkeContext, MadkeState, SpeakerState
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
@@ -56,6 +55,7 @@ from factdebate.nodes.madke.gather_knowledge import gather_knowledge, route_know
 from factdebate.nodes.madke.judge_consensus import judge_consensus, route_after_judge_consensus
 from factdebate.nodes.madke.select_knowledge import select_knowledge
 from factdebate.nodes.madke.speak import speak
+from factdebate.nodes.madke.state import MadkeContext, MadkeState, SpeakerState
 from factdebate.nodes.madke.summarize import summarize
 from factdebate.nodes.madke.talk_order import route_after_debater_turn, route_speakers
 from factdebate.nodes.open_round import rounds_opener

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 from langgraph.graph import START, StateGraph
 
-from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 from factdebate.core.state import DebateInput, DebateOutput
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.mermaid.call_tool import call_tool
@@ -60,6 +59,7 @@ from factdebate.nodes.mermaid.execute_step import (
 )
 from factdebate.nodes.mermaid.executor_prompt import memory_evidence
 from factdebate.nodes.mermaid.memory import recall_memory, update_memory
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 
 __all__ = ["MermaidContext", "build_mermaid", "graph"]
 

@@ -41,19 +41,19 @@ Switches for the deviations (``ToolMadContext``): ``stop_rule`` (round_ge | accu
 
 from __future__ import annotations
 
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState, DebateState
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
-from factdebate.nodes.tool_mad.check_consensus import check_consensus, route_after_check_consensus
 from factdebate.nodes.judge import judge
 from factdebate.nodes.open_round import debater_router, rounds_opener
 from factdebate.nodes.prepare import prepare
 from factdebate.nodes.respond import respond
-from factdebate.nodes.tool_mad.retrieve import retrieve
+from factdebate.nodes.tool_mad.check_consensus import check_consensus, route_after_check_consensus
 from factdebate.nodes.tool_mad.formulate_query import formulate_query
+from factdebate.nodes.tool_mad.retrieve import retrieve
 from factdebate.nodes.tool_mad.score import score
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState, DebateState
 from factdebate.nodes.tool_mad.state import ToolMadContext
 
 

@@ -18,10 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from factdebate.nodes.render import render_evidence
-
 from factdebate.core.citations import Citation, normalise_numbers, passage_key
 from factdebate.core.state import Evidence
+from factdebate.nodes.render import render_evidence
 
 
 class CallRecords(Protocol):

@@ -5,8 +5,9 @@ agent's evidence, and each agent's average scores over the rounds (stability or 
 out in scoring mode ``none`` and in the "w/o scoring feedback" ablation unless
 ``judge_scores_without_feedback`` keeps them). If the judge's reply
 cannot be read even after a re-ask, the fallback is flagged: the label of the agent with the best
-average score in the last round (first agent on ties), never a label nobody proposed. The judge cites the passages of the history it relies on (one number
-per passage across the debate); they are the deciding citations of the verdict's evidence. A
+average score in the last round (first agent on ties), never a label nobody proposed. The judge
+cites the passages of the history it relies on (one number per passage across the debate); they
+are the deciding citations of the verdict's evidence. A
 prompt set whose judge template has ``{documents}`` (Tool-MAD's) gets every passage once there and
 the history as ``{debate}`` with each turn's passages by number; otherwise ``{history}`` repeats
 each turn's passages.
@@ -16,14 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.citations import Shown
-from factdebate.nodes.llm import ask_final_verdict
-from factdebate.nodes.prompting import common_values, prompt_set
-from factdebate.nodes.render import average_scores, render_debate, render_history, render_scores
 from langgraph.runtime import Runtime
 
 from factdebate.core.context import JudgedContext
 from factdebate.core.state import DebateState, Turn
+from factdebate.nodes.citations import Shown
+from factdebate.nodes.llm import ask_final_verdict
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.render import average_scores, render_debate, render_history, render_scores
 from factdebate.nodes.routing import round_turns
 
 

@@ -26,7 +26,7 @@ and retry ``ctx.llm_retries`` times:
   fall-back and one re-ask (:func:`ask_verdict`).
 
 Built on them: :func:`ask_debater_verdict` and :func:`ask_final_verdict` (a verdict with its parse
-flags), and the baselines' ``ask_answer`` (nodes/baselines/answering.py: a label or, in
+flags), and the baselines' ``ask_answer`` (nodes/baselines/ask_answer.py: a label or, in
 multi-answer mode, a list of answers). ``model_for``/``call_config``/``ask_structured`` are the
 parts; a node does not string them together itself (tools that hand the model to a library, such
 as ragas scoring and evidence summaries, use ``model_for`` and ``call_config`` directly).
@@ -45,8 +45,6 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
-from factdebate.nodes.citations import Shown, cite
-
 from factdebate.core.citations import (
     citations_in_text,
     normalise_numbers,
@@ -59,6 +57,7 @@ from factdebate.core.faults import backend_error
 from factdebate.core.labels import LabelSet, ParsedLabel, get_label_set, parse_label, verdict_schema
 from factdebate.core.ledger import UsageTracker
 from factdebate.core.models import cached_model, load_model, negotiation
+from factdebate.nodes.citations import Shown, cite
 
 log = logging.getLogger(__name__)
 

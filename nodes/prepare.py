@@ -16,8 +16,6 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from factdebate.nodes.retrieval import resolve_backend
-from factdebate.nodes.routing import routing_settings
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
@@ -25,6 +23,8 @@ from factdebate.core.context import MAX_CLAIM_CHARS, Context, operator_fields
 from factdebate.core.errors import InputError, SettingsRefused
 from factdebate.core.labels import LABEL_SETS
 from factdebate.core.state import DebateState, fresh_claim
+from factdebate.nodes.retrieval import resolve_backend
+from factdebate.nodes.routing import routing_settings
 
 _ALLOWED_CONTROLS = {"\n", "\t"}
 

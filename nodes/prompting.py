@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from factdebate.core.context import Context
 from factdebate.nodes.render import render_options
 from factdebate.prompts import PromptSet, label_instructions, load_prompts
-
-from factdebate.core.context import Context
 
 
 def prompt_set(ctx: Context) -> PromptSet:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.citations import Shown
-from factdebate.nodes.llm import CallLog, ask_debater_verdict
-from factdebate.nodes.prompting import common_values, prompt_set
-from factdebate.nodes.render import render_opponents
 from langgraph.runtime import Runtime
 
 from factdebate.core.context import Context, debater_kind
 from factdebate.core.state import DebaterState, Turn
+from factdebate.nodes.citations import Shown
+from factdebate.nodes.llm import CallLog, ask_debater_verdict
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.render import render_opponents
 
 
 async def respond(state: DebaterState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from factdebate.nodes.llm import CallLog, call_config, model_for, with_retries
-from factdebate.prompts import load_prompts
 from langchain_core.language_models import BaseChatModel
 
 from factdebate.core.context import Context
 from factdebate.core.errors import FactDebateError
 from factdebate.core.state import Evidence
+from factdebate.nodes.llm import CallLog, call_config, model_for, with_retries
+from factdebate.prompts import load_prompts
 
 MAX_SENTENCES = 3
 SUMMARY_FLAG = ("tool: {backend} abstracts summarised by {model} (the paper's DistilBART "

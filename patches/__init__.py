@@ -8,8 +8,11 @@ internals it copies and the exact versions it was written against. :func:`enable
 way the rest of the project asks for one: on first use it checks the gate (installed versions,
 ``importlib.metadata``) and installs the patch (:func:`install_all` runs every check once); with
 any other version the library is left untouched and callers take the plain public path (correct,
-just slower). ``tests/unit/test_patches.py`` fails when a pin in ``constraints.txt`` or a range in
-``pyproject.toml`` moves away from a gate.
+just slower) - except ``llama_decode``, which has no public fallback: the embedded model's
+grammar-constrained decoding needs it, so with another llama-cpp-python the embedded model refuses
+to load, naming the version it needs (``factdebate.core.models.local``; pyproject.toml pins
+llama-cpp-python exactly). ``tests/unit/test_patches.py`` fails when a pin in ``constraints.txt``
+or a range in ``pyproject.toml`` moves away from a gate.
 
 This package is the bottom layer: it imports no other ``factdebate`` package.
 

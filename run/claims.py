@@ -22,13 +22,13 @@ from langgraph.store.base import BaseStore
 from langgraph.types import StateSnapshot
 
 from factdebate.core.caching import ProcessCache
-from factdebate.core.context import Context, factdebate_home, masked
+from factdebate.core.context import Context, factdebate_home, masked_context
 from factdebate.core.errors import InputError
 from factdebate.core.ledger import empty_ledger
 from factdebate.core.state import DebateInput, complete_input
+from factdebate.graphs.registry import FRAMEWORKS, build_framework
 from factdebate.nodes.render import average_scores
 from factdebate.prompts import load_prompts
-from factdebate.graphs.registry import FRAMEWORKS, build_framework
 from factdebate.run.heap import claim_process_gc, settle_after_first_claim
 
 T = TypeVar("T")
@@ -190,7 +190,7 @@ async def run_claim(
     config: dict[str, Any] = {
         "configurable": {"thread_id": thread_id},
         "metadata": {"framework": name, "prompt_version": prompt_version,
-                     "fd_context": masked(ctx), **model_metadata(ctx)},
+                     "fd_context": masked_context(ctx), **model_metadata(ctx)},
         "run_name": f"{name}:verify",
     }
     extra = dict(config_extra or {})

@@ -32,22 +32,23 @@ def build_context(
     return make_context(cls, values)  # a flag the framework lacks: one line, not a TypeError
 
 
-def ensure_index(ctx: Context, explicit_index: bool) -> None:
-    """Check the Context's index; build the demo-corpus index only where no index exists at all.
+def check_index(ctx: Context, explicit_index: bool) -> None:
+    """Check the Context's index for a command line run; build the demo index where allowed.
 
-    The rule is :func:`factdebate.tools.demo_index.ensure_index` (shared with the server's
-    start-up): the demo corpus goes only into the default index folder (no ``--index-dir``, no
-    ``--set index_dir=...``, no ``$FACTDEBATE_INDEX_DIR``, no Milvus URI) and only when that folder
-    is absent or empty; a damaged index is an error naming the damage. On success this process
-    holds the index's shared lock.
+    :func:`factdebate.tools.demo_index.check_index_or_build_demo` (the one rule, shared with the
+    server's start-up) with its one announcement line on stderr: the demo corpus goes only into
+    the default index folder (no ``--index-dir``, no ``--set index_dir=...``, no
+    ``$FACTDEBATE_INDEX_DIR``, no Milvus URI) and only when that folder is absent or empty; a
+    damaged index is an error naming the damage. On success this process holds the index's shared
+    lock.
 
     Raises:
         ConfigError: No index at an explicitly named place.
         IndexDamagedError: The index folder holds a damaged index.
         InUseError: ``factdebate index`` is building it right now.
     """
-    from factdebate.tools.demo_index import ensure_index as find_or_build
+    from factdebate.tools.demo_index import check_index_or_build_demo
 
-    find_or_build(ctx, explicit_index=explicit_index,
-                  announce=lambda line: _err.print(line, style="yellow", markup=False))
+    check_index_or_build_demo(ctx, explicit_index=explicit_index,
+                              announce=lambda line: _err.print(line, style="yellow", markup=False))
 

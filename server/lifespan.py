@@ -4,7 +4,7 @@
 (:mod:`factdebate.server.webapp`): langgraph-api merges it into its own and runs it after the
 graphs are loaded and before the server answers requests, so a fresh ``langgraph dev`` (no index
 yet) builds the bundled demo index once (~35 s) and its first run succeeds. The rule is the CLI's
-(:func:`factdebate.tools.demo_index.ensure_index`): the demo index only in the default folder and
+(:func:`factdebate.tools.demo_index.check_index_or_build_demo`): the demo index only in the default folder and
 only where no index exists at all; an index folder or Milvus URI the operator configured must hold
 an index; a damaged index is never replaced. The index is read, not only listed: the vector index
 is opened (collection, dimension, passage count against the manifest) and searched once
@@ -42,11 +42,11 @@ def prepare_index() -> None:
     """Find or build the operator's index, then read it (blocking; the lifespan runs it in a
     thread): the vector index is opened and searched once (``read_vector_index``), so a Milvus
     Lite folder whose files hold random bytes stops the start instead of every run."""
-    from factdebate.tools.demo_index import ensure_index
+    from factdebate.tools.demo_index import check_index_or_build_demo
     from factdebate.tools.indexing import read_vector_index
 
     ctx = Context()
-    state = ensure_index(ctx, announce=_say)
+    state = check_index_or_build_demo(ctx, announce=_say)
     passages = read_vector_index(ctx.index_path, ctx.resolved_milvus_uri, ctx.embedding_model)
     _say(f"serving the index at {state.path} ({passages} passages, read and searched)")
 

@@ -40,13 +40,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from factdebate.core.context import allowed_models_from_env, run_fields
-from factdebate.testing.script import SCENARIOS
 from factdebate.core.settings import choices_of, default_of, field_types
 from factdebate.graphs.registry import FRAMEWORKS, context_class
 from factdebate.server import evals_browser
 from factdebate.server.auth import LIMITS, authenticate
 from factdebate.server.guard import ServerGuard
 from factdebate.server.lifespan import lifespan
+from factdebate.testing.script import SCENARIOS
 
 STATIC = Path(__file__).with_name("static")
 TEXT_GRAPH = "check_text"

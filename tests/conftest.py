@@ -18,10 +18,9 @@ os.environ.pop("TAVILY_API_KEY", None)
 os.environ.pop("LANGSMITH_TRACING", None)
 os.environ.pop("LANGCHAIN_TRACING_V2", None)
 
-from factdebate.tools.base import RETRIEVERS, RetrieverSettings  # noqa: E402
-
-from factdebate.testing.scripted import SCENARIOS, Responder  # noqa: E402
 from factdebate.core.state import Evidence  # noqa: E402
+from factdebate.testing.scripted import SCENARIOS, Responder  # noqa: E402
+from factdebate.tools.base import RETRIEVERS, RetrieverSettings  # noqa: E402
 
 PASSAGES = [
     ("p1", "Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris, France, "

@@ -19,12 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from factdebate.core.context import Context, default_index_dir
+from factdebate.core.errors import ConfigError, IndexDamagedError
 from factdebate.tools import DEMO_CORPUS_DIR
 from factdebate.tools.index_lock import hold_shared
 from factdebate.tools.index_state import IndexState, inspect_index
-
-from factdebate.core.context import Context, default_index_dir
-from factdebate.core.errors import ConfigError, IndexDamagedError
 
 DEMO_CORPUS = DEMO_CORPUS_DIR / "passages.jsonl"
 
@@ -42,8 +41,8 @@ def demo_allowed(ctx: Context, explicit_index: bool = False) -> bool:
     return _same(ctx.index_path, default_index_dir())
 
 
-def ensure_index(ctx: Context, *, explicit_index: bool = False,
-                 announce: Announce | None = None) -> IndexState:
+def check_index_or_build_demo(ctx: Context, *, explicit_index: bool = False,
+                              announce: Announce | None = None) -> IndexState:
     """Check ``ctx``'s index and build the demo index where :func:`demo_allowed` permits.
 
     ``announce`` receives one line before a demo build starts (it takes ~30 s on a laptop).

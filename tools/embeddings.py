@@ -167,6 +167,7 @@ def measure_onnx() -> None:  # python -m factdebate.tools.embeddings
 
     import numpy as np
     import torch
+
     from factdebate.tools.embeddings_onnx import PROBES
 
     model = MiniLMEmbeddings()

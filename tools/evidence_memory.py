@@ -32,10 +32,10 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from factdebate.tools.indexing import read_manifest
 from langgraph.store.base import BaseStore
 
 from factdebate.core.errors import BackendUnavailableError
+from factdebate.tools.indexing import read_manifest
 from factdebate.tools.mermaid_shapes import MemoryRecord  # re-exported
 
 NAMESPACE = ("mermaid", "evidence")

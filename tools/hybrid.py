@@ -29,9 +29,8 @@ from __future__ import annotations
 import asyncio
 import statistics
 
-from factdebate.tools.base import RetrieverSettings, get_retriever
-
 from factdebate.core.state import Evidence
+from factdebate.tools.base import RetrieverSettings, get_retriever
 
 RRF_K = 60
 """The constant of the RRF paper (Cormack et al., 2009) for :func:`rrf_fuse`."""

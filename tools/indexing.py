@@ -39,6 +39,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from factdebate.core.errors import (
+    BackendUnavailableError,
+    IndexDamagedError,
+    InputError,
+    StorageError,
+    storage_problem,
+)
+from factdebate.core.settings import mask_url
 from factdebate.tools import DEMO_CORPUS_DIR, index_lock, milvus_rag
 from factdebate.tools.base import RetrieverSettings, get_retriever
 from factdebate.tools.embeddings import embedding_dimension, get_embeddings
@@ -49,15 +57,6 @@ from factdebate.tools.index_state import (  # noqa: F401 - re-exported: the publ
     inspect_index,
 )
 from factdebate.tools.keyword import KEYWORD_SUBDIR, write_keyword_index
-
-from factdebate.core.errors import (
-    BackendUnavailableError,
-    IndexDamagedError,
-    InputError,
-    StorageError,
-    storage_problem,
-)
-from factdebate.core.settings import mask_url
 
 DEFAULT_COLLECTION = RetrieverSettings.collection
 CHUNK_CHARS = 2000

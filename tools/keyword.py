@@ -24,11 +24,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from factdebate.tools import index_lock
-from factdebate.tools.base import RetrieverSettings, run_blocking
-
 from factdebate.core.errors import BackendUnavailableError, IndexDamagedError
 from factdebate.core.state import Evidence
+from factdebate.tools import index_lock
+from factdebate.tools.base import RetrieverSettings, run_blocking
 
 if TYPE_CHECKING:
     import tantivy

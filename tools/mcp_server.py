@@ -39,6 +39,13 @@ import typing
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
+from mcp.server.fastmcp import FastMCP
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from factdebate.core.context import default_index_dir
+from factdebate.core.errors import exception_chain
+from factdebate.core.state import Evidence
 from factdebate.tools.base import RetrieverSettings
 from factdebate.tools.tool_providers import masked_fault
 from factdebate.tools.toolbox import (
@@ -48,13 +55,6 @@ from factdebate.tools.toolbox import (
     Toolbox,
     ToolboxSettings,
 )
-from mcp.server.fastmcp import FastMCP
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
-
-from factdebate.core.context import default_index_dir
-from factdebate.core.errors import exception_chain
-from factdebate.core.state import Evidence
 
 SERVER_NAME = "factdebate-tools"
 DEFAULT_PORT = 8391

@@ -32,10 +32,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from factdebate.tools import index_lock
-from factdebate.tools.base import RetrieverSettings, run_blocking
-from factdebate.tools.embeddings import embedding_dimension, get_embeddings
-
 from factdebate.core.errors import (
     BackendUnavailableError,
     ConfigError,
@@ -44,6 +40,9 @@ from factdebate.core.errors import (
 )
 from factdebate.core.settings import mask_url
 from factdebate.core.state import Evidence
+from factdebate.tools import index_lock
+from factdebate.tools.base import RetrieverSettings, run_blocking
+from factdebate.tools.embeddings import embedding_dimension, get_embeddings
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings

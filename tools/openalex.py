@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import re
 
+from factdebate.core.state import Evidence
 from factdebate.tools.base import RetrieverSettings
 from factdebate.tools.web_apis import OpenAlexClient
-
-from factdebate.core.state import Evidence
 
 MAX_KEYWORDS = 8
 STOP_WORDS = frozenset("""

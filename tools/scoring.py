@@ -397,6 +397,7 @@ def _cross_encoder_scores(path: str, answer: str, contexts: list[str]) -> list[f
 def _cosine_scores(embedding_spec: str, answer: str, contexts: list[str]) -> list[float]:
     """Blocking: cosine(answer, passage) with the embedding model, clipped to [0, 1]."""
     import numpy as np
+
     from factdebate.tools.embeddings import get_embeddings
 
     vectors = np.asarray(get_embeddings(embedding_spec).embed_documents([answer, *contexts]))

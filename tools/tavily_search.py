@@ -18,10 +18,9 @@ import time
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
-from factdebate.tools.base import RetrieverSettings, run_blocking
-
 from factdebate.core.errors import BackendUnavailableError, ConfigError
 from factdebate.core.state import Evidence
+from factdebate.tools.base import RetrieverSettings, run_blocking
 
 if TYPE_CHECKING:
     import requests

@@ -21,11 +21,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from factdebate.tools.toolbox import TOOL_DESCRIPTIONS, Toolbox, ToolboxSettings
-
 from factdebate.core.errors import BackendUnavailableError
 from factdebate.core.settings import mask_url
 from factdebate.core.state import Evidence
+from factdebate.tools.toolbox import TOOL_DESCRIPTIONS, Toolbox, ToolboxSettings
 
 SERVER_KEY = "factdebate"
 

@@ -30,11 +30,10 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from factdebate.tools.base import RetrieverSettings, get_retriever
-from factdebate.tools.web_apis import ArxivClient, MediaWikiClient, OpenAlexClient, PubMedClient
-
-from factdebate.tools.mermaid_shapes import OFFLINE_TOOLS  # noqa: F401 - re-exported
 from factdebate.core.state import Evidence
+from factdebate.tools.base import RetrieverSettings, get_retriever
+from factdebate.tools.mermaid_shapes import OFFLINE_TOOLS  # noqa: F401 - re-exported
+from factdebate.tools.web_apis import ArxivClient, MediaWikiClient, OpenAlexClient, PubMedClient
 
 SUMMARY_SENTENCES = 3
 ARTICLE_SCAN = 50

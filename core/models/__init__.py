@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 from urllib.parse import parse_qsl
@@ -120,7 +121,7 @@ def missing_package(provider: str) -> ConfigError | None:
 
 
 @cache
-def _masked_chat_openai() -> type[BaseChatModel]:
+def _masked_chat_openai() -> Callable[..., BaseChatModel]:
     """``ChatOpenAI`` whose trace manifest masks credentials in its base URL (issue #21 item 6).
 
     ``ChatOpenAI.lc_attributes`` puts ``openai_api_base`` into the ``serialized`` part of every

@@ -14,16 +14,16 @@ Deviations: consolidated groups are JSON {source, documents, text}; answers as J
 
 from __future__ import annotations
 
+from langgraph.graph import START, StateGraph
+
+from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.baselines.consolidate import consolidate, generate_passages, route_after_consolidation
+from factdebate.nodes.baselines.context import AstuteRagContext
 from factdebate.nodes.baselines.gather_evidence import gather_evidence
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.single_answer import single_answer
-from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.nodes.baselines.context import AstuteRagContext
 from factdebate.nodes.baselines.state import BaselineState
-from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_astute_rag() -> StateGraph:

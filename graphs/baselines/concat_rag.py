@@ -13,9 +13,9 @@ still parsed from free text.
 
 from __future__ import annotations
 
-from factdebate.graphs.baselines.single_call import build_single_call
 from langgraph.graph import StateGraph
 
+from factdebate.graphs.baselines.single_call import build_single_call
 from factdebate.nodes.baselines.context import ConcatRagContext
 
 

@@ -11,8 +11,9 @@ one-shot CoT demonstration; the Tool-MAD papers (whose setting we follow) use ze
 
 from __future__ import annotations
 
-from factdebate.graphs.baselines.single_call import build_single_call
 from langgraph.graph import StateGraph
+
+from factdebate.graphs.baselines.single_call import build_single_call
 
 
 def build_cot() -> StateGraph:

@@ -15,17 +15,17 @@ extracts candidate answers, then decides); label tasks only (``MadContext``).
 
 from __future__ import annotations
 
-from factdebate.nodes.baselines.argue import argue
-from factdebate.nodes.baselines.moderate import moderate, route_after_moderate
-from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
-from factdebate.nodes.judge import judge
-from factdebate.nodes.open_round import rounds_opener
-from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.nodes.baselines.context import MadContext
-from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
+from factdebate.nodes.baselines.argue import argue
+from factdebate.nodes.baselines.context import MadContext
+from factdebate.nodes.baselines.moderate import moderate, route_after_moderate
+from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
+from factdebate.nodes.baselines.state import BaselineState
+from factdebate.nodes.judge import judge
+from factdebate.nodes.open_round import rounds_opener
 
 
 def build_mad() -> StateGraph:

@@ -15,17 +15,17 @@ after intermediate rounds, recording the running majority; label tasks only.
 
 from __future__ import annotations
 
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
+from factdebate.nodes.baselines.context import MultiAgentDebateContext
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.nodes.baselines.vote import route_after_vote, vote
 from factdebate.nodes.open_round import debater_router, rounds_opener
 from factdebate.nodes.respond import respond
-from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.nodes.baselines.context import MultiAgentDebateContext
-from factdebate.nodes.baselines.state import BaselineState
-from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState
 
 
 def build_debate_turn() -> StateGraph:

@@ -9,9 +9,9 @@ Deviations: answers as JSON {answers, explanation} instead of the bare answer te
 
 from __future__ import annotations
 
-from factdebate.graphs.baselines.single_call import build_single_call
 from langgraph.graph import StateGraph
 
+from factdebate.graphs.baselines.single_call import build_single_call
 from factdebate.nodes.baselines.context import NoRagContext
 
 

@@ -10,8 +10,9 @@ Google + Wikipedia. ``concat_rag`` is this graph with MADAM-RAG's prompt and the
 
 from __future__ import annotations
 
-from factdebate.graphs.baselines.single_call import build_single_call
 from langgraph.graph import StateGraph
+
+from factdebate.graphs.baselines.single_call import build_single_call
 
 
 def build_rag() -> StateGraph:

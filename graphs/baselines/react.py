@@ -15,6 +15,11 @@ not be read onto the label set reliably); no few-shot trajectories.
 
 from __future__ import annotations
 
+from langgraph.graph import START, StateGraph
+
+from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
+from factdebate.nodes.baselines.context import ReactContext
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.react_step import (
     react_step,
@@ -24,12 +29,7 @@ from factdebate.nodes.baselines.react_step import (
     route_after_react_tool,
 )
 from factdebate.nodes.baselines.single_answer import single_answer
-from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.nodes.baselines.context import ReactContext
 from factdebate.nodes.baselines.state import BaselineState
-from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_react() -> StateGraph:

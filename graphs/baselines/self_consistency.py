@@ -12,15 +12,15 @@ k=5 keeps the cost comparable to the other baselines.
 
 from __future__ import annotations
 
+from langgraph.graph import START, StateGraph
+
+from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
+from factdebate.nodes.baselines.context import SelfConsistencyContext
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.sample import route_samples, sample
-from factdebate.nodes.baselines.vote import vote
-from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.nodes.baselines.context import SelfConsistencyContext
 from factdebate.nodes.baselines.state import BaselineState, BranchState
-from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.nodes.baselines.vote import vote
 
 
 def build_self_consistency() -> StateGraph:

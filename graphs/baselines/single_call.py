@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from langgraph.graph import START, StateGraph
+
+from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
+from factdebate.nodes.baselines.context import BaselineContext
 from factdebate.nodes.baselines.gather_evidence import gather_evidence
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.single_answer import single_answer
-from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.nodes.baselines.context import BaselineContext
 from factdebate.nodes.baselines.state import BaselineState
-from factdebate.core.state import DebateInput, DebateOutput
 
 
 def build_single_call(

@@ -19,22 +19,22 @@ verifier's single pick there too.
 
 from __future__ import annotations
 
+from langgraph.graph import END, START, StateGraph
+
+from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
+from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
 from factdebate.nodes.baselines.aggregate_drafts import (
     aggregate_drafts,
     route_after_draft,
     route_after_drafts,
 )
+from factdebate.nodes.baselines.context import SpeculativeRagContext
 from factdebate.nodes.baselines.draft import draft, route_drafts
 from factdebate.nodes.baselines.gather_evidence import gather_evidence
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
-from factdebate.nodes.baselines.verify_drafts import select_draft, verify_draft
-from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
-from langgraph.graph import END, START, StateGraph
-
-from factdebate.nodes.baselines.context import SpeculativeRagContext
 from factdebate.nodes.baselines.state import BaselineState, BranchState
-from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
+from factdebate.nodes.baselines.verify_drafts import select_draft, verify_draft
 
 
 def build_draft_branch() -> StateGraph:

@@ -9,8 +9,9 @@ instead (the demonstration's only stated purpose); the reply still carries a sho
 
 from __future__ import annotations
 
-from factdebate.graphs.baselines.single_call import build_single_call
 from langgraph.graph import StateGraph
+
+from factdebate.graphs.baselines.single_call import build_single_call
 
 
 def build_standard() -> StateGraph:

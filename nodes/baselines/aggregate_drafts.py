@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.baselines.answering import ask_answer, baseline_values, flag_parse
+from langgraph.runtime import Runtime
+
+from factdebate.core.state import Turn
+from factdebate.nodes.baselines.ask_answer import ask_answer, baseline_values, flag_parse
+from factdebate.nodes.baselines.context import SpeculativeRagContext
+from factdebate.nodes.baselines.state import BaselineState, BranchState
 from factdebate.nodes.llm import CallLog
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import END, run_context
-from langgraph.runtime import Runtime
-
-from factdebate.nodes.baselines.context import SpeculativeRagContext
-from factdebate.nodes.baselines.state import BaselineState, BranchState
-from factdebate.core.state import Turn
 
 
 def aggregates(state: BaselineState | BranchState, ctx: SpeculativeRagContext) -> bool:

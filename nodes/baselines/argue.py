@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from factdebate.nodes.baselines.answering import answer_turn, ask_answer, baseline_values, flag_parse
+from langgraph.runtime import Runtime
+
+from factdebate.core.context import Context
+from factdebate.nodes.baselines.ask_answer import answer_turn, ask_answer, baseline_values, flag_parse
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.nodes.llm import CallLog
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_opponents
-from langgraph.runtime import Runtime
-
-from factdebate.nodes.baselines.state import BaselineState
-from factdebate.core.context import Context
 
 Side = Literal["affirmative", "negative"]
 

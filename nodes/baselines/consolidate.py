@@ -15,10 +15,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 
+from factdebate.core.state import Evidence
+from factdebate.nodes.baselines.ask_answer import baseline_values, note_turn
 from factdebate.nodes.baselines.context import AstuteRagContext
 from factdebate.nodes.baselines.state import BaselineState
-from factdebate.core.state import Evidence
-from factdebate.nodes.baselines.answering import baseline_values, note_turn
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import refuse_past_cap, rounds_used, run_context, steps_done

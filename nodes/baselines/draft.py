@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.baselines.answering import answer_turn, ask_answer, baseline_values, flag_parse
-from factdebate.nodes.llm import CallLog
-from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from factdebate.core.state import Evidence
+from factdebate.nodes.baselines.ask_answer import answer_turn, ask_answer, baseline_values, flag_parse
 from factdebate.nodes.baselines.context import SpeculativeRagContext
 from factdebate.nodes.baselines.state import BaselineState, BranchState
-from factdebate.core.state import Evidence
+from factdebate.nodes.llm import CallLog
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.routing import run_context
 
 
 def draft_subsets(evidence: list[Evidence], drafts: int) -> list[list[Evidence]]:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from factdebate.nodes.baselines.answering import note_turn
-from factdebate.nodes.retrieval import resolve_backend, search_tool
 from langgraph.runtime import Runtime
 
-from factdebate.nodes.baselines.context import BaselineContext
-from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.errors import InputError
 from factdebate.core.state import item_documents
+from factdebate.nodes.baselines.ask_answer import note_turn
+from factdebate.nodes.baselines.context import BaselineContext
+from factdebate.nodes.baselines.state import BaselineState
+from factdebate.nodes.retrieval import resolve_backend, search_tool
 
 B = TypeVar("B", bound=BaselineContext)
 """Any baseline's Context (ReAct's, Self-Ask's ...)."""

@@ -13,9 +13,9 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from factdebate.nodes.baselines.ask_answer import baseline_values, result_fields
 from factdebate.nodes.baselines.context import MadContext
 from factdebate.nodes.baselines.state import BaselineState
-from factdebate.nodes.baselines.answering import baseline_values, result_fields
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.render import render_opponents

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.prepare import start_claim
 from langgraph.runtime import Runtime
 
-from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.context import Context
 from factdebate.core.labels import get_label_set
 from factdebate.core.state import fresh_claim
+from factdebate.nodes.baselines.state import BaselineState
+from factdebate.nodes.prepare import start_claim
 
 
 def prepare_baseline(state: BaselineState, runtime: Runtime[Context]) -> dict[str, Any]:

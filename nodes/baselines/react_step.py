@@ -13,15 +13,15 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 
-from factdebate.nodes.baselines.context import ReactContext
-from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.context import Context
 from factdebate.core.state import Turn
-from factdebate.nodes.baselines.answering import baseline_values, note_turn
+from factdebate.nodes.baselines.ask_answer import baseline_values, note_turn
+from factdebate.nodes.baselines.context import ReactContext
 from factdebate.nodes.baselines.gather_evidence import retrieval_step
+from factdebate.nodes.baselines.state import BaselineState
+from factdebate.nodes.citations import Shown
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.citations import Shown
 from factdebate.nodes.render import render_evidence
 from factdebate.nodes.routing import refuse_past_cap, rounds_used, run_context, steps_done
 

@@ -13,10 +13,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 
-from factdebate.nodes.baselines.context import SelfReflectionContext
-from factdebate.nodes.baselines.state import BaselineState
 from factdebate.core.state import Turn
-from factdebate.nodes.baselines.answering import (
+from factdebate.nodes.baselines.ask_answer import (
     answer_turn,
     ask_answer,
     baseline_values,
@@ -24,6 +22,8 @@ from factdebate.nodes.baselines.answering import (
     note_turn,
     result_fields,
 )
+from factdebate.nodes.baselines.context import SelfReflectionContext
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import END, refuse_past_cap, rounds_used, run_context, steps_done

@@ -9,15 +9,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from factdebate.nodes.baselines.answering import answer_turn, ask_answer, baseline_values, flag_parse
-from factdebate.nodes.llm import CallLog
-from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from factdebate.nodes.baselines.ask_answer import answer_turn, ask_answer, baseline_values, flag_parse
 from factdebate.nodes.baselines.context import SelfConsistencyContext
 from factdebate.nodes.baselines.state import BaselineState, BranchState
+from factdebate.nodes.llm import CallLog
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.routing import run_context
 
 SAMPLE_TEMPLATE = "cot"
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from factdebate.nodes.baselines.answering import (
+from langgraph.runtime import Runtime
+
+from factdebate.core.context import Context
+from factdebate.nodes.baselines.ask_answer import (
     answer_turn,
     ask_answer,
     baseline_values,
@@ -18,13 +21,10 @@ from factdebate.nodes.baselines.answering import (
     flag_parse,
     result_fields,
 )
+from factdebate.nodes.baselines.state import BaselineState
 from factdebate.nodes.citations import Shown
 from factdebate.nodes.llm import CallLog
 from factdebate.nodes.prompting import prompt_set
-from langgraph.runtime import Runtime
-
-from factdebate.nodes.baselines.state import BaselineState
-from factdebate.core.context import Context
 
 ExtraValues = Callable[[BaselineState, Context, Shown], dict[str, Any]]
 """Extra template values (a trajectory) rendered with the answer's passage numbering."""

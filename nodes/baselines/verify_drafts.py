@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.baselines.answering import baseline_values, result_fields
-from factdebate.nodes.llm import CallLog, ask
-from factdebate.nodes.prompting import prompt_set
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from factdebate.nodes.baselines.ask_answer import baseline_values, result_fields
 from factdebate.nodes.baselines.context import SpeculativeRagContext
 from factdebate.nodes.baselines.state import BaselineState, BranchState
+from factdebate.nodes.llm import CallLog, ask
+from factdebate.nodes.prompting import prompt_set
 
 
 class DraftScore(BaseModel):

@@ -11,10 +11,10 @@ import re
 from collections import Counter
 from typing import Any, Literal
 
+from factdebate.core.state import Turn
+from factdebate.nodes.baselines.ask_answer import first_round, result_fields
 from factdebate.nodes.baselines.context import MultiAgentDebateContext
 from factdebate.nodes.baselines.state import BaselineState
-from factdebate.core.state import Turn
-from factdebate.nodes.baselines.answering import first_round, result_fields
 from factdebate.nodes.routing import END, rounds_done, rounds_used, run_context
 
 

@@ -29,11 +29,11 @@ from pydantic import BaseModel, Field
 
 from factdebate.core.citations import Citation, citations_in_text, with_citations
 from factdebate.core.labels import get_label_set
-from factdebate.nodes.madam_rag.state import Aggregate, DocResponse, MadamRagContext, MadamRagState
 from factdebate.core.state import Evidence
 from factdebate.nodes.citations import Shown, cite
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.madam_rag.answer_from_document import without_citations
+from factdebate.nodes.madam_rag.state import Aggregate, DocResponse, MadamRagContext, MadamRagState
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.render import render_evidence
 

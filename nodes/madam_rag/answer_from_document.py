@@ -25,11 +25,11 @@ from pydantic import BaseModel, Field, ValidationError
 
 from factdebate.core.citations import citations_in_text, with_citations
 from factdebate.core.labels import get_label_set
-from factdebate.nodes.madam_rag.state import AgentTask, Aggregate, DocResponse, MadamRagContext, MadamRagState
 from factdebate.core.models.negotiation import json_candidates
 from factdebate.core.state import Turn
 from factdebate.nodes.citations import Shown, cite, cited_keys
 from factdebate.nodes.llm import CallLog, ask
+from factdebate.nodes.madam_rag.state import AgentTask, Aggregate, DocResponse, MadamRagContext, MadamRagState
 from factdebate.nodes.prompting import common_values, prompt_set
 
 _FORMAT = re.compile(r"answer\s*:\s*(.+?)(?:\.?\s*explanation\s*:\s*(.*))?$",

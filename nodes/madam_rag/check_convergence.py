@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
-from factdebate.nodes.madam_rag.state import DocResponse, MadamRagContext, MadamRagState
 from factdebate.nodes.madam_rag.aggregate import final_citation, key
+from factdebate.nodes.madam_rag.state import DocResponse, MadamRagContext, MadamRagState
 from factdebate.nodes.routing import END, rounds_done, rounds_used, run_context
 
 

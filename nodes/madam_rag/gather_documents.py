@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.retrieval import resolve_backend, search_tool
 from langgraph.runtime import Runtime
 
-from factdebate.nodes.madam_rag.state import MadamRagContext, MadamRagState
 from factdebate.core.state import item_documents
+from factdebate.nodes.madam_rag.state import MadamRagContext, MadamRagState
+from factdebate.nodes.retrieval import resolve_backend, search_tool
 
 
 async def gather_documents(

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from factdebate.nodes.retrieval import resolve_backend, search_tool
-from factdebate.nodes.routing import run_context
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from factdebate.nodes.madke.state import SOURCE_KINDS, MadkeContext, MadkeState, SourceTask
 from factdebate.core.state import Evidence
+from factdebate.nodes.madke.state import SOURCE_KINDS, MadkeContext, MadkeState, SourceTask
+from factdebate.nodes.retrieval import resolve_backend, search_tool
+from factdebate.nodes.routing import run_context
 
 
 def route_knowledge_sources(

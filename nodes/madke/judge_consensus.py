@@ -14,9 +14,9 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.nodes.madke.state import MadkeContext, MadkeState
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.madke.speak import render_stances
+from factdebate.nodes.madke.state import MadkeContext, MadkeState
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.routing import round_turns, rounds_done, rounds_used, run_context
 

@@ -14,15 +14,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from factdebate.nodes.llm import CallLog, ask
-from factdebate.nodes.madke.speak import render_stance
-from factdebate.nodes.prompting import common_values, prompt_set
-from factdebate.nodes.render import render_evidence
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from factdebate.nodes.madke.state import MadkeContext, SpeakerState
 from factdebate.core.state import Evidence
+from factdebate.nodes.llm import CallLog, ask
+from factdebate.nodes.madke.speak import render_stance
+from factdebate.nodes.madke.state import MadkeContext, SpeakerState
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.render import render_evidence
 
 MAX_SELECTED = 3
 """Prompt 3.1: "return up to 3 of the most helpful knowledge"."""

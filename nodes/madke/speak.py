@@ -18,10 +18,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from factdebate.nodes.madke.state import MadkeContext, SpeakerState
 from factdebate.core.state import Turn
 from factdebate.nodes.citations import Shown
 from factdebate.nodes.llm import CallLog, ask_debater_verdict
+from factdebate.nodes.madke.state import MadkeContext, SpeakerState
 from factdebate.nodes.prompting import common_values, prompt_set
 
 

@@ -17,11 +17,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from factdebate.nodes.madke.state import MadkeContext, MadkeState
 from factdebate.core.state import Turn
 from factdebate.nodes.citations import Shown
 from factdebate.nodes.llm import ask_final_verdict
 from factdebate.nodes.madke.speak import render_stances
+from factdebate.nodes.madke.state import MadkeContext, MadkeState
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.routing import round_turns
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from factdebate.nodes.madke.gather_knowledge import shared_pool
-from factdebate.nodes.routing import run_context
 from langgraph.types import Send
 
-from factdebate.nodes.madke.state import MadkeContext, MadkeState, SpeakerState
 from factdebate.core.state import Turn
+from factdebate.nodes.madke.gather_knowledge import shared_pool
+from factdebate.nodes.madke.state import MadkeContext, MadkeState, SpeakerState
+from factdebate.nodes.routing import run_context
 
 
 def _latest(turns: list[Turn], agent: str, round_: int, *, this_round: bool = True

@@ -18,7 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from langgraph.runtime import Runtime
+
+from factdebate.core.errors import FactDebateError
 from factdebate.nodes.llm import is_retryable, with_retries
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState, ReactTurn
 from factdebate.nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
 from factdebate.nodes.retrieval import resolve_backend, retriever_settings
 from factdebate.tools.tool_providers import (
@@ -29,10 +33,6 @@ from factdebate.tools.tool_providers import (
     cached_provider,
 )
 from factdebate.tools.toolbox import ToolboxSettings
-from langgraph.runtime import Runtime
-
-from factdebate.core.errors import FactDebateError
-from factdebate.nodes.mermaid.state import MermaidContext, MermaidState, ReactTurn
 
 OBSERVATION_ITEMS = 8
 """At most this many evidence items of one tool call enter the history (sections and key facts

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+
+from factdebate.core.errors import InputError
+from factdebate.core.labels import LABEL_SETS
+from factdebate.core.state import fresh_claim
 from factdebate.nodes.llm import CallLog, ask
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 from factdebate.nodes.prepare import clean_claim, guard_server_run
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.retrieval import resolve_backend
 from factdebate.nodes.routing import routing_settings
 from factdebate.prompts.mermaid.schemas import Decomposition
-from langgraph.runtime import Runtime
-
-from factdebate.core.errors import InputError
-from factdebate.core.labels import LABEL_SETS
-from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
-from factdebate.core.state import fresh_claim
 
 
 def _start(state: MermaidState, ctx: MermaidContext) -> dict[str, Any]:

@@ -25,12 +25,12 @@ from pydantic import ValidationError
 
 from factdebate.core.citations import citations_in_text, with_citations
 from factdebate.core.labels import get_label_set, parse_label
-from factdebate.nodes.mermaid.state import MermaidContext, MermaidState, ReactTurn
 from factdebate.core.models.negotiation import json_candidates
 from factdebate.nodes.citations import cite, cited_keys
 from factdebate.nodes.llm import CallLog, ask, ask_label
 from factdebate.nodes.mermaid.call_tool import enabled_tools
 from factdebate.nodes.mermaid.executor_prompt import executor_view
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState, ReactTurn
 from factdebate.nodes.prompting import prompt_set
 from factdebate.nodes.routing import refuse_past_cap, rounds_used, run_context, steps_done
 from factdebate.prompts.mermaid.schemas import ReactStep

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 from factdebate.core.state import Evidence, Turn
 from factdebate.nodes.citations import Shown
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.render import render_evidence
 from factdebate.tools.evidence_memory import MemoryRecord

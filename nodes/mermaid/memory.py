@@ -23,6 +23,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 from factdebate.tools.evidence_memory import (
     LOCAL_OWNER,
     SHARED_OWNER,
@@ -30,10 +34,6 @@ from factdebate.tools.evidence_memory import (
     index_fingerprint,
     memory_namespace,
 )
-from langchain_core.runnables import RunnableConfig
-from langgraph.runtime import Runtime
-
-from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 
 NO_STORE_FLAG = "memory: the graph has no store, so the evidence memory was not used"
 NO_ENTITIES_FLAG = "memory: no entities to key the memory by (decomposer off or unreadable)"

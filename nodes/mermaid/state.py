@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, get_args
 
 from factdebate.core.context import Context
-from factdebate.tools.mermaid_shapes import OFFLINE_TOOLS, MemoryRecord
 from factdebate.core.settings import knob
 from factdebate.core.state import DebateState, Turn
+from factdebate.tools.mermaid_shapes import OFFLINE_TOOLS, MemoryRecord
 
 ToolProviderName = Literal["mcp", "in_process"]
 TOOL_PROVIDERS = get_args(ToolProviderName)

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.nodes.llm import CallLog, ask
-from factdebate.nodes.prompting import common_values, prompt_set
-from factdebate.nodes.render import render_opponents
 from langgraph.runtime import Runtime
 
 from factdebate.core.context import debater_kind
 from factdebate.core.labels import QueryOut
 from factdebate.core.state import DebaterState
+from factdebate.nodes.llm import CallLog, ask
+from factdebate.nodes.prompting import common_values, prompt_set
+from factdebate.nodes.render import render_opponents
 from factdebate.nodes.tool_mad.state import ToolMadContext
 
 MAX_QUERY_CHARS = 300

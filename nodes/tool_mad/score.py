@@ -18,12 +18,12 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-from factdebate.nodes.llm import CallLog, call_config, model_for
-from factdebate.tools.embeddings import cached_embeddings, get_embeddings
 from langgraph.runtime import Runtime
 
 from factdebate.core.state import DebaterState, RoundScore
+from factdebate.nodes.llm import CallLog, call_config, model_for
 from factdebate.nodes.tool_mad.state import ToolMadContext
+from factdebate.tools.embeddings import cached_embeddings, get_embeddings
 
 _scoring: ModuleType | None = None
 

@@ -11,13 +11,13 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from typer.testing import CliRunner
 
-from factdebate.nodes.baselines.context import BaselineContext, MultiAgentDebateContext
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.core.models import load_model
-from factdebate.testing.scenarios import verdict
-from factdebate.testing.scripted import ScriptCall
 from factdebate.core.state import DebateOutput
 from factdebate.graphs.registry import FRAMEWORKS, build_framework, context_class
+from factdebate.nodes.baselines.context import BaselineContext, MultiAgentDebateContext
+from factdebate.testing.scenarios import verdict
+from factdebate.testing.scripted import ScriptCall
 
 CLAIM = "The Eiffel Tower is in Paris."
 QUESTION = "In which year was Michael Jordan born?"

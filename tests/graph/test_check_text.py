@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factdebate.graphs.check_text import build_check_text
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.nodes.check_text.state import CheckTextContext
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.core.models import load_model
+from factdebate.graphs.check_text import build_check_text
+from factdebate.nodes.check_text.state import CheckTextContext
+from factdebate.run.claims import open_sqlite_saver, unfinished
 from factdebate.testing.scenarios import claim_of
 from factdebate.testing.scenarios_check_text import respond_check_text
 from factdebate.testing.scripted import ScriptCall
-from factdebate.run.claims import open_sqlite_saver, unfinished
 
 TEXT = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall; it was built by "
         "Gustave Eiffel. I think Paris is lovely. The Eiffel Tower in Paris was completed in 1889.")

@@ -22,13 +22,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from factdebate.core.citations import passage_key
-from factdebate.testing.scenarios import madke_role, verdict
-from factdebate.testing.scripted import ScriptCall
 from factdebate.graphs.madam_rag import build_madam_rag
 from factdebate.graphs.madke import build_madke
 from factdebate.graphs.mermaid import build_mermaid
-from factdebate.nodes.mermaid.memory import run_memory_namespace
 from factdebate.graphs.registry import build_framework
+from factdebate.nodes.mermaid.memory import run_memory_namespace
+from factdebate.testing.scenarios import madke_role, verdict
+from factdebate.testing.scripted import ScriptCall
 from factdebate.tools.evidence_memory import EvidenceMemory
 from tests.graph.test_madam_rag import DOCS as JORDAN_DOCS
 from tests.graph.test_madam_rag import QUESTION, year_of

@@ -9,18 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from factdebate.graphs.madke import build_madke
-from factdebate.graphs.tool_mad import build_tool_mad
-from factdebate.tools.base import RETRIEVERS
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.nodes.madke.state import MadkeContext
 from factdebate.core.models import load_model
+from factdebate.core.state import Evidence
+from factdebate.graphs.madke import build_madke
+from factdebate.graphs.registry import build_framework, context_class
+from factdebate.graphs.tool_mad import build_tool_mad
+from factdebate.nodes.madke.state import MadkeContext
 from factdebate.testing.scenarios import answer_role, madke_role, verdict
 from factdebate.testing.scripted import ScriptCall
 from factdebate.testing.scripted_ragas import respond_ragas
-from factdebate.core.state import Evidence
-from factdebate.graphs.registry import build_framework, context_class
+from factdebate.tools.base import RETRIEVERS
 
 CLAIM = "The Eiffel Tower is in Paris."
 QUESTION = "In which year was Michael Jordan born?"

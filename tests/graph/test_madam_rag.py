@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from factdebate.core.models import load_model
 from factdebate.graphs.madam_rag import build_madam_rag
 from factdebate.nodes.madam_rag.aggregate import parse_aggregate
 from factdebate.nodes.madam_rag.answer_from_document import parse_agent_reply
-from langgraph.checkpoint.memory import InMemorySaver
-
 from factdebate.nodes.madam_rag.state import MadamRagContext
-from factdebate.core.models import load_model
 from factdebate.testing.scenarios import madam_role
 from factdebate.testing.scripted import ScriptCall, ScriptFault
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from factdebate.graphs.madke import build_madke
-from factdebate.nodes.madke.select_knowledge import parse_selection, pick
-from factdebate.tools.base import RETRIEVERS
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.core.errors import ConfigError
-from factdebate.nodes.madke.state import MadkeContext
 from factdebate.core.models import load_model
+from factdebate.graphs.madke import build_madke
+from factdebate.nodes.madke.select_knowledge import parse_selection, pick
+from factdebate.nodes.madke.state import MadkeContext
 from factdebate.testing.scenarios import madke_role, verdict
 from factdebate.testing.scripted import ScriptCall
+from factdebate.tools.base import RETRIEVERS
 
 CLAIM = "The Eiffel Tower is in Paris."
 

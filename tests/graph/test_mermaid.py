@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from factdebate.graphs.mermaid import build_mermaid
-from factdebate.nodes.mermaid.memory import NO_ENTITIES_FLAG, NO_STORE_FLAG, run_memory_namespace
-from factdebate.tools.evidence_memory import EvidenceMemory
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from factdebate.nodes.mermaid.state import MermaidContext
 from factdebate.core.models import load_model
+from factdebate.graphs.mermaid import build_mermaid
+from factdebate.nodes.mermaid.memory import NO_ENTITIES_FLAG, NO_STORE_FLAG, run_memory_namespace
+from factdebate.nodes.mermaid.state import MermaidContext
 from factdebate.testing.scenarios import verdict
 from factdebate.testing.scripted import ScriptCall
+from factdebate.tools.evidence_memory import EvidenceMemory
 
 CLAIM = "The Eiffel Tower is in Paris."
 TRIPLETS = {

@@ -16,15 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from factdebate.nodes import llm
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.cli.main import interrupted_run
 from factdebate.core.errors import FactDebateError
 from factdebate.core.labels import get_label_set
+from factdebate.graphs.registry import FRAMEWORKS, build_framework, context_class
+from factdebate.nodes import llm
 from factdebate.testing.scenarios import verdict
 from factdebate.testing.scripted import ScriptCall
-from factdebate.graphs.registry import FRAMEWORKS, build_framework, context_class
 
 CLAIM = "The Eiffel Tower is in Paris."
 DOCS = [

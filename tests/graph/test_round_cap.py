@@ -25,15 +25,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from factdebate.core.errors import InputError
-from factdebate.testing.scenarios import answer_role, madke_role
-from factdebate.testing.scripted import ScriptCall
+from factdebate.graphs.registry import build_framework, context_class
 from factdebate.nodes.baselines.consolidate import CONSOLIDATE
 from factdebate.nodes.baselines.follow_up import QUESTION
 from factdebate.nodes.baselines.react_step import THOUGHT
 from factdebate.nodes.baselines.reflect import REVIEW
 from factdebate.nodes.mermaid.execute_step import EXECUTOR
 from factdebate.nodes.routing import rounds_done, steps_done
-from factdebate.graphs.registry import build_framework, context_class
+from factdebate.testing.scenarios import answer_role, madke_role
+from factdebate.testing.scripted import ScriptCall
 
 CLAIM = "The Eiffel Tower is located in Paris."
 DOCUMENTS = [

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.testing.scenarios import answer_role, madam_role, madke_role, verdict
-from factdebate.testing.scripted import ScriptCall
 from factdebate.core.state import INPUT_KEYS, complete_input
 from factdebate.graphs.registry import FRAMEWORKS, build_framework, context_class
+from factdebate.testing.scenarios import answer_role, madam_role, madke_role, verdict
+from factdebate.testing.scripted import ScriptCall
 
 CLAIM_1 = "Mount Everest is the highest mountain."
 CLAIM_2 = "The Eiffel Tower is in Paris."

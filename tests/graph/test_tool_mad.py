@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from factdebate.graphs.tool_mad import build_tool_mad
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.core.models import load_model
+from factdebate.graphs.tool_mad import build_tool_mad
 from factdebate.testing.scenarios import answer_role, claim_of, verdict
 from factdebate.testing.scripted import ScriptCall, ScriptFault
 

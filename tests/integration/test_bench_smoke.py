@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+
 from factdebate.evaluation.bench import longest_chain, run_bench
 from factdebate.evaluation.bench_report import write_markdown
-
 from factdebate.testing.scripted import CallRecord
 
 

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from factdebate.evaluation.crash_trials import parse_args, run_trials
 from factdebate.evaluation.local_postgres import postgres_bin
 

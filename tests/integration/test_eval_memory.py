@@ -15,10 +15,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from factdebate.evaluation.memory_store import MEMORY_FILE
 from factdebate.evaluation.reports import write_reports
 from factdebate.evaluation.runner import RunSpec, run_eval
-
 from factdebate.testing.scenarios_memory import named_entities
 
 CLAIMS = [  # every claim names the Eiffel Tower: each one after the first can recall it
@@ -33,7 +33,7 @@ STATIC = ["tool_provider=in_process", "wiki_backend=static", "search_backend=sta
 @pytest.fixture(autouse=True)
 def _no_index(monkeypatch):
     # the static test retriever needs no index on disk
-    monkeypatch.setattr("factdebate.evaluation.runner._ensure_index", lambda framework, ctx: None)
+    monkeypatch.setattr("factdebate.evaluation.runner._check_index", lambda framework, ctx: None)
 
 
 def dataset(tmp_path: Path, claims=CLAIMS) -> Path:

@@ -9,10 +9,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from factdebate.evaluation.config import load_config
 from factdebate.evaluation.reports import write_reports
 from factdebate.evaluation.runner import RunSpec, is_rate_limit, run_eval
-
 from factdebate.testing.scenarios import answer_role, claim_of
 from factdebate.testing.scripted import ScriptCall, ScriptFault
 
@@ -24,7 +24,7 @@ class RateLimitError(RuntimeError):
 @pytest.fixture(autouse=True)
 def _no_index(monkeypatch):
     # the static test retriever needs no index on disk
-    monkeypatch.setattr("factdebate.evaluation.runner._ensure_index", lambda framework, ctx: None)
+    monkeypatch.setattr("factdebate.evaluation.runner._check_index", lambda framework, ctx: None)
 
 
 def dataset(tmp_path: Path) -> Path:

@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from factdebate.evaluation.runner import RunSpec, run_eval
 from factdebate.evaluation.workers import WorkerPool
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factdebate.tools.base import clear_retriever_cache
-from factdebate.tools.indexing import index_exists
 from typer.testing import CliRunner
 
 from factdebate.cli.main import app
+from factdebate.tools.base import clear_retriever_cache
+from factdebate.tools.indexing import index_exists
 
 runner = CliRunner()
 GOOD_PASSAGE = {"doc_id": "d1", "title": "Eiffel Tower", "text": "The Eiffel Tower is in Paris."}

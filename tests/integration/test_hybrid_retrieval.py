@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
+
 from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
 from factdebate.tools.hybrid import MIN_CANDIDATES, HybridRetriever
 from factdebate.tools.indexing import build_indexes, read_manifest

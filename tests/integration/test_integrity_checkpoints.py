@@ -224,8 +224,8 @@ def test_eval_resume_and_reports_of_a_received_run_folder_run_nothing(tmp_path):
 
 # -- what the project itself writes stays readable ----------------------------------------------
 async def _every_framework(db: Path, index: Path) -> list[str]:
-    from factdebate.run.claims import open_sqlite_saver, open_sqlite_store, run_claim
     from factdebate.graphs.registry import FRAMEWORKS, context_class
+    from factdebate.run.claims import open_sqlite_saver, open_sqlite_store, run_claim
     from factdebate.run.setup import build_context
 
     names = list(FRAMEWORKS.names())

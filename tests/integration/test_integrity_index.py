@@ -18,16 +18,16 @@ import time
 from pathlib import Path
 
 import pytest
-from factdebate.nodes.retrieval import search_tool
-from factdebate.tools import DEMO_CORPUS_DIR
-from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
-from factdebate.tools.index_lock import release
-from factdebate.tools.indexing import build_indexes, inspect_index
 from typer.testing import CliRunner
 
 from factdebate.cli.main import app
 from factdebate.core.context import Context
 from factdebate.core.errors import IndexDamagedError
+from factdebate.nodes.retrieval import search_tool
+from factdebate.tools import DEMO_CORPUS_DIR
+from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
+from factdebate.tools.index_lock import release
+from factdebate.tools.indexing import build_indexes, inspect_index
 
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
 

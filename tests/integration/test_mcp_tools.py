@@ -17,12 +17,13 @@ from pathlib import Path
 
 import anyio
 import pytest
-from factdebate.tools.keyword import write_keyword_index
-from factdebate.tools.mcp_server import DEFAULT_PORT, QuietDisconnects, parse_args
-from factdebate.tools.toolbox import OFFLINE_TOOLS, ONLINE_ONLY_TOOLS
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
+
+from factdebate.tools.keyword import write_keyword_index
+from factdebate.tools.mcp_server import DEFAULT_PORT, QuietDisconnects, parse_args
+from factdebate.tools.toolbox import OFFLINE_TOOLS, ONLINE_ONLY_TOOLS
 
 REPO = Path(__file__).resolve().parents[2]
 PASSAGES = [

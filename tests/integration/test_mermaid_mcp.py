@@ -20,17 +20,17 @@ from urllib.parse import parse_qs, urlparse
 
 import httpx
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
 from factdebate.graphs.mermaid import build_mermaid
+from factdebate.nodes.mermaid.state import MermaidContext
+from factdebate.testing.scenarios import verdict
+from factdebate.testing.scripted import ScriptCall
 from factdebate.tools.base import clear_retriever_cache
 from factdebate.tools.indexing import build_indexes
 from factdebate.tools.tool_providers import McpToolProvider
 from factdebate.tools.toolbox import OFFLINE_TOOLS, Toolbox, ToolboxSettings
 from factdebate.tools.web_apis import ArxivClient, MediaWikiClient, OpenAlexClient, PubMedClient
-from langgraph.checkpoint.memory import InMemorySaver
-
-from factdebate.nodes.mermaid.state import MermaidContext
-from factdebate.testing.scenarios import verdict
-from factdebate.testing.scripted import ScriptCall
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = [

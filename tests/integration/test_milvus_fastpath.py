@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from factdebate.tools import milvus_rag
-from factdebate.tools.embeddings import get_embeddings
 
 from factdebate import patches
 from factdebate.patches import milvus_lite as fastpath
+from factdebate.tools import milvus_rag
+from factdebate.tools.embeddings import get_embeddings
 
 DIM = 384  # the bundled MiniLM's dimension, so MilvusRetriever accepts the collection
 N = 600

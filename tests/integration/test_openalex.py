@@ -16,15 +16,15 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from factdebate.graphs.tool_mad import build_tool_mad
-from factdebate.nodes import llm
-from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
-from factdebate.tools.openalex import keywords
 from langgraph.checkpoint.memory import InMemorySaver
 
+from factdebate.graphs.tool_mad import build_tool_mad
+from factdebate.nodes import llm
+from factdebate.nodes.tool_mad.state import ToolMadContext
 from factdebate.testing.scenarios import answer_role
 from factdebate.testing.scripted import ScriptCall, ScriptFault
-from factdebate.nodes.tool_mad.state import ToolMadContext
+from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
+from factdebate.tools.openalex import keywords
 
 QUESTION = "Do mitochondria play a role in remodelling lace plant leaves during cell death?"
 ABSTRACTS = {
@@ -182,7 +182,6 @@ def test_medical_configs_build_every_runs_context(config, checks):
     from pathlib import Path
 
     from factdebate.evaluation.config import load_config
-
     from factdebate.graphs.registry import context_class
     from factdebate.run.setup import build_context
 

@@ -6,12 +6,12 @@ import functools
 import importlib.util
 
 import pytest
-from factdebate.tools.embeddings import get_embeddings
-from factdebate.tools.scoring import _get_metrics, stability_scores
 
 from factdebate.core.ledger import UsageTracker
 from factdebate.testing.scripted import ScriptCall, ScriptedChatModel, ScriptFault, scripted
 from factdebate.testing.scripted_ragas import respond_ragas
+from factdebate.tools.embeddings import get_embeddings
+from factdebate.tools.scoring import _get_metrics, stability_scores
 
 
 class OneChoiceScripted(ScriptedChatModel):
@@ -85,8 +85,9 @@ async def test_two_metrics_run_concurrently() -> None:
 
 
 async def test_relevancy_questions_come_in_one_request_and_score_as_ragas_does() -> None:
-    from factdebate.tools.scoring import LangChainRagasEmbeddings, LangChainRagasLLM
     from ragas.metrics.collections import AnswerRelevancy
+
+    from factdebate.tools.scoring import LangChainRagasEmbeddings, LangChainRagasLLM
 
     model, metrics = judge(relevant=True)
     result = await score(model, contexts=[])

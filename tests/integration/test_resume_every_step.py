@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from factdebate.run.claims import open_sqlite_saver, run_claim
 from factdebate.graphs.registry import context_class
+from factdebate.run.claims import open_sqlite_saver, run_claim
 
 THREAD = "t-resume"
 CLAIM = {"claim": "The Eiffel Tower is in Paris."}

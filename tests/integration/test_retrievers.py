@@ -9,12 +9,12 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-import factdebate.tools.indexing as indexing
 import pytest
+
+import factdebate.tools.indexing as indexing
+from factdebate.core.errors import BackendUnavailableError
 from factdebate.tools.base import RETRIEVERS, Retriever, RetrieverSettings
 from factdebate.tools.indexing import build_indexes, index_exists, read_manifest
-
-from factdebate.core.errors import BackendUnavailableError
 
 PASSAGES = {
     "mars": ("Mars", "Mars is the fourth planet from the Sun. It is often called the Red Planet "

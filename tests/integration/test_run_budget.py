@@ -31,14 +31,14 @@ from factdebate.core.budget import (
     new_run_budget,
     run_budget_for,
 )
-from factdebate.nodes.check_text.state import CheckTextContext
 from factdebate.core.errors import BudgetExceededError, ConfigError
-from factdebate.testing.scenarios import answer_role, claim_of
-from factdebate.testing.scenarios_check_text import respond_check_text
-from factdebate.testing.scripted import ScriptCall
 from factdebate.core.state import DebaterState
 from factdebate.graphs.check_text import build_check_text
 from factdebate.graphs.registry import build_framework
+from factdebate.nodes.check_text.state import CheckTextContext
+from factdebate.testing.scenarios import answer_role, claim_of
+from factdebate.testing.scenarios_check_text import respond_check_text
+from factdebate.testing.scripted import ScriptCall
 
 CLAIM = "The Eiffel Tower is located in Paris."
 SENTENCES = 8

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from factdebate.tools.base import clear_retriever_cache
 from factdebate.tools.indexing import build_indexes
 

@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from factdebate.tools.base import RETRIEVERS, RetrieverSettings
-from factdebate.tools.tavily_search import SearchBackendError, TavilyRetriever, parse_retry_after
 
 from factdebate.core.errors import ConfigError
+from factdebate.tools.base import RETRIEVERS, RetrieverSettings
+from factdebate.tools.tavily_search import SearchBackendError, TavilyRetriever, parse_retry_after
 
 SETTINGS = RetrieverSettings(index_dir="/nonexistent", milvus_uri="/nonexistent/milvus.db")
 RESULTS = [

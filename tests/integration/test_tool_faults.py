@@ -25,17 +25,17 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
 from factdebate.graphs.mermaid import build_mermaid
 from factdebate.graphs.tool_mad import build_tool_mad
 from factdebate.nodes import llm
-from factdebate.nodes.render import MAX_EVIDENCE_CHARS, MAX_PASSAGE_CHARS
-from factdebate.tools.base import clear_retriever_cache
-from langgraph.checkpoint.memory import InMemorySaver
-
 from factdebate.nodes.mermaid.state import MermaidContext
+from factdebate.nodes.render import MAX_EVIDENCE_CHARS, MAX_PASSAGE_CHARS
+from factdebate.nodes.tool_mad.state import ToolMadContext
 from factdebate.testing.scenarios import answer_role, verdict
 from factdebate.testing.scripted import ScriptCall
-from factdebate.nodes.tool_mad.state import ToolMadContext
+from factdebate.tools.base import clear_retriever_cache
 
 REPO = Path(__file__).resolve().parents[2]
 CLAIM = "The Eiffel Tower is in Paris."

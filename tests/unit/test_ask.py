@@ -11,11 +11,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from factdebate.nodes import llm
 from langchain_core.messages import HumanMessage
 
 from factdebate.core.context import Context
 from factdebate.core.labels import QueryOut
+from factdebate.nodes import llm
 from factdebate.testing.script import ScriptCall
 from factdebate.testing.scripted import scripted
 

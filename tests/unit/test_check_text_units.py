@@ -7,7 +7,8 @@ import pytest
 from factdebate.core.errors import ConfigError
 from factdebate.graphs.registry import FRAMEWORKS, build_framework
 from factdebate.graphs.verifiers import verifier_builder, verifier_key, verifier_names
-from factdebate.nodes.check_text.extract_claims import claim_key, grounded, split_sentences
+from factdebate.nodes.check_text.extract_claims import claim_key, grounded
+from factdebate.nodes.check_text.split_text import split_sentences
 from factdebate.nodes.check_text.state import CheckTextContext, parse_settings, text_label, text_verdict
 
 

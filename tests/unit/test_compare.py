@@ -8,10 +8,10 @@ from math import comb
 from pathlib import Path
 
 import pytest
-from factdebate.evaluation.compare import compare_outputs, mcnemar_exact, paired_bootstrap
 from typer.testing import CliRunner
 
 from factdebate.cli.main import app
+from factdebate.evaluation.compare import compare_outputs, mcnemar_exact, paired_bootstrap
 
 CONTEXT = {"debater_model": "scripted:agree", "max_rounds": 3, "stop_rule": "round_ge",
            "debaters": ["rag", "search"], "top_k": 3}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from factdebate.tools.scoring import consistency_score
 
 ANSWER = "The Eiffel Tower is located in Paris and was completed in 1889."

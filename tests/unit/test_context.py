@@ -23,9 +23,9 @@ from factdebate.core.context import (
     run_fields,
 )
 from factdebate.core.errors import ConfigError, SettingsRefused
-from factdebate.core.settings import field_types, mask_url, masked
-from factdebate.nodes.tool_mad.state import ToolMadContext
+from factdebate.core.settings import field_types, mask_url, masked_context
 from factdebate.graphs.registry import FRAMEWORKS, context_class
+from factdebate.nodes.tool_mad.state import ToolMadContext
 
 CLASSES = sorted({context_class(name) for name in FRAMEWORKS.names()}, key=lambda c: c.__name__)
 TOOL_MAD_ONLY = {"faithfulness_threshold", "relevance_threshold", "debaters", "query_formulation",
@@ -251,7 +251,7 @@ def test_masked_context_hides_every_credential():
     ctx = context_class("mermaid")(model_base_url="http://u:pw1@h/v1", milvus_uri="http://u:pw2@h",
                                    mcp_url="http://u:pw3@h/mcp",
                                    mcp_command="srv --db postgresql://u:pw4@h/x")
-    out = masked(ctx)
+    out = masked_context(ctx)
     assert not any(f"pw{i}" in repr(out) for i in range(1, 5))
     assert out["model_base_url"] == "http://u:***@h/v1" and out["t_max"] == ctx.t_max
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from factdebate.nodes.tool_mad.check_consensus import consensus_reached, route_after_check_consensus
-from factdebate.nodes.prepare import clean_claim
-from factdebate.nodes.render import average_scores, render_evidence
-from factdebate.prompts import load_prompts
 
 from factdebate.core.context import context_fields
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.core.registry import Registry
 from factdebate.core.state import Turn, add_ledger, merge_scores
+from factdebate.nodes.prepare import clean_claim
+from factdebate.nodes.render import average_scores, render_evidence
+from factdebate.nodes.tool_mad.check_consensus import consensus_reached, route_after_check_consensus
 from factdebate.nodes.tool_mad.state import ToolMadContext
+from factdebate.prompts import load_prompts
 
 
 def test_registry_aliases_duplicates_and_suggestions():

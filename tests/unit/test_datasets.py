@@ -7,9 +7,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from factdebate.evaluation.datasets import DATASETS, load_items, resolve_data_dir, stratified_sample
 
 from factdebate.core.errors import ConfigError, InputError
+from factdebate.evaluation.datasets import DATASETS, load_items, resolve_data_dir, stratified_sample
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:

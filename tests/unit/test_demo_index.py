@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from factdebate.tools.demo_index import demo_allowed, ensure_index
 
 from factdebate.core.context import Context
 from factdebate.core.errors import ConfigError, IndexDamagedError
+from factdebate.tools.demo_index import check_index_or_build_demo, demo_allowed
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def test_damaged_default_index_is_an_error_and_left_alone(home: Path):
     index.mkdir(parents=True)
     (index / "notes.txt").write_text("mine")
     with pytest.raises(IndexDamagedError, match="manifest.json is missing") as failed:
-        ensure_index(Context(), announce=pytest.fail)  # no demo build is announced
+        check_index_or_build_demo(Context(), announce=pytest.fail)  # no demo build is announced
     assert f"--index-dir {index} --replace" in str(failed.value)
     assert [p.name for p in index.iterdir()] == ["notes.txt"]
 
@@ -46,6 +46,6 @@ def test_absent_index_at_a_named_place_is_an_error_not_a_demo_build(home, tmp_pa
     ctx = Context(index_dir=str(elsewhere)) if setting == "index_dir" else (
         Context(milvus_uri=str(tmp_path / "m.db")) if setting == "milvus_uri" else Context())
     with pytest.raises(ConfigError, match="no index in") as failed:
-        ensure_index(ctx, explicit_index=setting == "explicit", announce=pytest.fail)
+        check_index_or_build_demo(ctx, explicit_index=setting == "explicit", announce=pytest.fail)
     assert "factdebate index CORPUS.jsonl --index-dir" in str(failed.value)
     assert not elsewhere.exists() and not (home / "index").exists()

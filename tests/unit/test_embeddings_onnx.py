@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from factdebate.tools import embeddings_onnx
 from factdebate.tools.embeddings import MiniLMEmbeddings, get_embeddings
 

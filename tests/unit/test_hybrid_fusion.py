@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
+
 from factdebate.tools.hybrid import zscore_fuse
 
 

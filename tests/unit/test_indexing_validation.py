@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from factdebate.core.errors import BackendUnavailableError, InputError
 from factdebate.tools.indexing import (
     CHUNK_CHARS,
     CorpusError,
@@ -16,8 +18,6 @@ from factdebate.tools.indexing import (
     read_manifest,
     validate_corpus,
 )
-
-from factdebate.core.errors import BackendUnavailableError, InputError
 
 
 def _write(tmp_path: Path, lines: list[str | bytes], name: str = "corpus.jsonl") -> Path:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 
 import pytest
+
+from factdebate.core.errors import InputError, InUseError, storage_problem
 from factdebate.evaluation.checkpointers import sqlite_damage
 from factdebate.evaluation.results import read_results, repair_results
 from factdebate.evaluation.run_folder import (
@@ -21,8 +23,6 @@ from factdebate.evaluation.run_folder import (
     write_json_atomic,
 )
 from factdebate.tools.embeddings_onnx import remove_dead_exports
-
-from factdebate.core.errors import InputError, InUseError, storage_problem
 
 RECORD = {"run_id": "r1", "framework": "standard", "dataset": "d", "dataset_version": "v",
           "task": "fever", "data_sha256": "abc", "seed": 0, "context": {"top_k": 3},

@@ -10,13 +10,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from factdebate.evaluation.config import load_config
-from factdebate.evaluation.datasets import load_items, stratified_sample
-from factdebate.nodes.prepare import clean_claim
 from typer.testing import CliRunner
 
 from factdebate.cli.main import app
 from factdebate.core.errors import InputError
+from factdebate.evaluation.config import load_config
+from factdebate.evaluation.datasets import load_items, stratified_sample
+from factdebate.nodes.prepare import clean_claim
 
 
 def _dataset(tmp_path: Path, counts: dict[str, int], name: str = "d.jsonl") -> Path:

@@ -14,7 +14,6 @@ import random
 from typing import Any, TypedDict
 
 import pytest
-from factdebate.nodes.llm import CallLog, ask_structured, call_config, structured_runnable
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -24,10 +23,11 @@ from pydantic import BaseModel
 
 from factdebate.core.labels import QueryOut, verdict_schema
 from factdebate.core.ledger import UsageTracker
+from factdebate.core.models.structured import JsonStructuredOutput
+from factdebate.nodes.llm import CallLog, ask_structured, call_config, structured_runnable
 from factdebate.testing.scenarios import _SUBJECT, _subject, claim_of
 from factdebate.testing.scripted import ScriptCall, _words, scripted
 from factdebate.testing.scripted_ragas import respond_ragas
-from factdebate.core.models.structured import JsonStructuredOutput
 
 
 class Recorder(BaseCallbackHandler):
@@ -205,8 +205,9 @@ def test_ragas_calls_carry_the_metric_config_and_inherit_the_node_run() -> None:
 
 def test_ragas_adapter_outside_a_metric_still_tags_its_calls() -> None:
     pytest.importorskip("ragas")
-    from factdebate.tools.scoring import LangChainRagasLLM
     from ragas.metrics.collections.answer_relevancy.util import AnswerRelevanceOutput
+
+    from factdebate.tools.scoring import LangChainRagasLLM
 
     seen: list[dict] = []
     model = scripted(lambda call: seen.append(call.metadata) or
@@ -293,10 +294,9 @@ def test_ledger_skips_chat_model_start_events_and_still_counts() -> None:
 
 
 def test_model_for_answers_a_loaded_model_without_a_thread_hop(monkeypatch) -> None:  # noqa: ANN001
-    from factdebate.nodes import llm
-
     from factdebate.core.context import Context
     from factdebate.core.models import cached_model, clear_model_cache, load_model
+    from factdebate.nodes import llm
 
     clear_model_cache()
     ctx = Context()
@@ -358,12 +358,12 @@ def _without_schema_paragraph(text: str, prompt: Any) -> str:
 def test_ragas_prompts_render_as_ragas_without_the_schema_paragraph() -> None:
     """Everything else of ragas' prompt text, in ragas' order (issue #24), examples memoised."""
     pytest.importorskip("ragas")
-    from factdebate.tools import ragas_metrics
-    from factdebate.tools.scoring import LangChainRagasEmbeddings, LangChainRagasLLM
     from ragas.metrics.collections import AnswerRelevancy, Faithfulness
     from ragas.metrics.collections.answer_relevancy.util import AnswerRelevanceInput
 
     from factdebate import patches
+    from factdebate.tools import ragas_metrics
+    from factdebate.tools.scoring import LangChainRagasEmbeddings, LangChainRagasLLM
 
     assert patches.enabled("ragas_prompts")  # the tested ragas is the gated one
     judge = LangChainRagasLLM(scripted(answer))

@@ -5,17 +5,17 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from langgraph.store.memory import InMemoryStore
+
+from factdebate.core.errors import ConfigError
+from factdebate.graphs.registry import context_class
 from factdebate.nodes.mermaid.call_tool import mcp_connection
 from factdebate.nodes.mermaid.execute_step import route_after_call_tool, route_after_execute_step
+from factdebate.nodes.mermaid.state import MermaidContext
 from factdebate.prompts import load_prompts
 from factdebate.prompts.mermaid.schemas import Decomposition
 from factdebate.tools.evidence_memory import EvidenceMemory, entity_key, mentions
 from factdebate.tools.toolbox import sentences
-from langgraph.store.memory import InMemoryStore
-
-from factdebate.core.errors import ConfigError
-from factdebate.nodes.mermaid.state import MermaidContext
-from factdebate.graphs.registry import context_class
 
 
 def rt(t_max: int = 5) -> SimpleNamespace:

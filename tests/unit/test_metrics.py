@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+
+from factdebate.core.errors import ConfigError
 from factdebate.evaluation.compare import paired_bootstrap
 from factdebate.evaluation.judging import estimate_cost
 from factdebate.evaluation.metrics import (
@@ -15,8 +17,6 @@ from factdebate.evaluation.metrics import (
     per_class_f1,
     token_f1,
 )
-
-from factdebate.core.errors import ConfigError
 
 
 def row(pred, gold, *, status="ok", final=None, task="fever", answers=(), gold_answers=(),

@@ -10,23 +10,23 @@ from __future__ import annotations
 import json
 import string
 
-from factdebate.nodes.baselines.answering import AnswersOut, clean_answers, parse_answers
-from factdebate.nodes.llm import is_retryable, retry_after_s
-from factdebate.nodes.madam_rag.aggregate import AggregateOut, parse_aggregate
-from factdebate.nodes.madam_rag.answer_from_document import DocAnswer, parse_agent_reply
-from factdebate.nodes.madke.judge_consensus import ConsensusOut, parse_consensus
-from factdebate.nodes.madke.select_knowledge import MAX_SELECTED, KnowledgeChoice, parse_selection, pick
-from factdebate.prompts.mermaid.schemas import Decomposition, ReactStep
-from factdebate.tools.scoring import _parse_raw
-from factdebate.tools.tavily_search import parse_retry_after
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, ValidationError
 
 from factdebate.core.labels import LABEL_SETS, get_label_set, parse_label, verdict_schema
-from factdebate.testing.scripted import scripted
 from factdebate.core.models.structured import json_structured_output
+from factdebate.nodes.baselines.ask_answer import AnswersOut, clean_answers, parse_answers
+from factdebate.nodes.llm import is_retryable, retry_after_s
+from factdebate.nodes.madam_rag.aggregate import AggregateOut, parse_aggregate
+from factdebate.nodes.madam_rag.answer_from_document import DocAnswer, parse_agent_reply
+from factdebate.nodes.madke.judge_consensus import ConsensusOut, parse_consensus
+from factdebate.nodes.madke.select_knowledge import MAX_SELECTED, KnowledgeChoice, parse_selection, pick
+from factdebate.prompts.mermaid.schemas import Decomposition, ReactStep
+from factdebate.testing.scripted import scripted
+from factdebate.tools.scoring import _parse_raw
+from factdebate.tools.tavily_search import parse_retry_after
 
 FRAGMENTS = [
     "SUPPORTS", "REFUTES", "NOT ENOUGH INFO", "NEI", "CONFLICTING", "yes", "no", "maybe", "A", "D",

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from factdebate.evaluation.plots import cost_axis, draw_plots, label_after_round, rounds_curves
 
 

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
+
 from factdebate.evaluation.caveats import run_caveats, used_stand_in
 from factdebate.evaluation.reports import write_reports
 from factdebate.evaluation.runner import RunSpec, run_eval
-
 from factdebate.testing.scenarios import answer_role, claim_of
 from factdebate.testing.scripted import ScriptCall, ScriptFault
 
@@ -27,7 +27,7 @@ CLAIMS = [("1", "The Eiffel Tower is in Paris.", "SUPPORTS"),
 
 @pytest.fixture(autouse=True)
 def _no_index(monkeypatch):
-    monkeypatch.setattr("factdebate.evaluation.runner._ensure_index", lambda framework, ctx: None)
+    monkeypatch.setattr("factdebate.evaluation.runner._check_index", lambda framework, ctx: None)
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langgraph.checkpoint.memory import InMemorySaver
 
 from factdebate.core.errors import BackendUnavailableError, ConfigError, InputError
-from factdebate.testing.scenario_replies import agree
 from factdebate.core.state import complete_input
-from factdebate.run.claims import model_metadata, run_claim
 from factdebate.graphs.registry import build_framework
+from factdebate.run.claims import model_metadata, run_claim
 from factdebate.server.run_input import add_model_metadata, complete_run_input
+from factdebate.testing.scenario_replies import agree
 
 
 def test_project_errors_are_types_langgraph_api_shows():

@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from factdebate.graphs.mermaid import graph as mermaid_graph
-from factdebate.graphs.tool_mad import graph as tool_mad_graph
 
 from factdebate.core.errors import SettingsRefused
+from factdebate.graphs.mermaid import graph as mermaid_graph
+from factdebate.graphs.tool_mad import graph as tool_mad_graph
 from factdebate.nodes.mermaid.state import MermaidContext
 from factdebate.nodes.tool_mad.state import ToolMadContext
 
@@ -35,8 +35,9 @@ async def test_mermaid_server_run_spawns_nothing(tmp_path: Path):
 
 def test_operator_values_from_the_environment_pass(monkeypatch, tmp_path: Path):
     """Inside a server run, the operator's own environment values are not "client settings"."""
-    from factdebate.nodes.prepare import guard_server_run
     from langchain_core.runnables import RunnableLambda
+
+    from factdebate.nodes.prepare import guard_server_run
 
     monkeypatch.setenv("FACTDEBATE_INDEX_DIR", str(tmp_path))
     ctx = ToolMadContext(debater_model="scripted:agree")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import httpx
 import openai
 import pytest
-from factdebate.nodes.llm import is_retryable
 
 from factdebate.core.models import load_model
 from factdebate.core.models.negotiation import (
@@ -14,6 +13,7 @@ from factdebate.core.models.negotiation import (
     json_candidates,
     request_rejected,
 )
+from factdebate.nodes.llm import is_retryable
 
 LLAMA_500 = ("1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', "
              "'type'), 'msg': \"Input should be 'text' or 'json_object'\"}")

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import pytest
-from factdebate.graphs import turns
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -21,6 +20,7 @@ from typing_extensions import TypedDict
 
 from factdebate.core.ledger import UsageTracker
 from factdebate.core.state import add_ledger
+from factdebate.graphs import turns
 
 
 @dataclass

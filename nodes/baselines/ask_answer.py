@@ -1,4 +1,7 @@
-"""How baseline steps get an answer: prompt values, the answer call in either answer mode, turns.
+"""``ask_answer`` and its helpers: how baseline steps get an answer.
+
+Prompt values, the answer call in either answer mode, turns (named after ``ask_answer``, its
+entry point: the module holds no node).
 
 In label mode the answer is a verdict on the task's label set (``ask_label``: structured, then
 free text, then one re-ask). In multi-answer mode (``answer_mode="answers"``, RAMDocs-style
@@ -14,17 +17,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from factdebate.nodes.citations import Shown, cite, cited_keys
-from factdebate.nodes.llm import CallLog, ask, ask_label
-from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.render import render_options
-from factdebate.prompts import label_instructions
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
 from factdebate.core.citations import citations_in_text, with_citations
 from factdebate.core.context import Context
 from factdebate.core.state import Evidence, Turn
+from factdebate.nodes.citations import Shown, cite, cited_keys
+from factdebate.nodes.llm import CallLog, ask, ask_label
+from factdebate.nodes.prompting import prompt_set
+from factdebate.nodes.render import render_options
+from factdebate.prompts import label_instructions
 
 
 class AnswersOut(BaseModel):
@@ -133,7 +136,7 @@ async def ask_answer(
     else:
         out, raw = await ask(ctx, spec, messages, with_citations(AnswersOut, len(shown)),
                              calls=calls, role=role, agent=agent, round_=round_)
-        if out is not None:
+        if isinstance(out, AnswersOut):  # with_citations subclasses it
             answer = Answer(out.explanation, answers=clean_answers(out.answers))
             raw_cited = getattr(out, "citations", None) or []
         else:

@@ -1,73 +1,27 @@
-"""Verifying a text's claims with a framework and aggregating them into a text-level verdict.
+"""``aggregate_claims``: the text-level verdict from its claims' verdicts.
 
-``route_after_collect_claims`` fans the claims to verify out with ``Send``: each is one
-``verify_claim`` task, so LangGraph saves its result as soon as it finishes and a resumed run
-redoes only the claims that had not finished. ``verify_claim`` runs the verifier framework's
-compiled graph (looked up in the graphs layer and passed in) with a Context built from the text
-check's shared fields plus ``verifier_settings``. ``aggregate_claims`` marks every sentence with
-its claims' verdicts, numbers the cited evidence across the text and counts the verdicts.
+Marks every sentence with its claims' verdicts, numbers the cited evidence across the text and
+counts the verdicts.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
-from langgraph.types import Send
 
+from factdebate.core.state import Evidence
 from factdebate.nodes.check_text.state import (
     CheckTextContext,
     CheckTextState,
-    ClaimResult,
-    ClaimTask,
     category_of,
     text_label,
     text_verdict,
-    verifier_context,
 )
-from factdebate.core.state import Evidence, Turn, complete_input
 
 SNIPPET_CHARS = 300
 """Characters of a cited passage kept in the citation list (the debate keeps the full text)."""
-
-
-def route_after_collect_claims(state: CheckTextState) -> list[Send] | Literal["aggregate"]:
-    """One ``verify_claim`` branch per claim to verify; none -> straight to ``aggregate``."""
-    sends = [Send("verify_claim", ClaimTask(key=c["key"], claim=c["claim"],
-                                                task=state.get("task") or "fever"))
-             for c in state.get("claims") or [] if c["status"] == "verify"]
-    return sends or "aggregate"
-
-
-def verify_claim_node(lookup: Callable[[str], Any]) -> Callable[..., Any]:
-    """``verify_claim`` running the framework that ``lookup(name)`` compiles."""
-
-    async def verify_claim(state: ClaimTask, runtime: Runtime[CheckTextContext],
-                           config: RunnableConfig) -> dict[str, Any]:
-        """One claim through the verifier framework (a nested, checkpointed graph)."""
-        ctx = runtime.context
-        graph = lookup(ctx.framework)
-        vctx = verifier_context(ctx, graph.context_schema)
-        run_config: RunnableConfig = {
-            **config, "run_name": f"{ctx.framework}:claim",
-            "metadata": {**(config.get("metadata") or {}), "fd_claim": state["key"]}}
-        out = await graph.ainvoke(complete_input({"claim": state["claim"], "task": state["task"]}),
-                                  run_config, context=vctx)
-        turns = list(out.get("turns") or [])
-        result = ClaimResult(
-            label=out.get("label"), rationale=out.get("rationale") or "",
-            rounds=int(out.get("round") or 0), stopped_by=out.get("stopped_by") or "",
-            turns=turns, scores=dict(out.get("scores") or {}),
-            evidence=list(out.get("verdict_evidence") or [])[:ctx.citations_per_claim],
-            retrieved=list(out.get("retrieved_evidence") or []),
-            citation_records=list(out.get("citations") or []),
-            flags=list(out.get("flags") or []), ledger=dict(out.get("ledger") or {}))
-        return {"results": {state["key"]: result}, "ledger": result["ledger"]}
-
-    return verify_claim
 
 
 def _evidence_key(e: Evidence) -> str:
