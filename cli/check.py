@@ -25,7 +25,7 @@ from typing import Annotated, Any
 import typer
 
 from factdebate.cli.output import err, fail, out
-from factdebate.core.errors import FactDebateError, InputError, RunFaultError
+from factdebate.core.errors import FactDebateError, InputError
 from factdebate.nodes.check_text.state import MAX_TEXT_CHARS, CheckTextContext
 
 CHECKS_FILE_BYTES = MAX_TEXT_CHARS * 4
@@ -148,84 +148,12 @@ def check(
 
 def _run(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,
          checkpoint_db: Path | None) -> dict[str, Any]:
-    from factdebate.cli.verify_checks import storage_failure
-    from factdebate.run.claims import default_checkpoint_db, run_async
-
-    try:
-        return run_async(_check(text, ctx, thread_id, resume, checkpoint_db))
-    except RunFaultError as exc:  # a model server that failed mid-run: resumable
-        from factdebate.cli.verify_checks import interrupted_run
-
-        raise interrupted_run(exc, thread_id, "the check") from exc
-    except FactDebateError:
-        raise
-    except Exception as exc:  # a provider or tool fault that outlived its retries
-        from factdebate.cli.verify_checks import interrupted_run
-
-        raise storage_failure(exc, checkpoint_db or default_checkpoint_db()) or \
-            interrupted_run(exc, thread_id, "the check") from exc
-
-
-async def _check(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,
-                 checkpoint_db: Path | None) -> dict[str, Any]:
-    from langgraph.store.sqlite.aio import AsyncSqliteStore
-
+    """The text check through the one engine call, its claims' progress on stderr."""
     from factdebate.cli.check_report import CheckProgress
-    from factdebate.cli.verify_checks import checkpoint_place
-    from factdebate.core.context import masked_context
-    from factdebate.prompts import load_prompts
-    from factdebate.run.claims import (
-        DURABILITY,
-        compiled_graph,
-        default_checkpoint_db,
-        default_memory_db,
-        model_metadata,
-        open_sqlite_saver,
-        result_object,
-        unfinished,
-    )
+    from factdebate.run.engine import run_local
 
-    db = checkpoint_place(checkpoint_db or default_checkpoint_db())
-    checkpoint_place(default_memory_db())
-    version = load_prompts(ctx.prompt_set).version
-    config: Any = {
-        "configurable": {"thread_id": thread_id}, "run_name": "check_text:check",
-        "metadata": {"framework": "check_text", "verifier": ctx.framework,
-                     "prompt_version": version, "fd_context": masked_context(ctx), **model_metadata(ctx)}}
-    async with open_sqlite_saver(db) as saver, \
-            AsyncSqliteStore.from_conn_string(str(default_memory_db())) as store:
-        await store.setup()
-        graph: Any = compiled_graph("check_text", saver, store)
-        snapshot = await graph.aget_state(config)
-        payload: dict[str, Any] | None = {"text": text}
-        if resume:
-            _check_resumable(snapshot, thread_id, text)
-            payload = None
-        elif snapshot.created_at:
-            raise InputError(f"thread id {thread_id!r} already holds a run",
-                             "pass --resume to continue it, or choose a new --thread-id")
-        with CheckProgress(err) as progress:
-            if resume:
-                progress.seed(snapshot.values)
-            if payload is not None or unfinished(snapshot):
-                async for chunk in graph.astream(payload, config, context=ctx,
-                                                 stream_mode="updates", durability=DURABILITY):
-                    for node, update in chunk.items():
-                        progress.update(node, update if isinstance(update, dict) else None)
-        values = (await graph.aget_state(config)).values
-    return result_object("check_text", values, ctx, thread_id=thread_id, prompt_version=version)
-
-
-def _check_resumable(snapshot: Any, thread_id: str, text: str) -> None:
-    """Refuse to resume a thread that is missing, not a text check, or checks another text."""
-    if not snapshot.created_at:
-        raise InputError(f"no checkpointed run with thread id {thread_id!r}",
-                         "check --thread-id and --checkpoint-db, or drop --resume")
-    started_as = (snapshot.metadata or {}).get("framework")
-    if started_as and started_as != "check_text":
-        raise InputError(f"thread {thread_id!r} is a {started_as} run, not a text check",
-                         f"resume it with: factdebate verify --framework {started_as} --resume")
-    stored = (snapshot.values or {}).get("text")
-    if isinstance(stored, str) and stored.strip() != text.strip():
-        raise InputError(f"thread {thread_id!r} checks another text ({stored[:60]!r}...)",
-                         "resume it with that text, or drop --resume to check this one")
+    with CheckProgress(err) as progress:
+        return run_local("check_text", {"text": text}, ctx, thread_id=thread_id, resume=resume,
+                         checkpoint_db=checkpoint_db, progress=progress, what="the check",
+                         config_extra={"run_name": "check_text:check",
+                                       "metadata": {"verifier": ctx.framework}})

@@ -20,18 +20,11 @@ for _var, _val in (("RAGAS_DO_NOT_TRACK", "true"), ("HF_HUB_OFFLINE", "1"),
 import typer  # noqa: E402
 
 from factdebate.cli.output import err, fail, out, quiet_libraries  # noqa: E402
-from factdebate.cli.verify_checks import (  # noqa: E402
-    check_thread,
-    checkpoint_place,
-    interrupted_run,
-    read_claim,
-    storage_failure,
-)
-from factdebate.core.context import Context, context_fields  # noqa: E402
+from factdebate.cli.verify_checks import read_claim  # noqa: E402
+from factdebate.core.context import context_fields  # noqa: E402
 from factdebate.core.errors import (  # noqa: E402
     FactDebateError,
     InputError,
-    RunFaultError,
 )
 from factdebate.run.setup import build_context, check_index  # noqa: E402
 
@@ -126,20 +119,10 @@ def verify(
         )
         if FRAMEWORKS.entry(framework).meta.get("needs_index", True):
             check_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
-        thread_id = thread_id or uuid.uuid4().hex
-        try:
-            from factdebate.run.claims import run_async
+        from factdebate.run.engine import run_local
 
-            result = run_async(_verify(framework, claim, ctx, thread_id, resume, checkpoint_db))
-        except RunFaultError as exc:  # a model server that failed mid-run: resumable
-            raise interrupted_run(exc, thread_id) from exc
-        except FactDebateError:
-            raise
-        except Exception as exc:  # a provider or tool fault that outlived its retries
-            from factdebate.run.claims import default_checkpoint_db
-
-            raise storage_failure(exc, checkpoint_db or default_checkpoint_db()) \
-                or interrupted_run(exc, thread_id) from exc
+        result = run_local(framework, {"claim": claim}, ctx, thread_id=thread_id or uuid.uuid4().hex,
+                           resume=resume, checkpoint_db=checkpoint_db)
     except FactDebateError as exc:
         fail(exc)
         return
@@ -149,25 +132,6 @@ def verify(
         from factdebate.cli.report import print_result
 
         print_result(out, result)
-
-
-async def _verify(framework: str, claim: str, ctx: Context, thread_id: str | None,
-                  resume: bool, checkpoint_db: Path | None) -> dict[str, Any]:
-    from factdebate.run.claims import (
-        default_checkpoint_db,
-        default_memory_db,
-        open_sqlite_saver,
-        open_sqlite_store,
-        run_claim,
-    )
-
-    db = checkpoint_place(checkpoint_db or default_checkpoint_db())
-    checkpoint_place(default_memory_db())
-    async with open_sqlite_saver(db) as saver, open_sqlite_store(default_memory_db()) as store:
-        if resume and thread_id:
-            await check_thread(saver, thread_id, framework, claim)
-        return await run_claim(framework, {"claim": claim}, ctx, checkpointer=saver,
-                               thread_id=thread_id, resume=resume, store=store)
 
 
 @app.command()

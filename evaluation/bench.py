@@ -47,7 +47,8 @@ from factdebate.core.context import Context
 from factdebate.core.models import load_model
 from factdebate.core.registry import Registry
 from factdebate.nodes.tool_mad.state import ToolMadContext
-from factdebate.run.claims import event_loop_kind, git_sha, run_async, run_claim
+from factdebate.run.claims import event_loop_kind, git_sha, run_async
+from factdebate.run.engine import run_graph
 from factdebate.tools import DEMO_CORPUS_DIR
 
 DEMO_CORPUS = DEMO_CORPUS_DIR / "passages.jsonl"
@@ -99,7 +100,7 @@ async def _timed_claims(ctx: Context, claims: list[str], db: Path) -> list[dict[
             if hasattr(model, "reset"):
                 model.reset()
             start = time.perf_counter()
-            result = await run_claim("tool_mad", {"claim": claim}, ctx, checkpointer=saver)
+            result = await run_graph("tool_mad", {"claim": claim}, ctx, checkpointer=saver)
             wall = time.perf_counter() - start
             rows.append({"claim": claim, "wall_s": round(wall, 4), "rounds": result["rounds"],
                          "stopped_by": result["stopped_by"],

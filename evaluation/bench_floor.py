@@ -4,7 +4,7 @@ One run, claims alternating between three measurements, each in process CPU seco
 (``time.process_time``: every thread of this process - the event loop, aiosqlite's thread, the
 retrievers' and embeddings' worker threads - never wall time):
 
-* **ours** - ``run_claim("tool_mad", ...)`` as the CLI runs it: stability scoring, T rounds, the
+* **ours** - ``run_graph("tool_mad", ...)`` as the CLI runs it: stability scoring, T rounds, the
   scripted double at zero latency with debaters that disagree (``scripted:disagree``: every round
   and the judge run), the SQLite checkpointer of ``open_sqlite_saver`` with ``durability="sync"``,
   the demo index (Milvus Lite for ``rag``, tantivy for ``search``) and the bundled MiniLM.
@@ -332,11 +332,11 @@ class Setup:
 
 
 async def _ours(setup: Setup, claim: str) -> dict[str, Any]:
-    from factdebate.run.claims import run_claim
+    from factdebate.run.engine import run_graph
 
     setup.model.reset()
     start = time.process_time()
-    result = await run_claim("tool_mad", {"claim": claim}, setup.ctx,
+    result = await run_graph("tool_mad", {"claim": claim}, setup.ctx,
                              checkpointer=setup.ours_saver)  # a new thread, as `verify` makes
     cpu = time.process_time() - start
     return {"cpu_s": cpu, "calls": len(setup.model.timeline),
@@ -456,7 +456,8 @@ def _ours_only(index_dir: Path, work: Path, claims: list[str], rounds: int, spy:
     ``--pid``) attaches to this process after two untimed warm-up claims and is stopped with
     SIGINT (py-spy then writes its file) when the last claim is done."""
     from factdebate.core.models import load_model
-    from factdebate.run.claims import open_sqlite_saver, run_async, run_claim
+    from factdebate.run.claims import open_sqlite_saver, run_async
+    from factdebate.run.engine import run_graph
 
     ctx = _context(index_dir, rounds)
 
@@ -469,7 +470,7 @@ def _ours_only(index_dir: Path, work: Path, claims: list[str], rounds: int, spy:
                         recorder = subprocess.Popen([*spy, "--pid", str(os.getpid())])
                         await asyncio.sleep(1.0)  # attached before the first profiled claim
                     load_model(ctx.debater_model).reset()
-                    await run_claim("tool_mad", {"claim": claim}, ctx, checkpointer=saver)
+                    await run_graph("tool_mad", {"claim": claim}, ctx, checkpointer=saver)
             finally:
                 if recorder is not None:
                     recorder.send_signal(signal.SIGINT)

@@ -159,7 +159,8 @@ def _context(name: str, spec: str, index_dir: Path, rounds: int) -> Any:
 
 async def _framework(name: str, claims: list[str], spec: str, index_dir: Path, rounds: int,
                      db: Path, bpe: Callable[[str], int] | None) -> dict[str, Any]:
-    from factdebate.run.claims import open_sqlite_saver, run_claim
+    from factdebate.run.claims import open_sqlite_saver
+    from factdebate.run.engine import run_graph
     from factdebate.testing.scripted import ScriptedChatModel
 
     ctx = _context(name, spec, index_dir, rounds)
@@ -174,7 +175,7 @@ async def _framework(name: str, claims: list[str], spec: str, index_dir: Path, r
         async with open_sqlite_saver(db) as saver:
             for claim in claims:
                 meter.new_claim()
-                out = await run_claim(name, {"claim": claim}, ctx, checkpointer=saver)
+                out = await run_graph(name, {"claim": claim}, ctx, checkpointer=saver)
                 ledger = out["ledger"]
                 rows.append({"claim": claim, "label": out["label"], "answers": out["answers"],
                              "rounds": out["rounds"], "stopped_by": out["stopped_by"],

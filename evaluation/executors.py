@@ -1,4 +1,4 @@
-"""Where an item runs: in process (``run_claim`` + SQLite checkpoints) or on a LangGraph server.
+"""Where an item runs: in process (``run_graph`` + SQLite checkpoints) or on a LangGraph server.
 
 Both return the result object of ``factdebate.run.claims.result_object``, so results rows look the
 same either way. One thread per item, named ``<run id>:<item id>`` (a UUID5 of it on the server,
@@ -16,7 +16,8 @@ from factdebate.core.citations import passage_key
 from factdebate.core.context import Context, operator_fields, run_fields
 from factdebate.core.errors import BackendUnavailableError, ConfigError
 from factdebate.core.state import DebateInput
-from factdebate.run.claims import result_object, run_claim
+from factdebate.run.claims import result_object
+from factdebate.run.engine import run_graph
 
 
 class Executor(Protocol):
@@ -38,8 +39,8 @@ class LocalExecutor:
 
     async def __call__(self, item: DebateInput, ctx: Context, *, thread_id: str,
                        config_extra: dict[str, Any]) -> dict[str, Any]:
-        """``run_claim`` resuming the item's thread if it has a checkpoint."""
-        return await run_claim(self.framework, item, ctx, checkpointer=self.checkpointer,
+        """``run_graph`` resuming the item's thread if it has a checkpoint."""
+        return await run_graph(self.framework, item, ctx, checkpointer=self.checkpointer,
                                thread_id=thread_id, resume="auto", config_extra=config_extra,
                                store=self.store)
 

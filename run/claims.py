@@ -1,7 +1,8 @@
-"""Running one claim through a framework with a checkpointer: fresh, resumed, or already done.
+"""What running a graph needs: compiled graphs, the SQLite checkpointer and store, the result object.
 
-The CLI's ``verify`` and (later) the evaluation runner both go through ``run_claim``, so every
-run is checkpointed under a thread id and can be resumed after an interruption.
+The engine call itself is ``factdebate.run.engine.run_graph`` (``verify``, ``check``, ``eval`` and
+the server's tests all go through it), so every run is checkpointed under a thread id and can be
+resumed after an interruption.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import uuid
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from functools import cache
@@ -22,14 +22,11 @@ from langgraph.store.base import BaseStore
 from langgraph.types import StateSnapshot
 
 from factdebate.core.caching import ProcessCache
-from factdebate.core.context import Context, factdebate_home, masked_context
-from factdebate.core.errors import InputError
+from factdebate.core.context import Context, factdebate_home
 from factdebate.core.ledger import empty_ledger
-from factdebate.core.state import DebateInput, complete_input
-from factdebate.graphs.registry import FRAMEWORKS, build_framework
+from factdebate.graphs.registry import build_framework
 from factdebate.nodes.render import average_scores
-from factdebate.prompts import load_prompts
-from factdebate.run.heap import claim_process_gc, settle_after_first_claim
+from factdebate.run.heap import claim_process_gc
 
 T = TypeVar("T")
 
@@ -161,70 +158,6 @@ def git_sha() -> str:
         return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
-
-
-async def run_claim(
-    framework: str,
-    item: DebateInput,
-    ctx: Context,
-    *,
-    checkpointer: BaseCheckpointSaver,
-    thread_id: str | None = None,
-    resume: bool | Literal["auto"] = False,
-    config_extra: dict[str, Any] | None = None,
-    store: BaseStore | None = None,
-) -> dict[str, Any]:
-    """Run (or resume) one item and return the result object of the output contract.
-
-    ``resume="auto"`` resumes the thread if it holds a checkpoint and starts it otherwise (the
-    evaluation runner's per-item threads). ``config_extra`` adds run-config keys (``metadata``
-    and ``configurable`` are merged; ``callbacks``, ``run_id``, ``tags``, ``run_name`` are set).
-    ``store`` is the LangGraph store the graph's nodes see as ``runtime.store`` (MERMAID's
-    evidence memory).
-    """
-    name = FRAMEWORKS.resolve(framework)
-    graph = compiled_graph(name, checkpointer, store)
-    known_new = thread_id is None  # a thread id made here holds nothing: no read to check it
-    thread_id = thread_id or uuid.uuid4().hex
-    prompt_version = load_prompts(ctx.prompt_set).version
-    config: dict[str, Any] = {
-        "configurable": {"thread_id": thread_id},
-        "metadata": {"framework": name, "prompt_version": prompt_version,
-                     "fd_context": masked_context(ctx), **model_metadata(ctx)},
-        "run_name": f"{name}:verify",
-    }
-    extra = dict(config_extra or {})
-    config["metadata"] |= extra.pop("metadata", {})
-    config["configurable"] |= extra.pop("configurable", {})  # keys besides the thread id
-    config |= extra
-    fresh_ok = False
-    if resume == "auto":
-        snapshot = await graph.aget_state(config)
-        # a process killed while the input checkpoint and its writes were being saved leaves a
-        # thread with nothing to run, no turns and no ending (crash trials, PostgreSQL saver):
-        # that item starts over - nothing in its reducers can be counted twice
-        values = snapshot.values
-        fresh_ok = bool(snapshot.created_at) and not (
-            unfinished(snapshot) or values.get("stopped_by") or values.get("turns"))
-        resume = bool(snapshot.created_at) and not fresh_ok
-        known_new = not snapshot.created_at  # just read: the check below need not read it again
-    if resume:
-        snapshot = await graph.aget_state(config)
-        if not snapshot.created_at:
-            raise InputError(f"no checkpointed run with thread id {thread_id!r}",
-                             "check --thread-id and --checkpoint-db, or drop --resume")
-        if unfinished(snapshot):
-            await graph.ainvoke(None, config, context=ctx, durability=DURABILITY)
-        values = (await graph.aget_state(config)).values
-    else:
-        if not fresh_ok and not known_new and (await graph.aget_state(config)).created_at:
-            raise InputError(f"thread id {thread_id!r} already holds a run",
-                             "pass --resume to continue it, or choose a new --thread-id")
-        values = await graph.ainvoke(complete_input(dict(item)), config, context=ctx,
-                                     durability=DURABILITY)
-        values = (await graph.aget_state(config)).values or values
-    settle_after_first_claim()  # the warm heap frozen once (run/heap.py)
-    return result_object(name, values, ctx, thread_id=thread_id, prompt_version=prompt_version)
 
 
 def model_metadata(ctx: Any) -> dict[str, str]:

@@ -86,7 +86,7 @@ def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeyp
     async def broken(*args, **kwargs):
         raise RuntimeError("model exploded")
 
-    monkeypatch.setattr("factdebate.evaluation.executors.run_claim", broken)
+    monkeypatch.setattr("factdebate.evaluation.executors.run_graph", broken)
     # in process (a monkeypatch does not reach worker processes); the warm-up run fails first
     with pytest.raises(RuntimeError, match=r"1 of 1 items failed at concurrency 1.*model exploded"):
         run_bench("scaling", tmp_path, "test", data_dir=data_dir, claims=4, latency=0.01,

@@ -69,15 +69,15 @@ async def test_a_thread_killed_before_its_input_was_written_starts_over():
     from langgraph.checkpoint.memory import InMemorySaver
 
     from factdebate.nodes.baselines.context import BaselineContext
-    from factdebate.run.claims import run_claim
+    from factdebate.run.engine import run_graph
 
     saver = InMemorySaver()
     config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
     await saver.aput(config, empty_checkpoint(), {"source": "input", "step": -1, "parents": {}}, {})
     ctx = BaselineContext(debater_model="scripted:agree")
-    out = await run_claim("standard", {"claim": "The tower is in Paris."}, ctx,
+    out = await run_graph("standard", {"claim": "The tower is in Paris."}, ctx,
                           checkpointer=saver, thread_id="t", resume="auto")
     assert out["label"] == "SUPPORTS" and out["ledger"]["llm_calls"] == 1
-    again = await run_claim("standard", {"claim": "The tower is in Paris."}, ctx,
+    again = await run_graph("standard", {"claim": "The tower is in Paris."}, ctx,
                             checkpointer=saver, thread_id="t", resume="auto")
     assert again["label"] == "SUPPORTS" and again["ledger"]["llm_calls"] == 1  # not rerun

@@ -225,7 +225,8 @@ def test_eval_resume_and_reports_of_a_received_run_folder_run_nothing(tmp_path):
 # -- what the project itself writes stays readable ----------------------------------------------
 async def _every_framework(db: Path, index: Path) -> list[str]:
     from factdebate.graphs.registry import FRAMEWORKS, context_class
-    from factdebate.run.claims import open_sqlite_saver, open_sqlite_store, run_claim
+    from factdebate.run.claims import open_sqlite_saver, open_sqlite_store
+    from factdebate.run.engine import run_graph
     from factdebate.run.setup import build_context
 
     names = list(FRAMEWORKS.names())
@@ -235,7 +236,7 @@ async def _every_framework(db: Path, index: Path) -> list[str]:
                                  "rag_backend": "keyword"}, [], context_class(name))
             item = {"claim": "The Eiffel Tower stands in Paris.",
                     "documents": [{"title": "Eiffel Tower", "text": "It stands in Paris."}]}
-            await run_claim(name, item, ctx, checkpointer=saver, thread_id=name, store=store)
+            await run_graph(name, item, ctx, checkpointer=saver, thread_id=name, store=store)
     return names
 
 

@@ -234,7 +234,7 @@ PROCESS = textwrap.dedent("""
     from langgraph.store.sqlite.aio import AsyncSqliteStore
     from factdebate.nodes.mermaid.state import MermaidContext
     from factdebate.testing.scripted import SCENARIOS
-    from factdebate.run.claims import run_claim
+    from factdebate.run.engine import run_graph
 
     claim, db, url = sys.argv[1:4]
 
@@ -252,7 +252,7 @@ PROCESS = textwrap.dedent("""
         ctx = MermaidContext(debater_model="scripted:proc", mcp_url=url)
         async with AsyncSqliteStore.from_conn_string(db) as store:
             await store.setup()
-            out = await run_claim("mermaid", {"claim": claim}, ctx,
+            out = await run_graph("mermaid", {"claim": claim}, ctx,
                                   checkpointer=InMemorySaver(), store=store)
         print(json.dumps(out["ledger"]))
 

@@ -3,7 +3,7 @@
 A run is checkpointed after every superstep, and each task's writes are saved as it finishes
 (``durability="sync"``). A ``kill -9`` can therefore leave a thread at any checkpoint of its
 history with all, some or none of that step's writes saved. Each case is made here exactly (a
-finished run's SQLite history cut back), not by timing a kill, and resumed through ``run_claim``
+finished run's SQLite history cut back), not by timing a kill, and resumed through ``run_graph``
 as ``factdebate eval`` does; the label, rounds, stop reason, turns and LLM-call ledger must equal
 the uninterrupted run's - nothing lost, nothing counted twice.
 """
@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from factdebate.graphs.registry import context_class
-from factdebate.run.claims import open_sqlite_saver, run_claim
+from factdebate.run.claims import open_sqlite_saver
+from factdebate.run.engine import run_graph
 
 THREAD = "t-resume"
 CLAIM = {"claim": "The Eiffel Tower is in Paris."}
@@ -37,7 +38,7 @@ def _context(framework: str, **overrides: Any) -> Any:
 
 async def _run(framework: str, ctx: Any, db: Path, resume: Any) -> dict[str, Any]:
     async with open_sqlite_saver(db) as saver:
-        return await run_claim(framework, CLAIM, ctx, checkpointer=saver, thread_id=THREAD,
+        return await run_graph(framework, CLAIM, ctx, checkpointer=saver, thread_id=THREAD,
                                resume=resume)
 
 

@@ -273,14 +273,15 @@ async def test_checkpoints_and_traces_never_hold_a_credential(tmp_path: Path, st
     metadata into checkpoint metadata, so our ``fd_context`` dict is not stored there either; it
     reaches the traces (callbacks, LangSmith), where it is masked.
     """
-    from factdebate.run.claims import open_sqlite_saver, run_claim
+    from factdebate.run.claims import open_sqlite_saver
+    from factdebate.run.engine import run_graph
 
     db = tmp_path / "checkpoints.sqlite"
     ctx = static_ctx("scripted:agree", model_base_url="http://fd:Passw0rdXYZ@127.0.0.1:9/v1",
                      milvus_uri="http://fd:Passw0rdXYZ@127.0.0.1:9", scoring_mode="none")
     traced = _MetadataSeen()
     async with open_sqlite_saver(db) as saver:
-        result = await run_claim("tool_mad", {"claim": "The sky is blue."}, ctx,
+        result = await run_graph("tool_mad", {"claim": "The sky is blue."}, ctx,
                                  checkpointer=saver, thread_id="t1",
                                  config_extra={"callbacks": [traced]})
         metadata = [c.metadata async for c in saver.alist({"configurable": {"thread_id": "t1"}})]

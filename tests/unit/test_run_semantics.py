@@ -11,7 +11,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from factdebate.core.errors import BackendUnavailableError, ConfigError, InputError
 from factdebate.core.state import complete_input
 from factdebate.graphs.registry import build_framework
-from factdebate.run.claims import model_metadata, run_claim
+from factdebate.run.claims import model_metadata
+from factdebate.run.engine import run_graph
 from factdebate.server.run_input import add_model_metadata, complete_run_input
 from factdebate.testing.scenario_replies import agree
 
@@ -62,7 +63,7 @@ async def test_cli_runs_carry_model_specs_as_metadata(scenario, static_ctx):
 
     spec = scenario(agree())
     ctx = static_ctx(spec)
-    await run_claim("tool_mad", {"claim": "The Eiffel Tower is in Paris."}, ctx,
+    await run_graph("tool_mad", {"claim": "The Eiffel Tower is in Paris."}, ctx,
                     checkpointer=InMemorySaver(), config_extra={"callbacks": [Root()]})
     assert seen and seen[0]["model_debater"] == spec
     assert model_metadata(ctx)["model_debater"] == spec
