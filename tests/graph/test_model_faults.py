@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.cli.main import interrupted_run
+from factdebate.run.engine import interrupted_run
 from factdebate.core.errors import FactDebateError
 from factdebate.core.labels import get_label_set
 from factdebate.graphs.registry import FRAMEWORKS, build_framework, context_class
