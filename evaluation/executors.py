@@ -7,8 +7,10 @@ which requires UUID thread ids); rerunning an item resumes its thread from the l
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
+import random
 import uuid
 from typing import Any, Protocol
 
@@ -49,6 +51,30 @@ class ServerRunError(RuntimeError):
     """A run on the LangGraph server ended in an error."""
 
 
+class ServerAdmissionError(ServerRunError):
+    """The server kept refusing to start an item's run (its per-user run limit) for the whole
+    wait: already retried, so the item runner's rate-limit retries leave it alone."""
+
+
+RATE_LIMIT_WAIT_S = 900.0
+"""How long one item waits in total for the server to admit its run (429: the user's concurrent
+runs are at the server's ``FACTDEBATE_MAX_RUNS_PER_USER``) before its row is an error."""
+RETRY_AFTER_BOUNDS = (1.0, 60.0)
+"""A server's ``Retry-After`` is honoured within these bounds (seconds; 5 when it sends none)."""
+
+
+def retry_after(exc: BaseException, default: float = 5.0) -> float:
+    """Seconds to wait before asking again, from a 429's ``Retry-After`` (seconds form)."""
+    response = getattr(exc, "response", None)
+    raw = response.headers.get("retry-after") if response is not None else None
+    try:
+        delay = float(raw) if raw is not None else default
+    except ValueError:  # the HTTP-date form: not sent by this project's server
+        delay = default
+    low, high = RETRY_AFTER_BOUNDS
+    return min(max(delay, low), high)
+
+
 def server_run_context(ctx: Context) -> dict[str, Any]:
     """The run fields of ``ctx`` for a server run; operator-only settings given here are refused.
 
@@ -84,6 +110,7 @@ class ServerExecutor:
         self.url = url
         self.framework = framework
         self.prompt_version = prompt_version
+        self.rate_limit_wait = RATE_LIMIT_WAIT_S
 
     async def check(self) -> None:
         """Fail early, with a remedy, when the server is down or does not serve the framework."""
@@ -95,6 +122,34 @@ class ServerExecutor:
         if not found:
             raise ConfigError(f"server {self.url} does not serve graph {self.framework!r}",
                               "add it to langgraph.json")
+
+    async def _admitted_run(self, tid: str, **kwargs: Any) -> Any:
+        """``runs.wait``, asking again after ``Retry-After`` while the server answers 429.
+
+        A server limits each user's pending and running runs (``FACTDEBATE_MAX_RUNS_PER_USER``,
+        factdebate.server.auth); an ``eval --concurrency`` above that limit would otherwise turn
+        every refused item into an error row. A 429 is given before the run exists, so asking
+        again cannot start it twice. After ``RATE_LIMIT_WAIT_S`` in total the item is an error
+        that names the limit (``eval --resume`` runs it again).
+        """
+        from langgraph_sdk.errors import RateLimitError
+
+        waited = 0.0
+        while True:
+            try:
+                return await self.client.runs.wait(tid, self.framework, **kwargs)
+            except RateLimitError as exc:
+                refusal = str(getattr(exc, "message", None) or exc)
+                delay = retry_after(exc) * random.uniform(1.0, 1.5)  # waiters do not return at once
+            if waited + delay > self.rate_limit_wait:
+                break
+            await asyncio.sleep(delay)
+            waited += delay
+        # the item runner's provider rate-limit retries (evaluation/items.py) must not start this
+        # wait over: its own class, raised outside the handler (no chained 429)
+        raise ServerAdmissionError(
+            f"server {self.url} kept refusing the run of thread {tid} for {waited:.0f} s: "
+            f"{refusal}; lower --concurrency to the server's per-user limit, or eval --resume later")
 
     async def __call__(self, item: DebateInput, ctx: Context, *, thread_id: str,
                        config_extra: dict[str, Any]) -> dict[str, Any]:
@@ -109,8 +164,8 @@ class ServerExecutor:
         # (factdebate.run.claims.unfinished)
         unfinished = bool(state.get("next") or state.get("tasks"))
         if unfinished or not values or "stopped_by" not in values:
-            values = await self.client.runs.wait(
-                tid, self.framework, input=None if unfinished else dict(item),
+            values = await self._admitted_run(
+                tid, input=None if unfinished else dict(item),
                 # operator-only fields (index, URLs, processes) are the server's own: a server
                 # refuses a run that sets them (factdebate.server.policy)
                 context=server_run_context(ctx),

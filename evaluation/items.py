@@ -16,7 +16,7 @@ from typing import Any
 
 from factdebate.core.context import Context
 from factdebate.core.errors import FactDebateError, exception_chain
-from factdebate.evaluation.executors import LangSmithExperiment
+from factdebate.evaluation.executors import LangSmithExperiment, ServerAdmissionError
 from factdebate.evaluation.formats import Item
 from factdebate.evaluation.judging import estimate_cost, measure
 from factdebate.evaluation.memory_store import memory_configurable
@@ -116,7 +116,8 @@ class ItemRunner:
                 fatal = run_store_fault(exc)  # full disk, damaged checkpoints: stop the run
                 if fatal is not None:
                     raise fatal from exc
-                if is_rate_limit(exc) and attempt <= self.spec.rate_limit_retries:
+                if is_rate_limit(exc) and attempt <= self.spec.rate_limit_retries \
+                        and not isinstance(exc, ServerAdmissionError):  # it waited already
                     await asyncio.sleep(self.spec.backoff_s * 2 ** (attempt - 1))
                     continue
                 return error_row(base, exc, wall_time_s=time.monotonic() - start,

@@ -17,6 +17,7 @@ from servers import LANGGRAPH, free_port, start_langgraph_dev, stop_server
 REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
 API_KEY = "eval-server-key"
+SERVER_LOGS: dict[str, Path] = {}
 
 pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
 
@@ -28,9 +29,13 @@ def server(tmp_path_factory: pytest.TempPathFactory, wiki_index: Path) -> Iterat
     work = tmp_path_factory.mktemp("server")
     served = work / "index"
     shutil.copytree(wiki_index, served, ignore=shutil.ignore_patterns(".*.lock"))
+    # one run at a time per user: eval's default --concurrency (4) is above it, so items are
+    # refused with 429 until the previous one finishes, and eval waits for the server's Retry-After
     proc, url = start_langgraph_dev(work, {"FACTDEBATE_API_KEY": API_KEY,
                                            "FACTDEBATE_ALLOW_SCRIPTED": "1",
+                                           "FACTDEBATE_MAX_RUNS_PER_USER": "1",
                                            "FACTDEBATE_INDEX_DIR": str(served)})
+    SERVER_LOGS[url] = work / "server.log"
     try:
         yield url
     finally:
@@ -69,6 +74,20 @@ async def test_eval_runs_items_as_server_threads(server: str, wiki_index: Path, 
     again = run_eval(out, "--server", server, "--resume")
     assert again.returncode == 0, again.stderr[-3000:]
     assert len((out / "results.jsonl").read_text().splitlines()) == 3
+
+
+def test_items_refused_by_the_per_user_run_limit_wait_and_run(server: str, tmp_path: Path):
+    """The server admits one run of this user at a time; eval runs three items at once, is refused
+    (429 with Retry-After), waits and asks again: every item is a result, none an error row."""
+    out = tmp_path / "out"
+    log = SERVER_LOGS[server]
+    refused_before = log.read_text(errors="replace").count(" 429")
+    done = run_eval(out, "--server", server, "--concurrency", "3",
+                    "--model", "scripted:agree?latency=0.4")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and {r["status"] for r in rows} == {"ok"}, rows
+    assert log.read_text(errors="replace").count(" 429") > refused_before  # the limit did refuse
 
 
 def test_unreachable_server_is_one_line_error(tmp_path: Path):
