@@ -62,8 +62,9 @@ __all__ = [
 CALLS_ENV = "FACTDEBATE_MAX_MODEL_CALLS_PER_RUN"
 TOKENS_ENV = "FACTDEBATE_MAX_TOKENS_PER_RUN"
 SERVER_DEFAULT_CALLS = 400
-"""Model calls per run on a LangGraph server when the operator sets nothing: ~9 Tool-MAD claims
-with RAGAS scoring (~43 calls each), ~30 with consistency scoring."""
+"""Model calls per run on a LangGraph server when the operator sets nothing: ~9-13 Tool-MAD claims
+with RAGAS scoring (31 calls each where the provider serves ``n``, 43 where it does not:
+core/models/completions.py), ~30 with consistency scoring."""
 MAX_TRACKED_RUNS = 4096
 """Budgets kept per process (least recently used dropped first): far more than run at once."""
 _NO_LIMIT = ("0", "off", "none", "unlimited")

@@ -14,7 +14,7 @@ as one line naming the cause and the setting that fixes it.
 ``model.with_structured_output(schema, method=..., include_raw=True)`` is built once per (model,
 schema, method) and reused (:func:`structured_runnable`): building it on every call cost ~6 us with
 the scripted model and much more with providers whose structured output converts the schema to a
-tool definition each time (~43 calls per Tool-MAD claim).
+tool definition each time (31-43 calls per Tool-MAD claim with RAGAS scoring).
 
 A node calls a model through one of two entry points, one per reply kind; both take the role's
 model spec, count the call in the node's :class:`CallLog`, tag it (``role``/``agent``/``round_``)
