@@ -16,6 +16,16 @@ Three limits, all set in the server's environment and read when the server loads
 * **Request size**: a body above ``FACTDEBATE_MAX_REQUEST_BYTES`` (default 1 MiB, ``0`` = no
   limit) is refused with 413 before it is parsed (:mod:`factdebate.server.guard`): a 2 MB thread
   metadata or a 100 MB "claim" would otherwise be read into memory and stored.
+* **Stored objects per user**: ``FACTDEBATE_MAX_THREADS_PER_USER`` (default 10,000),
+  ``FACTDEBATE_MAX_ASSISTANTS_PER_USER`` (100), ``FACTDEBATE_MAX_CRONS_PER_USER`` (20); ``0`` = no
+  limit. A create that would add one more (a new thread, also one a run creates with
+  ``if_not_exists: create`` or a stateless run keeps; a thread copy; an assistant; a cron) is
+  refused with 403 naming the count, the limit and the variable; naming an object of one's own that
+  exists (``if_exists: do_nothing``) still works at the limit. Counted through the server's own API
+  (:func:`owned_count`); two creates of one user that arrive together can both pass (the limit is
+  exceeded by at most the requests in flight). Store items have no count in langgraph-api: they are
+  bounded by the request size and scoped per user; the operator sets the store's TTL in
+  ``langgraph.json``.
 * **Concurrent runs per user**: ``FACTDEBATE_MAX_RUNS_PER_USER`` (default 4, ``0`` = no limit)
   pending or running runs per identity; one more is refused with 429 until one finishes. Counted
   through the server's own API (in-process, :func:`active_runs`): the user's busy threads and
@@ -31,6 +41,7 @@ one user's runs can hold every slot while another user's run waits: the start wa
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import os
 import threading
@@ -48,6 +59,12 @@ REQUEST_BYTES_ENV = "FACTDEBATE_MAX_REQUEST_BYTES"
 DEFAULT_REQUEST_BYTES = 1_048_576
 """1 MiB: a 20,000-character text, a claim with its documents, a state update fit many times."""
 JOBS_ENV = "N_JOBS_PER_WORKER"
+QUOTA_ENVS = {"threads": "FACTDEBATE_MAX_THREADS_PER_USER",
+              "assistants": "FACTDEBATE_MAX_ASSISTANTS_PER_USER",
+              "crons": "FACTDEBATE_MAX_CRONS_PER_USER"}
+DEFAULT_QUOTAS = {"threads": 10_000, "assistants": 100, "crons": 20}
+"""Stored objects per user: one thread per claim or text checked keeps 10,000 far above any
+evaluation run's items on one server; assistants and crons are few by nature."""
 DEFAULT_RECURSION_LIMIT = 150
 DEFAULT_RUNS_PER_USER = 4
 """Equal to ``factdebate eval``'s default ``--concurrency``, so ``eval --server`` fits in it."""
@@ -86,6 +103,8 @@ class Limits:
     """0 = no limit."""
     request_bytes: int = DEFAULT_REQUEST_BYTES
     """Largest request body the server reads; 0 = no limit."""
+    quotas: Mapping[str, int] = dataclasses.field(default_factory=lambda: dict(DEFAULT_QUOTAS))
+    """Stored threads/assistants/crons per user (``QUOTA_ENVS``); 0 = no limit."""
 
     @staticmethod
     def cap_variable(name: str) -> str:
@@ -127,7 +146,9 @@ def load_limits(env: Mapping[str, str] | None = None) -> Limits:
                   runs_per_user=int(_number(env, RUNS_ENV, DEFAULT_RUNS_PER_USER,
                                             integer=True, low=0)),
                   request_bytes=int(_number(env, REQUEST_BYTES_ENV, DEFAULT_REQUEST_BYTES,
-                                            integer=True, low=0)))
+                                            integer=True, low=0)),
+                  quotas={kind: int(_number(env, QUOTA_ENVS[kind], default, integer=True, low=0))
+                          for kind, default in DEFAULT_QUOTAS.items()})
 
 
 def job_slots_warning(limits: Limits, env: Mapping[str, str] | None = None) -> str | None:
@@ -159,6 +180,40 @@ def _loopback() -> Any:
     if loop not in _clients:
         _clients[loop] = get_client(url=None, api_key=None)
     return _clients[loop]
+
+
+async def owned_count(kind: str, identity: str, owner_key: str) -> int:
+    """How many threads / assistants / crons (``kind``) carry ``identity``'s owner stamp."""
+    api = getattr(_loopback(), kind)
+    return int(await api.count(metadata={owner_key: identity}))
+
+
+async def thread_exists(thread_id: Any) -> bool:
+    """Whether a thread of that id exists (anyone's: the caller's filter decides access)."""
+    from langgraph_sdk.errors import NotFoundError
+
+    try:
+        await _loopback().threads.get(str(thread_id))
+    except NotFoundError:
+        return False
+    return True
+
+
+async def assistant_exists(assistant_id: Any) -> bool:
+    """Whether an assistant of that id exists."""
+    from langgraph_sdk.errors import NotFoundError
+
+    try:
+        await _loopback().assistants.get(str(assistant_id))
+    except NotFoundError:
+        return False
+    return True
+
+
+def quota_refusal(kind: str, identity: str, count: int, limit: int) -> str:
+    """The 403 detail of a create beyond ``identity``'s ``kind`` quota."""
+    return (f"{identity} has {count} {kind} on this server, its limit ({QUOTA_ENVS[kind]}="
+            f"{limit}); delete {kind} it no longer needs, or ask the operator to raise the limit")
 
 
 async def active_runs(identity: str, owner_key: str, enough: int) -> set[str]:

@@ -154,10 +154,14 @@ def test_limits_come_from_the_environment_with_defaults():
     limits = load_limits({})
     assert dict(limits.caps) == DEFAULT_CAPS and limits.runs_per_user == 4
     assert limits.recursion_limit == 150 and limits.request_bytes == 1_048_576
+    assert dict(limits.quotas) == {"threads": 10_000, "assistants": 100, "crons": 20}
     limits = load_limits({"FACTDEBATE_CAP_MAX_CLAIMS": "50", "FACTDEBATE_MAX_RUNS_PER_USER": "0",
-                          "FACTDEBATE_MAX_RECURSION_LIMIT": "400"})
+                          "FACTDEBATE_MAX_RECURSION_LIMIT": "400",
+                          "FACTDEBATE_MAX_THREADS_PER_USER": "0",
+                          "FACTDEBATE_MAX_CRONS_PER_USER": "3"})
     assert limits.caps["max_claims"] == 50 and limits.runs_per_user == 0
     assert limits.recursion_limit == 400
+    assert dict(limits.quotas) == {"threads": 0, "assistants": 100, "crons": 3}
 
 
 @pytest.mark.parametrize(("env", "message"), [
@@ -167,6 +171,8 @@ def test_limits_come_from_the_environment_with_defaults():
     ({"FACTDEBATE_MAX_RUNS_PER_USER": "-1"}, "at least 0"),
     ({"FACTDEBATE_MAX_RECURSION_LIMIT": "3"}, "at least 10"),
     ({"FACTDEBATE_MAX_REQUEST_BYTES": "1e6"}, "FACTDEBATE_MAX_REQUEST_BYTES"),
+    ({"FACTDEBATE_MAX_THREADS_PER_USER": "many"}, "FACTDEBATE_MAX_THREADS_PER_USER='many'"),
+    ({"FACTDEBATE_MAX_ASSISTANTS_PER_USER": "-5"}, "at least 0"),
 ])
 def test_bad_limits_stop_the_start_naming_the_variable(env: dict[str, str], message: str):
     from factdebate.server.limits import load_limits

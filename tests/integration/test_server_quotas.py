@@ -1,0 +1,115 @@
+"""Stored objects per user on the LangGraph server: threads, assistants and crons are bounded per
+identity (``FACTDEBATE_MAX_{THREADS,ASSISTANTS,CRONS}_PER_USER``, factdebate.server.limits).
+
+One real ``langgraph dev`` with two users and small limits (3 threads, 2 assistants, 1 cron). Every
+way to create a thread is tried as an attacker would at the limit: ``POST /threads``, a run that
+creates its thread (``if_not_exists: create``), a stateless run that keeps its thread, a copy. What
+must keep working at the limit: naming one's own existing thread (``eval --server`` does that for
+every item), runs on existing threads, stateless runs that keep nothing, another user's creates,
+and creating again after a delete.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.servers import (
+    LANGGRAPH,
+    start_langgraph_dev,
+    stop_server,
+    tiny_index,
+)
+
+pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+
+KEYS = {"alice": "alice-quota-key-0123456789", "bob": "bob-quota-key-0123456789ab"}
+RUN = {"assistant_id": "cot", "input": {"claim": "Berlin is the capital of Germany."},
+       "context": {"debater_model": "scripted:agree"}}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    work = tmp_path_factory.mktemp("quota-server")
+    proc, url = start_langgraph_dev(work, {
+        "FACTDEBATE_API_KEYS": ",".join(f"{k}:{v}" for k, v in KEYS.items()),
+        "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(work / "home"),
+        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
+        "FACTDEBATE_MAX_THREADS_PER_USER": "3", "FACTDEBATE_MAX_ASSISTANTS_PER_USER": "2",
+        "FACTDEBATE_MAX_CRONS_PER_USER": "1",
+    })
+    try:
+        yield url
+    finally:
+        stop_server(proc)
+
+
+def as_user(url: str, user: str) -> httpx.Client:
+    return httpx.Client(base_url=url, headers={"x-api-key": KEYS[user]}, timeout=60)
+
+
+def refused(response: httpx.Response, variable: str, count: int) -> None:
+    assert response.status_code == 403, response.text
+    detail = response.text
+    assert variable in detail and f"has {count}" in detail, detail
+
+
+def threads_of(client: httpx.Client) -> list[str]:
+    return [t["thread_id"] for t in client.post("/threads/search", json={"limit": 100}).json()]
+
+
+def test_threads_are_bounded_per_user_whichever_way_they_are_created(server: str):
+    variable = "FACTDEBATE_MAX_THREADS_PER_USER"
+    with as_user(server, "alice") as alice, as_user(server, "bob") as bob:
+        made = [alice.post("/threads", json={}) for _ in range(3)]
+        assert [r.status_code for r in made] == [200, 200, 200], [r.text for r in made]
+        mine = [r.json()["thread_id"] for r in made]
+
+        refused(alice.post("/threads", json={}), variable, 3)
+        refused(alice.post("/threads", json={"thread_id": str(uuid.uuid4())}), variable, 3)
+        # a run that would create its thread, a stateless run that keeps one, a copy
+        refused(alice.post(f"/threads/{uuid.uuid4()}/runs/wait",
+                           json={**RUN, "if_not_exists": "create"}), variable, 3)
+        refused(alice.post("/runs/wait", json={**RUN, "on_completion": "keep"}), variable, 3)
+        refused(alice.post(f"/threads/{mine[0]}/copy"), variable, 3)
+        assert sorted(threads_of(alice)) == sorted(mine)  # nothing was created by any of them
+
+        # at the limit: naming an own thread, a run on it, a stateless run that keeps nothing
+        again = alice.post("/threads", json={"thread_id": mine[0], "if_exists": "do_nothing"})
+        assert again.status_code == 200 and again.json()["thread_id"] == mine[0], again.text
+        ran = alice.post(f"/threads/{mine[0]}/runs/wait", json=RUN)
+        assert ran.status_code == 200 and ran.json().get("label") == "SUPPORTS", ran.text
+        stateless = alice.post("/runs/wait", json=RUN)
+        assert stateless.status_code == 200 and stateless.json().get("label") == "SUPPORTS"
+        assert sorted(threads_of(alice)) == sorted(mine)
+
+        # another user's thread id is not a way around it (and not a way in: 409 as before)
+        assert alice.post("/threads", json={"thread_id": bob.post("/threads", json={}).json()[
+            "thread_id"], "if_exists": "do_nothing"}).status_code in (403, 409)
+        # per user: bob creates; alice creates again once she deleted one
+        assert bob.post("/threads", json={}).status_code == 200
+        assert alice.delete(f"/threads/{mine[2]}").status_code in (200, 204)
+        assert alice.post("/threads", json={}).status_code == 200
+
+
+def test_assistants_and_crons_are_bounded_per_user(server: str):
+    with as_user(server, "alice") as alice, as_user(server, "bob") as bob:
+        made = [alice.post("/assistants", json={"graph_id": "cot"}) for _ in range(2)]
+        assert [r.status_code for r in made] == [200, 200], [r.text for r in made]
+        refused(alice.post("/assistants", json={"graph_id": "cot"}), "ASSISTANTS_PER_USER", 2)
+        own: dict[str, Any] = made[0].json()
+        again = alice.post("/assistants", json={"graph_id": "cot", "if_exists": "do_nothing",
+                                                 "assistant_id": own["assistant_id"]})
+        assert again.status_code == 200, again.text
+        assert bob.post("/assistants", json={"graph_id": "cot"}).status_code == 200
+
+        cron = {**RUN, "schedule": "0 0 1 1 *"}
+        first = alice.post("/runs/crons", json=cron)
+        assert first.status_code == 200, first.text
+        refused(alice.post("/runs/crons", json=cron), "CRONS_PER_USER", 1)
+        assert alice.delete(f"/runs/crons/{first.json()['cron_id']}").status_code in (200, 204)
+        assert alice.post("/runs/crons", json=cron).status_code == 200
