@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from factdebate.run.engine import interrupted_run
 from factdebate.core.errors import FactDebateError
 from factdebate.core.labels import get_label_set
 from factdebate.graphs.registry import FRAMEWORKS, build_framework, context_class
 from factdebate.nodes import llm
+from factdebate.run.engine import interrupted_run
 from factdebate.testing.scenarios import verdict
 from factdebate.testing.scripted import ScriptCall
 

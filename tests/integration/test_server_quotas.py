@@ -70,6 +70,10 @@ def test_threads_are_bounded_per_user_whichever_way_they_are_created(server: str
         mine = [r.json()["thread_id"] for r in made]
 
         refused(alice.post("/threads", json={}), variable, 3)
+        # a malformed id is still the API's own 4xx, not a failed lookup (503)
+        assert alice.post("/threads", json={"thread_id": "not-a-uuid"}).status_code == 422
+        assert alice.post("/threads/not-a-uuid/runs/wait",
+                          json={**RUN, "if_not_exists": "create"}).status_code in (400, 422)
         refused(alice.post("/threads", json={"thread_id": str(uuid.uuid4())}), variable, 3)
         # a run that would create its thread, a stateless run that keeps one, a copy
         refused(alice.post(f"/threads/{uuid.uuid4()}/runs/wait",
