@@ -20,6 +20,13 @@ retrievers' and embeddings' worker threads - never wall time):
   about as much; it is checkpointed by the same saver class with the same pragmas and durability,
   with LangGraph's default serializer. No retries, ledger, negotiation, prompts, parsing fall-backs,
   RAGAS, retrieval or embeddings.
+* **wide floor** - the floor with ours' state: Tool-MAD's own state schemas and, in every node,
+  the keys and values ours wrote there (recorded from a second, untimed run of ours on the claim
+  with ``astream(stream_mode="updates", subgraphs=True)``), the same Send payloads, the same calls.
+  Wide floor - floor is what ours' state shape (channels, writes, checkpoint sizes) costs LangGraph;
+  ours - wide floor - compute is what our own code costs (nodes, model-call path, RAGAS glue,
+  callbacks, context). The row's ``wide_floor_replayed`` checks that the replay was whole (the same
+  ledger call count and citation records as ours).
 * **compute** - the real work ours cannot skip, measured on its own: MiniLM embeddings of the
   distinct texts ours embeds for the claim (the claim/queries and RAGAS' generated questions,
   without the query cache), the retrievals of every turn (Milvus Lite dense search with the query
@@ -174,6 +181,8 @@ class Script:
     calls: dict[tuple[str, int, str], list[Call]]
     evidence: dict[tuple[str, int], list[dict[str, Any]]]
     rounds: int
+    writes: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
+    """Ours' update of every node, keyed (node, agent or "", round): the wide floor's writes."""
 
     @classmethod
     def of(cls, calls: list[Call], turns: list[dict[str, Any]], rounds: int) -> Script:
@@ -303,6 +312,155 @@ def build_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
     return g
 
 
+def build_wide_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
+    """The floor with ours' state: Tool-MAD's own state schemas (``DebateState``, ``DebaterState``
+    with its ``DebateRecord`` output) and, in every node, the keys and values ours wrote there
+    (recorded, :func:`record_writes`), plus the same model calls as the floor. No project logic
+    runs: wide floor - floor is what ours' state shape costs LangGraph, ours - wide floor - compute
+    what our own code costs (issue #24's "rest", split)."""
+    from factdebate.core.state import DebateRecord, DebaterState, DebateState
+
+    def script(state: dict[str, Any]) -> Script:
+        return scripts[state["claim"]]
+
+    def written(state: dict[str, Any], node: str, agent: str = "",
+                round_: int | None = None) -> dict[str, Any]:
+        return dict(script(state).writes.get((node, agent, state["round"] if round_ is None
+                                              else round_), {}))
+
+    async def formulate_query(state: Any) -> dict[str, Any]:
+        agent, round_ = state["agent"], state["round"]
+        replies = await _ask_all(model, script(state).calls.get((agent, round_, "query"), []))
+        query = getattr(replies[-1], "query", "") if replies else state["claim"]
+        return {"query": query, **written(state, "formulate_query", agent)}
+
+    async def retrieve(state: Any) -> dict[str, Any]:
+        agent, round_ = state["agent"], state["round"]
+        return {"evidence": script(state).evidence.get((agent, round_), []),
+                **written(state, "retrieve", agent)}
+
+    async def respond(state: Any) -> dict[str, Any]:
+        agent, round_ = state["agent"], state["round"]
+        replies = await _ask_all(model, script(state).calls.get((agent, round_, "debater"), []))
+        last = replies[-1] if replies else None
+        return {"answer": getattr(last, "reasoning", ""), "label": getattr(last, "label", None),
+                "parse": "structured", **written(state, "respond", agent)}
+
+    async def score(state: Any) -> dict[str, Any]:
+        calls = script(state).calls
+        agent, round_ = state["agent"], state["round"]
+        await asyncio.gather(
+            _ask_all(model, calls.get((agent, round_, "ragas:faithfulness"), [])),
+            asyncio.gather(*(_ask(model, c)
+                             for c in calls.get((agent, round_, "ragas:relevancy"), []))))
+        return written(state, "score", agent)
+
+    turn = StateGraph(DebaterState, output_schema=DebateRecord)
+    for name, fn in (("formulate_query", formulate_query), ("retrieve", retrieve),
+                     ("respond", respond), ("score", score)):
+        turn.add_node(name, fn)
+    turn.add_edge(START, "formulate_query")
+    turn.add_edge("formulate_query", "retrieve")
+    turn.add_edge("retrieve", "respond")
+    turn.add_edge("respond", "score")
+    turn.add_edge("score", END)
+    compiled_turn = turn.compile(name="debate_turn", checkpointer=False)
+
+    async def debate_turn(state: Any, config: RunnableConfig) -> Any:
+        return await compiled_turn.ainvoke(state, config, durability="exit")
+
+    def prepare(state: Any) -> dict[str, Any]:
+        return written(state, "prepare", round_=0)
+
+    def open_round(state: Any) -> dict[str, Any]:
+        return written(state, "open_round", round_=state["round"] + 1)
+
+    def route_debaters(state: Any) -> list[Send]:
+        current = state["round"]
+        previous = [t for t in state["turns"] if t["round"] == current - 1]
+        sends = []
+        for agent in AGENTS:  # the payload ours sends (nodes/open_round.fan_out_debaters)
+            own = next((t for t in previous if t["agent"] == agent), None)
+            sends.append(Send("debate_turn", {
+                "agent": agent, "round": current, "claim": state["claim"], "task": state["task"],
+                "options": state.get("options"), "exclude_titles": state.get("exclude_titles"),
+                "previous_query": own["query"] if own else "",
+                "opponents": [t for t in previous if t["agent"] != agent], "query": "",
+                "evidence": [], "answer": "", "label": None, "parse": "", "turns": [],
+                "scores": {}, "ledger": {}, "flags": []}))
+        return sends
+
+    def check_consensus(state: Any) -> dict[str, Any]:
+        return written(state, "check_consensus")
+
+    def route_after_check(state: Any) -> str:
+        labels = {t["label"] for t in state["turns"] if t["round"] == state["round"]}
+        if len(labels) == 1:
+            return "cite_verdict"
+        return "judge" if state["round"] >= script(state).rounds else "open_round"
+
+    async def judge(state: Any) -> dict[str, Any]:
+        await _ask_all(model, script(state).calls.get(("", state["round"], "judge"), []))
+        return written(state, "judge")
+
+    def cite_verdict(state: Any) -> dict[str, Any]:
+        return written(state, "cite_verdict")
+
+    g = StateGraph(DebateState)
+    g.add_node("prepare", prepare)
+    g.add_node("open_round", open_round)
+    g.add_node("debate_turn", debate_turn)
+    g.add_node("check_consensus", check_consensus)
+    g.add_node("judge", judge)
+    g.add_node("cite_verdict", cite_verdict)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "open_round")
+    g.add_conditional_edges("open_round", route_debaters, ["debate_turn"])
+    g.add_edge("debate_turn", "check_consensus")
+    g.add_conditional_edges("check_consensus", route_after_check,
+                            ["open_round", "judge", "cite_verdict"])
+    g.add_edge("judge", "cite_verdict")
+    g.add_edge("cite_verdict", END)
+    return g
+
+
+async def record_writes(setup: Setup, claim: str) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """Ours once more on ``claim`` (untimed; the double answers as before): every node's update.
+
+    ``astream(stream_mode="updates", subgraphs=True)`` shows a turn node's writes to the turn's
+    output keys (the ``DebateRecord``); the wide floor's turn nodes add the other keys ours
+    writes there (query, evidence, answer, label, parse) themselves.
+    """
+    from factdebate.core.state import complete_input
+    from factdebate.run.claims import compiled_graph
+
+    graph = compiled_graph("tool_mad", setup.ours_saver, None)
+    setup.model.reset()
+    writes: dict[tuple[str, str, int], dict[str, Any]] = {}
+    pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    counts: Counter[str] = Counter()
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    async for namespace, chunk in graph.astream(
+            complete_input({"claim": claim}), config, context=setup.ctx, stream_mode="updates",
+            subgraphs=True, durability="sync"):
+        for node, update in chunk.items():
+            update = dict(update or {})
+            if namespace:  # inside a turn: keyed by the turn's agent and round (from respond)
+                steps = pending.setdefault(namespace[-1], [])
+                steps.append((node, update))
+                if node == "score":
+                    turn = next(u["turns"][0] for n, u in steps if n == "respond")
+                    for name, step in steps:
+                        writes[(name, turn["agent"], turn["round"])] = step
+            elif node != "debate_turn":  # the turn's own output is what its nodes wrote
+                round_ = counts[node] + (1 if node == "open_round" else 0)
+                if node in ("check_consensus", "judge", "cite_verdict"):
+                    round_ = counts["open_round"]
+                counts[node] += 1
+                writes[(node, "", round_)] = update
+    return writes
+
+
 # -- the measurements ----------------------------------------------------------------------------
 
 
@@ -327,6 +485,7 @@ class Setup:
     ours_saver: Any
     floor_saver: Any
     floor_graph: Any
+    wide_graph: Any
     scripts: dict[str, Script] = field(default_factory=dict)
     ours_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -343,7 +502,7 @@ async def _ours(setup: Setup, claim: str) -> dict[str, Any]:
             "checkpoints": await _checkpoints(setup.ours_saver, result["thread_id"]),
             "label": result["label"], "rounds": result["rounds"],
             "stopped_by": result["stopped_by"], "turns": result["turns"],
-            "ledger": result["ledger"]}
+            "ledger": result["ledger"], "citations": len(result.get("citations") or [])}
 
 
 async def _floor(setup: Setup, claim: str) -> dict[str, Any]:
@@ -356,6 +515,22 @@ async def _floor(setup: Setup, claim: str) -> dict[str, Any]:
     return {"cpu_s": cpu, "calls": len(setup.model.timeline),
             "checkpoints": await _checkpoints(setup.floor_saver, thread),
             "label": values.get("label")}
+
+
+async def _wide(setup: Setup, claim: str) -> dict[str, Any]:
+    from factdebate.core.state import complete_input
+
+    setup.model.reset()
+    thread = uuid.uuid4().hex
+    start = time.process_time()
+    values = await setup.wide_graph.ainvoke(complete_input({"claim": claim}), {"configurable": {
+        "thread_id": thread}}, durability="sync")
+    cpu = time.process_time() - start
+    return {"cpu_s": cpu, "calls": len(setup.model.timeline),
+            "checkpoints": await _checkpoints(setup.floor_saver, thread),
+            "label": values.get("label"),
+            "ledger_calls": (values.get("ledger") or {}).get("llm_calls"),
+            "citations": len(values.get("citations") or [])}
 
 
 def _compute_once(claim: str, script: Script, turns: list[dict[str, Any]],
@@ -414,7 +589,9 @@ async def _run(index_dir: Path, work: Path, claims: list[str], warmup: str, roun
         scripts: dict[str, Script] = {}
         graph = build_floor_graph(model, scripts).compile(checkpointer=floor_saver,
                                                           name="tool_mad_floor")
-        setup = Setup(ctx, model, ours_saver, floor_saver, graph, scripts)
+        wide = build_wide_floor_graph(model, scripts).compile(checkpointer=floor_saver,
+                                                               name="tool_mad_wide_floor")
+        setup = Setup(ctx, model, ours_saver, floor_saver, graph, wide, scripts)
         compiled_graph("tool_mad", ours_saver, None)
         original = model.responder
         recorder = Recorder(original)
@@ -430,19 +607,29 @@ async def _run(index_dir: Path, work: Path, claims: list[str], warmup: str, roun
                 model.responder = original
                 scripts[claim] = Script.of(recorder.take(), ours["turns"], rounds)
                 setup.ours_rows[claim] = ours
+                scripts[claim].writes = await record_writes(setup, claim)
                 floor = await _floor(setup, claim)
+                wide = await _wide(setup, claim)
                 compute = await asyncio.to_thread(_compute, setup, claim,
                                                   1 if i == 0 else compute_repeat)
                 if i == 0:
                     continue
                 rows.append({"claim": claim, "ours_cpu_s": round(ours["cpu_s"], 4),
                              "floor_cpu_s": round(floor["cpu_s"], 4),
+                             "wide_floor_cpu_s": round(wide["cpu_s"], 4),
                              "compute_cpu_s": round(compute["cpu_s"], 4),
                              "texts_embedded": compute["texts_embedded"],
                              "ours_calls": ours["calls"], "floor_calls": floor["calls"],
+                             "wide_floor_calls": wide["calls"],
                              "ours_checkpoints": ours["checkpoints"],
                              "floor_checkpoints": floor["checkpoints"],
+                             "wide_floor_checkpoints": wide["checkpoints"],
                              "label": ours["label"], "floor_label": floor["label"],
+                             "wide_floor_label": wide["label"],
+                             # ours' writes replayed whole: the same ledger and citation records
+                             "wide_floor_replayed": (
+                                 wide["ledger_calls"] == ours["ledger"].get("llm_calls")
+                                 and wide["citations"] == ours["citations"]),
                              "rounds": ours["rounds"], "stopped_by": ours["stopped_by"],
                              "prompt_tokens": ours["ledger"].get("prompt_tokens", 0),
                              "completion_tokens": ours["ledger"].get("completion_tokens", 0)})
@@ -588,10 +775,11 @@ def run_floor_bench(work_dir: Path, out_dir: Path, index: Path, claims: list[str
     measured = run_async(_run(index, work_dir, claims[1:], claims[0], rounds, compute_repeat))
     rows = measured["rows"]
     med = {k: statistics.median(r[k] for r in rows)
-           for k in ("ours_cpu_s", "floor_cpu_s", "compute_cpu_s")}
+           for k in ("ours_cpu_s", "floor_cpu_s", "wide_floor_cpu_s", "compute_cpu_s")}
     ratio = med["ours_cpu_s"] / (med["floor_cpu_s"] + med["compute_cpu_s"])
-    shape_ok = all(r["ours_calls"] == r["floor_calls"]
-                   and r["ours_checkpoints"] == r["floor_checkpoints"] for r in rows)
+    shape_ok = all(r["ours_calls"] == r["floor_calls"] == r["wide_floor_calls"]
+                   and r["ours_checkpoints"] == r["floor_checkpoints"]
+                   == r["wide_floor_checkpoints"] for r in rows)
     result: dict[str, Any] = {
         "rounds": rounds, "claims": len(rows), "scoring_mode": "stability",
         "model": "scripted:disagree (zero latency)", "checkpointer": measured["saver_class"],
@@ -601,6 +789,11 @@ def run_floor_bench(work_dir: Path, out_dir: Path, index: Path, claims: list[str
         "rest_cpu_s_per_claim": round(med["ours_cpu_s"] - med["floor_cpu_s"]
                                       - med["compute_cpu_s"], 4),
         "ours_over_floor_plus_compute": round(ratio, 3),
+        # the rest, split: what ours' state shape costs LangGraph, and what our own code costs
+        "wide_floor_cpu_s_per_claim": round(med["wide_floor_cpu_s"], 4),
+        "state_shape_cpu_s_per_claim": round(med["wide_floor_cpu_s"] - med["floor_cpu_s"], 4),
+        "our_code_cpu_s_per_claim": round(med["ours_cpu_s"] - med["wide_floor_cpu_s"]
+                                          - med["compute_cpu_s"], 4),
         "same_shape": shape_ok,
         "model_calls_per_claim": statistics.median(r["ours_calls"] for r in rows),
         "checkpoints_per_claim": statistics.median(r["ours_checkpoints"] for r in rows),

@@ -101,9 +101,17 @@ def test_floor_bench_tiny(tmp_path: Path):
                        profile=False)
     row = result["per_claim"][0]
     assert result["same_shape"] and row["ours_calls"] == row["floor_calls"] == 11
-    assert row["ours_checkpoints"] == row["floor_checkpoints"]
-    assert row["label"] == row["floor_label"] and row["texts_embedded"] >= 2
-    assert min(row["ours_cpu_s"], row["floor_cpu_s"], row["compute_cpu_s"]) > 0
+    assert row["ours_checkpoints"] == row["floor_checkpoints"] == row["wide_floor_checkpoints"]
+    assert row["label"] == row["floor_label"] == row["wide_floor_label"]
+    assert row["texts_embedded"] >= 2
+    # the wide floor carries ours' writes whole (ledger, citations), and the split adds up
+    assert row["wide_floor_calls"] == 11 and row["wide_floor_replayed"]
+    assert min(row["ours_cpu_s"], row["floor_cpu_s"], row["wide_floor_cpu_s"],
+               row["compute_cpu_s"]) > 0
+    assert result["state_shape_cpu_s_per_claim"] == pytest.approx(
+        result["wide_floor_cpu_s_per_claim"] - result["floor_cpu_s_per_claim"], abs=2e-4)
+    assert result["our_code_cpu_s_per_claim"] + result["state_shape_cpu_s_per_claim"] \
+        == pytest.approx(result["rest_cpu_s_per_claim"], abs=3e-4)
     assert result["budget"] == "ours <= 1.5 x (floor + compute) CPU per claim"
     assert json.loads((tmp_path / "floor.json").read_text())["benchmark"] == "floor"
 
