@@ -692,8 +692,11 @@ def _frame_name(frame: str) -> tuple[str, str]:
     path = where.rstrip(")").rsplit(":", 1)[0]
     # the checkout is the factdebate package (issue #23): py-spy shows its files by absolute path
     # or relative to the working directory; name them as the package does
+    checkout = Path(OWN_ROOT).name + "/"  # py-spy may cut the path after a sys.path entry above it
     if path.startswith(OWN_ROOT):
         path = "factdebate/" + path[len(OWN_ROOT):]
+    elif path.startswith(checkout) and path[len(checkout):].split("/", 1)[0] in OWN_FOLDERS:
+        path = "factdebate/" + path[len(checkout):]
     elif path.split("/", 1)[0] in OWN_FOLDERS:
         path = "factdebate/" + path
     top = path.split("/", 1)[0].removesuffix(".py")

@@ -132,6 +132,18 @@ def test_floor_profile_summary_counts_self_inclusive_and_packages(tmp_path: Path
     assert dict(map(tuple, summary["self_by_package"])) == {"langgraph": 0.75, "stdlib": 0.25}
 
 
+def test_floor_profile_names_the_checkout_s_files_as_the_package():
+    """The repository root is the factdebate package (issue #23): py-spy shows its files by
+    absolute path, by the checkout's folder name or relative to it; all are ``factdebate``."""
+    from factdebate.evaluation.bench_floor import OWN_ROOT, _frame_name
+
+    checkout = Path(OWN_ROOT).name
+    for where in (f"{OWN_ROOT}graphs/turns.py", f"{checkout}/graphs/turns.py", "graphs/turns.py"):
+        assert _frame_name(f"run_turn ({where}:3)") == (
+            "run_turn (factdebate/graphs/turns.py)", "factdebate")
+    assert _frame_name("x (langgraph/pregel/main.py:1)")[1] == "langgraph"
+
+
 def test_tokens_bench_tiny(tmp_path: Path):
     """Tokens per claim per framework, outcomes and the cacheable-prefix shares (issue #24)."""
     result = run_bench("tokens", tmp_path, "factdebate bench tokens (test)", claims=1, rounds=1,
