@@ -218,6 +218,52 @@ async def _ask_all(model: Any, calls: list[Call]) -> list[Any]:
     return out
 
 
+def _route_after_check(scripts: dict[str, Script]) -> Callable[[Any], str]:
+    """Both floors' router after ``check_consensus``: agreement ends, round T goes to the judge."""
+    def route_after_check(state: Any) -> str:
+        labels = {t["label"] for t in state["turns"] if t["round"] == state["round"]}
+        if len(labels) == 1:
+            return "cite_verdict"
+        return "judge" if state["round"] >= scripts[state["claim"]].rounds else "open_round"
+    return route_after_check
+
+
+def _tool_mad_shaped(state: type, turn_state: type, turn_output: type,
+                     turn_nodes: dict[str, Callable[..., Any]],
+                     nodes: dict[str, Callable[..., Any]], route_debaters: Callable[..., Any],
+                     route_after_check: Callable[[Any], str]) -> StateGraph:
+    """Tool-MAD's shape (graphs/tool_mad.py) over the given schemas and node functions:
+    ``turn_nodes`` (formulate_query, retrieve, respond, score) in a ``checkpointer=False`` turn
+    subgraph invoked by a node as ``graphs/turns.py`` does; ``nodes`` are prepare, open_round,
+    check_consensus, judge and cite_verdict."""
+    turn = StateGraph(turn_state, output_schema=turn_output)
+    order = ("formulate_query", "retrieve", "respond", "score")
+    for name in order:
+        turn.add_node(name, turn_nodes[name])
+    for a, b in zip((START, *order), (*order, END), strict=True):
+        turn.add_edge(a, b)
+    compiled_turn = turn.compile(name="debate_turn", checkpointer=False)
+
+    async def debate_turn(state: Any, config: RunnableConfig) -> Any:
+        return await compiled_turn.ainvoke(state, config, durability="exit")
+
+    g = StateGraph(state)
+    for name in ("prepare", "open_round"):
+        g.add_node(name, nodes[name])
+    g.add_node("debate_turn", debate_turn)
+    for name in ("check_consensus", "judge", "cite_verdict"):
+        g.add_node(name, nodes[name])
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "open_round")
+    g.add_conditional_edges("open_round", route_debaters, ["debate_turn"])
+    g.add_edge("debate_turn", "check_consensus")
+    g.add_conditional_edges("check_consensus", route_after_check,
+                            ["open_round", "judge", "cite_verdict"])
+    g.add_edge("judge", "cite_verdict")
+    g.add_edge("cite_verdict", END)
+    return g
+
+
 def build_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
     """The bare LangGraph graph of Tool-MAD's shape (uncompiled), calling ``model`` as ours did.
 
@@ -254,20 +300,6 @@ def build_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
                          label=state.get("label", ""), scores=scores)
         return {"scores": scores, "turns": [turn]}
 
-    turn = StateGraph(FloorTurnState, output_schema=FloorOutput)
-    for name, fn in (("formulate_query", formulate_query), ("retrieve", retrieve),
-                     ("respond", respond), ("score", score)):
-        turn.add_node(name, fn)
-    turn.add_edge(START, "formulate_query")
-    turn.add_edge("formulate_query", "retrieve")
-    turn.add_edge("retrieve", "respond")
-    turn.add_edge("respond", "score")
-    turn.add_edge("score", END)
-    compiled_turn = turn.compile(name="debate_turn", checkpointer=False)
-
-    async def debate_turn(state: FloorTurnState, config: RunnableConfig) -> Any:
-        return await compiled_turn.ainvoke(state, config, durability="exit")
-
     def prepare(state: FloorState) -> dict[str, Any]:
         return {"claim": state["claim"].strip()}
 
@@ -281,12 +313,6 @@ def build_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
     def check_consensus(state: FloorState) -> dict[str, Any]:
         return {}
 
-    def route_after_check(state: FloorState) -> str:
-        labels = {t["label"] for t in state["turns"] if t["round"] == state["round"]}
-        if len(labels) == 1:
-            return "cite_verdict"
-        return "judge" if state["round"] >= script(state).rounds else "open_round"
-
     async def judge(state: FloorState) -> dict[str, Any]:
         replies = await _ask_all(model, script(state).calls.get(("", state["round"], "judge"), []))
         return {"label": getattr(replies[-1], "label", "") if replies else ""}
@@ -294,31 +320,24 @@ def build_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
     def cite_verdict(state: FloorState) -> dict[str, Any]:
         return {}
 
-    g = StateGraph(FloorState)
-    g.add_node("prepare", prepare)
-    g.add_node("open_round", open_round)
-    g.add_node("debate_turn", debate_turn)
-    g.add_node("check_consensus", check_consensus)
-    g.add_node("judge", judge)
-    g.add_node("cite_verdict", cite_verdict)
-    g.add_edge(START, "prepare")
-    g.add_edge("prepare", "open_round")
-    g.add_conditional_edges("open_round", route_debaters, ["debate_turn"])
-    g.add_edge("debate_turn", "check_consensus")
-    g.add_conditional_edges("check_consensus", route_after_check,
-                            ["open_round", "judge", "cite_verdict"])
-    g.add_edge("judge", "cite_verdict")
-    g.add_edge("cite_verdict", END)
-    return g
+    return _tool_mad_shaped(
+        FloorState, FloorTurnState, FloorOutput,
+        {"formulate_query": formulate_query, "retrieve": retrieve, "respond": respond,
+         "score": score},
+        {"prepare": prepare, "open_round": open_round, "check_consensus": check_consensus,
+         "judge": judge, "cite_verdict": cite_verdict},
+        route_debaters, _route_after_check(scripts))
 
 
-def build_wide_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
+def build_wide_floor_graph(model: Any, scripts: dict[str, Script], ctx: Any) -> Any:
     """The floor with ours' state: Tool-MAD's own state schemas (``DebateState``, ``DebaterState``
     with its ``DebateRecord`` output) and, in every node, the keys and values ours wrote there
     (recorded, :func:`record_writes`), plus the same model calls as the floor. No project logic
     runs: wide floor - floor is what ours' state shape costs LangGraph, ours - wide floor - compute
-    what our own code costs (issue #24's "rest", split)."""
+    what our own code costs (issue #24's "rest", split). The debaters' Send payloads are ours'
+    (``fan_out_debaters`` with ``ctx``)."""
     from factdebate.core.state import DebateRecord, DebaterState, DebateState
+    from factdebate.nodes.open_round import fan_out_debaters
 
     def script(state: dict[str, Any]) -> Script:
         return scripts[state["claim"]]
@@ -355,20 +374,6 @@ def build_wide_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
                              for c in calls.get((agent, round_, "ragas:relevancy"), []))))
         return written(state, "score", agent)
 
-    turn = StateGraph(DebaterState, output_schema=DebateRecord)
-    for name, fn in (("formulate_query", formulate_query), ("retrieve", retrieve),
-                     ("respond", respond), ("score", score)):
-        turn.add_node(name, fn)
-    turn.add_edge(START, "formulate_query")
-    turn.add_edge("formulate_query", "retrieve")
-    turn.add_edge("retrieve", "respond")
-    turn.add_edge("respond", "score")
-    turn.add_edge("score", END)
-    compiled_turn = turn.compile(name="debate_turn", checkpointer=False)
-
-    async def debate_turn(state: Any, config: RunnableConfig) -> Any:
-        return await compiled_turn.ainvoke(state, config, durability="exit")
-
     def prepare(state: Any) -> dict[str, Any]:
         return written(state, "prepare", round_=0)
 
@@ -376,28 +381,10 @@ def build_wide_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
         return written(state, "open_round", round_=state["round"] + 1)
 
     def route_debaters(state: Any) -> list[Send]:
-        current = state["round"]
-        previous = [t for t in state["turns"] if t["round"] == current - 1]
-        sends = []
-        for agent in AGENTS:  # the payload ours sends (nodes/open_round.fan_out_debaters)
-            own = next((t for t in previous if t["agent"] == agent), None)
-            sends.append(Send("debate_turn", {
-                "agent": agent, "round": current, "claim": state["claim"], "task": state["task"],
-                "options": state.get("options"), "exclude_titles": state.get("exclude_titles"),
-                "previous_query": own["query"] if own else "",
-                "opponents": [t for t in previous if t["agent"] != agent], "query": "",
-                "evidence": [], "answer": "", "label": None, "parse": "", "turns": [],
-                "scores": {}, "ledger": {}, "flags": []}))
-        return sends
+        return fan_out_debaters(state, ctx)
 
     def check_consensus(state: Any) -> dict[str, Any]:
         return written(state, "check_consensus")
-
-    def route_after_check(state: Any) -> str:
-        labels = {t["label"] for t in state["turns"] if t["round"] == state["round"]}
-        if len(labels) == 1:
-            return "cite_verdict"
-        return "judge" if state["round"] >= script(state).rounds else "open_round"
 
     async def judge(state: Any) -> dict[str, Any]:
         await _ask_all(model, script(state).calls.get(("", state["round"], "judge"), []))
@@ -406,22 +393,13 @@ def build_wide_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
     def cite_verdict(state: Any) -> dict[str, Any]:
         return written(state, "cite_verdict")
 
-    g = StateGraph(DebateState)
-    g.add_node("prepare", prepare)
-    g.add_node("open_round", open_round)
-    g.add_node("debate_turn", debate_turn)
-    g.add_node("check_consensus", check_consensus)
-    g.add_node("judge", judge)
-    g.add_node("cite_verdict", cite_verdict)
-    g.add_edge(START, "prepare")
-    g.add_edge("prepare", "open_round")
-    g.add_conditional_edges("open_round", route_debaters, ["debate_turn"])
-    g.add_edge("debate_turn", "check_consensus")
-    g.add_conditional_edges("check_consensus", route_after_check,
-                            ["open_round", "judge", "cite_verdict"])
-    g.add_edge("judge", "cite_verdict")
-    g.add_edge("cite_verdict", END)
-    return g
+    return _tool_mad_shaped(
+        DebateState, DebaterState, DebateRecord,
+        {"formulate_query": formulate_query, "retrieve": retrieve, "respond": respond,
+         "score": score},
+        {"prepare": prepare, "open_round": open_round, "check_consensus": check_consensus,
+         "judge": judge, "cite_verdict": cite_verdict},
+        route_debaters, _route_after_check(scripts))
 
 
 async def record_writes(setup: Setup, claim: str) -> dict[tuple[str, str, int], dict[str, Any]]:
@@ -589,7 +567,7 @@ async def _run(index_dir: Path, work: Path, claims: list[str], warmup: str, roun
         scripts: dict[str, Script] = {}
         graph = build_floor_graph(model, scripts).compile(checkpointer=floor_saver,
                                                           name="tool_mad_floor")
-        wide = build_wide_floor_graph(model, scripts).compile(checkpointer=floor_saver,
+        wide = build_wide_floor_graph(model, scripts, ctx).compile(checkpointer=floor_saver,
                                                                name="tool_mad_wide_floor")
         setup = Setup(ctx, model, ours_saver, floor_saver, graph, wide, scripts)
         compiled_graph("tool_mad", ours_saver, None)
