@@ -45,12 +45,11 @@ from factdebate.server.limits import (
     RUNS_ENV,
     Limits,
     RunAdmission,
-    assistant_exists,
+    exists,
     job_slots_warning,
     load_limits,
     owned_count,
     quota_refusal,
-    thread_exists,
 )
 from factdebate.server.policy import (
     Refused,
@@ -194,27 +193,21 @@ async def on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str,
     and answers 409 instead of returning another user's thread (or writing its ``supersteps``).
     """
     _stamp(ctx, value)
-    thread = value.get("thread_id")
-    if thread is None or not await _exists(thread_exists, thread):
-        await _within_quota(ctx, "threads")
+    await _within_quota(ctx, "threads", value.get("thread_id"))
     return _mine(ctx)
 
 
-async def _exists(check: Any, object_id: Any) -> bool:
-    try:
-        return bool(await check(object_id))
-    except Exception as exc:  # noqa: BLE001  # the server's own API did not answer: fail closed
-        raise _deny(503, f"cannot look up {object_id} ({type(exc).__name__}); retry") from None
-
-
-async def _within_quota(ctx: Auth.types.AuthContext, kind: str) -> None:
+async def _within_quota(ctx: Auth.types.AuthContext, kind: str, object_id: Any = None) -> None:
     """Refuse (403) a create that would give the user more stored ``kind`` than the operator's
-    limit (``FACTDEBATE_MAX_<KIND>_PER_USER``, factdebate.server.limits)."""
+    limit (``FACTDEBATE_MAX_<KIND>_PER_USER``, factdebate.server.limits). A create naming an id
+    that exists stores nothing new (the user's own: returned; another's: the filter's 409)."""
     limit = LIMITS.quotas.get(kind, 0)
     if not limit:
         return
     me = _me(ctx)
     try:
+        if object_id is not None and await exists(kind, object_id):
+            return
         count = await owned_count(kind, me, OWNER)
     except Exception as exc:  # noqa: BLE001  # fail closed, as the run admission does
         raise _deny(503, f"cannot count the {kind} of {me} ({type(exc).__name__}); retry") from None
@@ -235,9 +228,8 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, st
     add_model_metadata(value)  # model specs as top-level run metadata (trace filters)
     me = _me(ctx)
     thread = value.get("thread_id")
-    if thread is not None and value.get("if_not_exists") == "create" \
-            and not await _exists(thread_exists, thread):  # the run creates (and keeps) a thread
-        await _within_quota(ctx, "threads")
+    if thread is not None and value.get("if_not_exists") == "create":  # may create (and keep) one
+        await _within_quota(ctx, "threads", thread)
     try:
         already = await ADMISSION.admit(me, OWNER, LIMITS.runs_per_user, value.get("run_id"),
                                         None if thread is None else str(thread))
@@ -274,9 +266,7 @@ async def on_assistant_create(ctx: Auth.types.AuthContext, value: Any) -> dict[s
     client-chosen ``assistant_id`` of another user's (or a graph's own) assistant into 409."""
     _checked(check_assistant, value)
     _stamp(ctx, value)
-    assistant = value.get("assistant_id")
-    if assistant is None or not await _exists(assistant_exists, assistant):
-        await _within_quota(ctx, "assistants")
+    await _within_quota(ctx, "assistants", value.get("assistant_id"))
     return _mine(ctx)
 
 

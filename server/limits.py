@@ -188,23 +188,13 @@ async def owned_count(kind: str, identity: str, owner_key: str) -> int:
     return int(await api.count(metadata={owner_key: identity}))
 
 
-async def thread_exists(thread_id: Any) -> bool:
-    """Whether a thread of that id exists (anyone's: the caller's filter decides access)."""
+async def exists(kind: str, object_id: Any) -> bool:
+    """Whether a thread or assistant (``kind``: ``threads``/``assistants``) of that id exists
+    (anyone's: the caller's filter decides access)."""
     from langgraph_sdk.errors import NotFoundError
 
     try:
-        await _loopback().threads.get(str(thread_id))
-    except NotFoundError:
-        return False
-    return True
-
-
-async def assistant_exists(assistant_id: Any) -> bool:
-    """Whether an assistant of that id exists."""
-    from langgraph_sdk.errors import NotFoundError
-
-    try:
-        await _loopback().assistants.get(str(assistant_id))
+        await getattr(_loopback(), kind).get(str(object_id))
     except NotFoundError:
         return False
     return True
