@@ -27,14 +27,26 @@ retrievers' and embeddings' worker threads - never wall time):
   ours - wide floor - compute is what our own code costs (nodes, model-call path, RAGAS glue,
   callbacks, context). The row's ``wide_floor_replayed`` checks that the replay was whole (the same
   ledger call count and citation records as ours).
-* **compute** - the real work ours cannot skip, measured on its own: MiniLM embeddings of the
-  distinct texts ours embeds for the claim (the claim/queries and RAGAS' generated questions,
-  without the query cache), the retrievals of every turn (Milvus Lite dense search with the query
-  vector cached, tantivy BM25), and JSON parsing of every reply (pydantic ``model_validate_json``).
+* **compute** - the real work ours cannot skip, measured on its own: the MiniLM encoder calls ours
+  made for the claim, replayed batch for batch (recorded in ours' timed run by
+  :class:`EncoderRecorder`: the queries before retrieval, RAGAS' claim and generated questions
+  after each answer; the texts its query cache answered are not encoded again), the retrievals of
+  every turn (Milvus Lite dense search with the query vector cached, tantivy BM25), and JSON
+  parsing of every reply (pydantic ``model_validate_json``). Until the 2026-11-26 session the
+  distinct texts were encoded as one batch, which an encoder call's fixed cost made ~4 ms per
+  claim cheaper than the calls ours has to make (the claim and the questions do not exist at the
+  same time).
 
 Figures: per-claim medians of ours, floor and compute, and the budget ratio ours / (floor +
 compute) <= 1.5. The shape is checked, not assumed: model calls and checkpoints per claim of ours
 and of the floor are reported side by side and must be equal.
+
+Event loop and worker threads: each measurement also takes the CPU of the event loop's own thread
+(``time.thread_time`` on the thread that awaits the graph: nodes, the model-call path, callbacks,
+LangGraph's and LangChain's per-task and per-call work). Our code's share is split into what it
+costs on the loop (ours' loop - the wide floor's loop) and in worker threads beyond the real
+compute (ours' other threads - the wide floor's other threads - compute: thread hand-offs, Milvus
+Lite's in-process gRPC, the executor that runs sync nodes); the two add up to ``our_code``.
 
 The profile: ``py-spy record`` of a subprocess running ours alone (``python -m
 factdebate.evaluation.bench_floor --profile-ours N --work DIR``), kept as ``OUT/floor-profile.txt``
@@ -92,6 +104,35 @@ class Call:
         if self.metric:
             meta["fd_metric"] = self.metric
         return meta
+
+
+class EncoderRecorder:
+    """Records the batches the embedding model encodes while ours runs a claim once.
+
+    Installed on the shared embeddings instance (an instance attribute over its
+    ``embed_documents``, which both its query cache and passages go through) for ours' timed run
+    only: the real compute replays exactly these encoder calls, as ours made them - the query
+    before retrieval, RAGAS' claim and generated questions after the answer - instead of one
+    batch of the distinct texts (an encoder call has a fixed cost: ~3.9 ms for one short text,
+    ~5.5 ms for two, on the 2-core machine of issue #24).
+    """
+
+    def __init__(self, embeddings: Any) -> None:
+        self.embeddings = embeddings
+        self.batches: list[list[str]] = []
+
+    def __enter__(self) -> EncoderRecorder:
+        encode = type(self.embeddings).embed_documents.__get__(self.embeddings)
+
+        def recorded(texts: list[str]) -> list[list[float]]:
+            self.batches.append(list(texts))  # one append per encoder call
+            return encode(texts)
+
+        self.embeddings.embed_documents = recorded
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        del self.embeddings.embed_documents  # the class's method again
 
 
 class Recorder:
@@ -468,15 +509,30 @@ class Setup:
     ours_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+class _CpuClock:
+    """Process CPU and the event loop's own thread CPU over one measurement (see the docstring's
+    "event loop and worker threads"): ``cpu_s`` and ``loop_cpu_s`` once stopped."""
+
+    def __enter__(self) -> _CpuClock:
+        self._process, self._loop = time.process_time(), time.thread_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cpu_s = time.process_time() - self._process
+        self.loop_cpu_s = time.thread_time() - self._loop
+
+
 async def _ours(setup: Setup, claim: str) -> dict[str, Any]:
     from factdebate.run.engine import run_graph
+    from factdebate.tools.embeddings import get_embeddings
 
     setup.model.reset()
-    start = time.process_time()
-    result = await run_graph("tool_mad", {"claim": claim}, setup.ctx,
-                             checkpointer=setup.ours_saver)  # a new thread, as `verify` makes
-    cpu = time.process_time() - start
-    return {"cpu_s": cpu, "calls": len(setup.model.timeline),
+    with EncoderRecorder(get_embeddings(setup.ctx.embedding_model)) as encoder, \
+            _CpuClock() as clock:
+        result = await run_graph("tool_mad", {"claim": claim}, setup.ctx,
+                                 checkpointer=setup.ours_saver)  # a new thread, as `verify` makes
+    return {"cpu_s": clock.cpu_s, "loop_cpu_s": clock.loop_cpu_s, "encoded": encoder.batches,
+            "calls": len(setup.model.timeline),
             "checkpoints": await _checkpoints(setup.ours_saver, result["thread_id"]),
             "label": result["label"], "rounds": result["rounds"],
             "stopped_by": result["stopped_by"], "turns": result["turns"],
@@ -486,11 +542,10 @@ async def _ours(setup: Setup, claim: str) -> dict[str, Any]:
 async def _floor(setup: Setup, claim: str) -> dict[str, Any]:
     setup.model.reset()
     thread = uuid.uuid4().hex
-    start = time.process_time()
-    values = await setup.floor_graph.ainvoke({"claim": claim}, {"configurable": {
-        "thread_id": thread}}, durability="sync")
-    cpu = time.process_time() - start
-    return {"cpu_s": cpu, "calls": len(setup.model.timeline),
+    with _CpuClock() as clock:
+        values = await setup.floor_graph.ainvoke({"claim": claim}, {"configurable": {
+            "thread_id": thread}}, durability="sync")
+    return {"cpu_s": clock.cpu_s, "loop_cpu_s": clock.loop_cpu_s, "calls": len(setup.model.timeline),
             "checkpoints": await _checkpoints(setup.floor_saver, thread),
             "label": values.get("label")}
 
@@ -500,32 +555,21 @@ async def _wide(setup: Setup, claim: str) -> dict[str, Any]:
 
     setup.model.reset()
     thread = uuid.uuid4().hex
-    start = time.process_time()
-    values = await setup.wide_graph.ainvoke(complete_input({"claim": claim}), {"configurable": {
-        "thread_id": thread}}, durability="sync")
-    cpu = time.process_time() - start
-    return {"cpu_s": cpu, "calls": len(setup.model.timeline),
+    with _CpuClock() as clock:
+        values = await setup.wide_graph.ainvoke(complete_input({"claim": claim}), {
+            "configurable": {"thread_id": thread}}, durability="sync")
+    return {"cpu_s": clock.cpu_s, "loop_cpu_s": clock.loop_cpu_s, "calls": len(setup.model.timeline),
             "checkpoints": await _checkpoints(setup.floor_saver, thread),
             "label": values.get("label"),
             "ledger_calls": (values.get("ledger") or {}).get("llm_calls"),
             "citations": len(values.get("citations") or [])}
 
 
-def _compute_once(claim: str, script: Script, turns: list[dict[str, Any]],
-                  retrievers: dict[str, Any], embeddings: Any) -> int:
-    """Blocking: the claim's embeddings, retrievals and reply parsing once; texts embedded."""
-    texts = {claim}
-    for t in turns:
-        if t["agent"] == "rag" and t.get("query"):
-            texts.add(t["query"])
-    for calls in script.calls.values():
-        for c in calls:
-            if c.metric == "answer_relevancy":
-                for reply in c.replies:
-                    question = json.loads(reply).get("question")
-                    if question:
-                        texts.add(question)
-    embeddings.embed_documents(sorted(texts))  # MiniLM itself, not the query cache
+def _compute_once(script: Script, turns: list[dict[str, Any]], batches: list[list[str]],
+                  retrievers: dict[str, Any], embeddings: Any) -> None:
+    """Blocking: the claim's encoder calls, retrievals and reply parsing once."""
+    for batch in batches:  # the encoder calls ours made, as it made them (MiniLM, no cache)
+        embeddings.embed_documents(batch)
     for t in turns:  # the query vector is in MiniLM's query cache: the search itself
         if t.get("query") and t["agent"] in retrievers:
             retrievers[t["agent"]].search_sync(t["query"], len(t.get("evidence") or []) or 3)
@@ -533,7 +577,6 @@ def _compute_once(claim: str, script: Script, turns: list[dict[str, Any]],
         for c in calls:
             for reply in c.replies:
                 c.schema.model_validate_json(reply)
-    return len(texts)
 
 
 def _compute(setup: Setup, claim: str, repeat: int = 3) -> dict[str, Any]:
@@ -545,12 +588,12 @@ def _compute(setup: Setup, claim: str, repeat: int = 3) -> dict[str, Any]:
     retrievers = {agent: get_retriever(str(resolve_backend(agent, setup.ctx)[0]), settings)
                   for agent in AGENTS}
     embeddings = get_embeddings(setup.ctx.embedding_model)
-    turns = setup.ours_rows[claim]["turns"]
-    texts = 0
+    turns, batches = setup.ours_rows[claim]["turns"], setup.ours_rows[claim]["encoded"]
     start = time.process_time()
     for _ in range(repeat):
-        texts = _compute_once(claim, setup.scripts[claim], turns, retrievers, embeddings)
-    return {"cpu_s": (time.process_time() - start) / repeat, "texts_embedded": texts}
+        _compute_once(setup.scripts[claim], turns, batches, retrievers, embeddings)
+    return {"cpu_s": (time.process_time() - start) / repeat, "encoder_calls": len(batches),
+            "texts_embedded": sum(len(b) for b in batches)}
 
 
 async def _run(index_dir: Path, work: Path, claims: list[str], warmup: str, rounds: int,
@@ -596,6 +639,10 @@ async def _run(index_dir: Path, work: Path, claims: list[str], warmup: str, roun
                              "floor_cpu_s": round(floor["cpu_s"], 4),
                              "wide_floor_cpu_s": round(wide["cpu_s"], 4),
                              "compute_cpu_s": round(compute["cpu_s"], 4),
+                             "ours_loop_cpu_s": round(ours["loop_cpu_s"], 4),
+                             "floor_loop_cpu_s": round(floor["loop_cpu_s"], 4),
+                             "wide_floor_loop_cpu_s": round(wide["loop_cpu_s"], 4),
+                             "encoder_calls": compute["encoder_calls"],
                              "texts_embedded": compute["texts_embedded"],
                              "ours_calls": ours["calls"], "floor_calls": floor["calls"],
                              "wide_floor_calls": wide["calls"],
@@ -756,7 +803,8 @@ def run_floor_bench(work_dir: Path, out_dir: Path, index: Path, claims: list[str
     measured = run_async(_run(index, work_dir, claims[1:], claims[0], rounds, compute_repeat))
     rows = measured["rows"]
     med = {k: statistics.median(r[k] for r in rows)
-           for k in ("ours_cpu_s", "floor_cpu_s", "wide_floor_cpu_s", "compute_cpu_s")}
+           for k in ("ours_cpu_s", "floor_cpu_s", "wide_floor_cpu_s", "compute_cpu_s",
+                     "ours_loop_cpu_s", "wide_floor_loop_cpu_s")}
     ratio = med["ours_cpu_s"] / (med["floor_cpu_s"] + med["compute_cpu_s"])
     shape_ok = all(r["ours_calls"] == r["floor_calls"] == r["wide_floor_calls"]
                    and r["ours_checkpoints"] == r["floor_checkpoints"]
@@ -775,6 +823,16 @@ def run_floor_bench(work_dir: Path, out_dir: Path, index: Path, claims: list[str
         "state_shape_cpu_s_per_claim": round(med["wide_floor_cpu_s"] - med["floor_cpu_s"], 4),
         "our_code_cpu_s_per_claim": round(med["ours_cpu_s"] - med["wide_floor_cpu_s"]
                                           - med["compute_cpu_s"], 4),
+        # our code, split by thread: on the event loop (nodes, the model-call path, callbacks,
+        # what LangGraph and LangChain do per task and per call for it) and in worker threads
+        # beyond the real compute (thread hand-offs, Milvus Lite's gRPC, sync nodes' executor)
+        "ours_loop_cpu_s_per_claim": round(med["ours_loop_cpu_s"], 4),
+        "wide_floor_loop_cpu_s_per_claim": round(med["wide_floor_loop_cpu_s"], 4),
+        "our_code_loop_cpu_s_per_claim": round(
+            med["ours_loop_cpu_s"] - med["wide_floor_loop_cpu_s"], 4),
+        "our_code_workers_cpu_s_per_claim": round(
+            (med["ours_cpu_s"] - med["ours_loop_cpu_s"])
+            - (med["wide_floor_cpu_s"] - med["wide_floor_loop_cpu_s"]) - med["compute_cpu_s"], 4),
         "same_shape": shape_ok,
         "model_calls_per_claim": statistics.median(r["ours_calls"] for r in rows),
         "checkpoints_per_claim": statistics.median(r["ours_checkpoints"] for r in rows),

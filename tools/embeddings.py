@@ -11,6 +11,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 
 from langchain_core.embeddings import Embeddings
@@ -55,6 +56,8 @@ class MiniLMEmbeddings(Embeddings):
         self._lock = threading.Lock()
         self._cache_lock = threading.Lock()
         self._query_cache: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._in_flight: dict[str, Future[tuple[float, ...]]] = {}
+        """Texts being embedded by some thread now (``embed_queries`` waits for them)."""
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed passages (batched)."""
@@ -87,24 +90,47 @@ class MiniLMEmbeddings(Embeddings):
     def embed_queries(self, texts: list[str]) -> list[list[float]]:
         """Embed short texts (queries, RAGAS' generated questions) through the LRU cache.
 
-        Texts seen before come from the cache; the others are embedded as one batch. Vectors are
-        the ones ``embed_documents`` returns for the same text (the cache stores them unchanged).
+        Texts seen before come from the cache; the others are embedded as one batch. A text that
+        another thread is embedding at the moment is waited for, not embedded again: parallel
+        debaters score the same claim and often the same generated question at the same time
+        (issue #24: 3-4 encoder calls per Tool-MAD claim for 2 distinct texts, ~3.9 ms each on
+        the 2-core machine). Vectors are the ones ``embed_documents`` returns for the same text
+        (the cache stores them unchanged).
         """
         found: dict[str, tuple[float, ...]] = {}
+        waits: dict[str, Future[tuple[float, ...]]] = {}
+        mine: dict[str, Future[tuple[float, ...]]] = {}
         with self._cache_lock:
-            for text in texts:
+            for text in dict.fromkeys(texts):
                 hit = self._query_cache.get(text)
                 if hit is not None:
                     self._query_cache.move_to_end(text)
                     found[text] = hit
-        missing = [t for t in dict.fromkeys(texts) if t not in found]
-        if missing:
-            vectors = self.embed_documents(missing)
+                elif text in self._in_flight:
+                    waits[text] = self._in_flight[text]
+                else:
+                    mine[text] = self._in_flight[text] = Future()
+        if mine:
+            missing = list(mine)
+            try:
+                vectors = [tuple(v) for v in self.embed_documents(missing)]
+            except BaseException as exc:
+                with self._cache_lock:
+                    for text in missing:
+                        del self._in_flight[text]
+                for future in mine.values():
+                    future.set_exception(exc)
+                raise
             with self._cache_lock:
                 for text, vector in zip(missing, vectors, strict=True):
-                    found[text] = self._query_cache[text] = tuple(vector)
+                    found[text] = self._query_cache[text] = vector
+                    del self._in_flight[text]
                 while len(self._query_cache) > QUERY_CACHE_SIZE:
                     self._query_cache.popitem(last=False)
+            for text, vector in zip(missing, vectors, strict=True):
+                mine[text].set_result(vector)
+        for text, future in waits.items():
+            found[text] = future.result()  # the other thread's encoder call (or its error)
         return [list(found[t]) for t in texts]
 
 

@@ -103,7 +103,8 @@ def test_floor_bench_tiny(tmp_path: Path):
     assert result["same_shape"] and row["ours_calls"] == row["floor_calls"] == 11
     assert row["ours_checkpoints"] == row["floor_checkpoints"] == row["wide_floor_checkpoints"]
     assert row["label"] == row["floor_label"] == row["wide_floor_label"]
-    assert row["texts_embedded"] >= 2
+    # the compute replays the encoder calls ours made (the claim's query, RAGAS' texts)
+    assert row["encoder_calls"] >= 1 and row["texts_embedded"] >= row["encoder_calls"]
     # the wide floor carries ours' writes whole (ledger, citations), and the split adds up
     assert row["wide_floor_calls"] == 11 and row["wide_floor_replayed"]
     assert min(row["ours_cpu_s"], row["floor_cpu_s"], row["wide_floor_cpu_s"],
@@ -112,8 +113,35 @@ def test_floor_bench_tiny(tmp_path: Path):
         result["wide_floor_cpu_s_per_claim"] - result["floor_cpu_s_per_claim"], abs=2e-4)
     assert result["our_code_cpu_s_per_claim"] + result["state_shape_cpu_s_per_claim"] \
         == pytest.approx(result["rest_cpu_s_per_claim"], abs=3e-4)
+    # the event loop's own thread is a part of the process (worker threads do the retrieval and
+    # the embeddings), and our code's loop and worker shares add up to our code
+    for who in ("ours", "floor", "wide_floor"):
+        assert 0 < row[f"{who}_loop_cpu_s"] <= row[f"{who}_cpu_s"] + 1e-3
+    assert row["ours_cpu_s"] - row["ours_loop_cpu_s"] > row["floor_cpu_s"] - row["floor_loop_cpu_s"]
+    assert result["our_code_loop_cpu_s_per_claim"] + result["our_code_workers_cpu_s_per_claim"] \
+        == pytest.approx(result["our_code_cpu_s_per_claim"], abs=3e-4)
     assert result["budget"] == "ours <= 1.5 x (floor + compute) CPU per claim"
     assert json.loads((tmp_path / "floor.json").read_text())["benchmark"] == "floor"
+
+
+def test_floor_encoder_recorder_records_the_calls_and_restores_the_model():
+    """The compute replays ours' encoder calls batch for batch: the recorder sees every call that
+    reaches the encoder (a cached query does not), and the instance is left as it was."""
+    from factdebate.evaluation.bench_floor import EncoderRecorder
+    from factdebate.tools.embeddings import MiniLMEmbeddings
+
+    model = MiniLMEmbeddings()
+    model.embed_query("the claim")  # cached before the run: not an encoder call in it
+    with EncoderRecorder(model) as recorder:
+        model.embed_query("the claim")
+        vectors = model.embed_queries(["q1", "q2", "q1", "the claim"])
+        model.embed_query("q2")
+        model.embed_documents(["a passage"])
+    assert recorder.batches == [["q1", "q2"], ["a passage"]]
+    assert len(vectors) == 4 and vectors[0] == vectors[2] and len(vectors[0]) == 384
+    assert "embed_documents" not in vars(model)  # the class's method again
+    model.embed_documents(["after"])
+    assert recorder.batches == [["q1", "q2"], ["a passage"]]
 
 
 def test_floor_profile_summary_counts_self_inclusive_and_packages(tmp_path: Path):

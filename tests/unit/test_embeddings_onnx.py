@@ -70,3 +70,82 @@ def test_cached_queries_answers_only_full_hits():
     vectors = emb.embed_queries(texts)
     assert emb.cached_queries(texts) == vectors
     assert emb.cached_queries(list(reversed(texts))) == list(reversed(vectors))
+
+
+class _SeenInFlight(dict):
+    """The in-flight table, telling when a thread found a text there (and will wait for it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.found = threading.Event()
+
+    def __contains__(self, key: object) -> bool:
+        hit = super().__contains__(key)
+        if hit:
+            self.found.set()
+        return hit
+
+
+def _held_encoder(model: MiniLMEmbeddings, monkeypatch, fail: bool = False):
+    """``model.embed_documents`` that records its batches and blocks until released."""
+    import threading
+
+    sent: list[list[str]] = []
+    started, release = threading.Event(), threading.Event()
+    real = model.embed_documents
+
+    def encode(batch: list[str]) -> list[list[float]]:
+        sent.append(list(batch))
+        started.set()
+        assert release.wait(10)
+        if fail:
+            raise RuntimeError("encoder fault")
+        return real(batch)
+
+    monkeypatch.setattr(model, "embed_documents", encode)
+    monkeypatch.setattr(model, "_in_flight", _SeenInFlight())
+    return sent, started, release
+
+
+def test_a_text_another_thread_is_embedding_is_waited_for_not_embedded_again(monkeypatch):
+    """Parallel debaters score the same claim at the same time (issue #24): one encoder call."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = MiniLMEmbeddings()
+    text, other = "Is it true that the Amazon River empties into the Atlantic?", "Who wrote Hamlet?"
+    expected = np.asarray(model.embed_documents([text, other]))
+    sent, started, release = _held_encoder(model, monkeypatch)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(model.embed_query, text)
+        assert started.wait(10)  # the first thread is inside the encoder with the text
+        second = pool.submit(model.embed_queries, [other, text])
+        assert model._in_flight.found.wait(10)  # the second found it in flight
+        release.set()
+        one, two = first.result(10), second.result(10)
+    assert sent == [[text], [other]]  # the text once; the second thread's new text alone
+    assert np.abs(np.asarray(one) - expected[0]).max() < 1e-6
+    assert np.abs(np.asarray(two) - expected[[1, 0]]).max() < 1e-6
+    assert not model._in_flight and model.cached_queries([text, other]) == [two[1], two[0]]
+
+
+def test_an_encoder_fault_reaches_the_waiting_thread_and_the_text_is_embedded_on_retry(
+        monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = MiniLMEmbeddings()
+    text = "Is it true that Tokyo was formerly called Edo?"
+    sent, started, release = _held_encoder(model, monkeypatch, fail=True)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(model.embed_query, text)
+        assert started.wait(10)
+        second = pool.submit(model.embed_query, text)
+        assert model._in_flight.found.wait(10)
+        release.set()
+        for future in (first, second):
+            with pytest.raises(RuntimeError, match="encoder fault"):
+                future.result(10)
+    assert sent == [[text]] and not model._in_flight and model.cached_queries([text]) is None
+    monkeypatch.undo()  # the real encoder: the text is embedded on the next request
+    assert len(model.embed_query(text)) == 384 and model.cached_queries([text]) is not None
