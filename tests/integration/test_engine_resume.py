@@ -99,3 +99,35 @@ async def test_progress_gets_the_resumed_state_and_the_streamed_updates(saver):
     await run_graph("cot", {"claim": "Paris is in France"}, cot(), checkpointer=saver,
                     thread_id="p", resume=True, progress=Progress())
     assert seen["seed"][0]["claim"] == "Paris is in France" and seen["nodes"] == []  # finished
+
+
+@pytest.mark.parametrize("framework,item,ctx", [
+    ("tool_mad", {"claim": "Paris is in France"}, None),
+    ("check_text", {"text": TEXT}, "text"),
+])
+async def test_a_fresh_run_s_result_is_the_final_checkpoint_s_without_reading_it(
+        saver, monkeypatch, static_ctx, framework, item, ctx):
+    """The invocation returns every state key, so the engine reads no checkpoint for the result
+    (issue #24); the result is the one the final checkpoint gives."""
+    from langgraph.pregel import Pregel
+
+    from factdebate.run.claims import compiled_graph, result_object
+
+    context = text_check() if ctx == "text" else static_ctx("scripted:disagree", max_rounds=2)
+    reads = []
+    real = Pregel.aget_state
+
+    async def counted(self, config, **kwargs):
+        reads.append(config)
+        return await real(self, config, **kwargs)
+
+    monkeypatch.setattr(Pregel, "aget_state", counted)
+    result = await run_graph(framework, item, context, checkpointer=saver)
+    assert reads == []  # a thread id made by the engine: nothing to check, nothing read back
+    monkeypatch.undo()
+    graph = compiled_graph(framework, saver, None)
+    thread = result["thread_id"]
+    values = (await graph.aget_state({"configurable": {"thread_id": thread}})).values
+    expected = result_object(framework, values, context, thread_id=thread,
+                             prompt_version=result["prompt_version"])
+    assert result == expected and (result["label"] if ctx is None else result["check"])
