@@ -33,9 +33,10 @@ retrievers' and embeddings' worker threads - never wall time):
   after each answer; the texts its query cache answered are not encoded again), the retrievals of
   every turn (Milvus Lite dense search with the query vector cached, tantivy BM25), and JSON
   parsing of every reply (pydantic ``model_validate_json``). Until the 2026-11-26 session the
-  distinct texts were encoded as one batch, which an encoder call's fixed cost made ~4 ms per
-  claim cheaper than the calls ours has to make (the claim and the questions do not exist at the
-  same time).
+  distinct texts were encoded as one batch, which an encoder call's fixed cost makes cheaper than
+  the calls ours has to make (the claim and the questions do not exist at the same time); that
+  measure is still taken (``encoder_one_batch_cpu_s`` beside ``encoder_calls_cpu_s``) and the
+  budget ratio with it reported as ``ours_over_floor_plus_one_batch_compute``.
 
 Figures: per-claim medians of ours, floor and compute, and the budget ratio ours / (floor +
 compute) <= 1.5. The shape is checked, not assumed: model calls and checkpoints per claim of ours
@@ -592,8 +593,22 @@ def _compute(setup: Setup, claim: str, repeat: int = 3) -> dict[str, Any]:
     start = time.process_time()
     for _ in range(repeat):
         _compute_once(setup.scripts[claim], turns, batches, retrievers, embeddings)
-    return {"cpu_s": (time.process_time() - start) / repeat, "encoder_calls": len(batches),
-            "texts_embedded": sum(len(b) for b in batches)}
+    cpu = (time.process_time() - start) / repeat
+    # the encoder calls alone, and the same texts as one batch (the measure before 2026-11-26):
+    # what the replay adds to the compute is reported, so both ratios can be read off one run
+    distinct = sorted({text for batch in batches for text in batch})
+    start = time.process_time()
+    for _ in range(repeat):
+        for batch in batches:
+            embeddings.embed_documents(batch)
+    replayed = (time.process_time() - start) / repeat
+    start = time.process_time()
+    for _ in range(repeat):
+        if distinct:
+            embeddings.embed_documents(distinct)
+    one_batch = (time.process_time() - start) / repeat
+    return {"cpu_s": cpu, "encoder_calls": len(batches), "texts_embedded": len(distinct),
+            "encoder_calls_cpu_s": replayed, "encoder_one_batch_cpu_s": one_batch}
 
 
 async def _run(index_dir: Path, work: Path, claims: list[str], warmup: str, rounds: int,
@@ -644,6 +659,9 @@ async def _run(index_dir: Path, work: Path, claims: list[str], warmup: str, roun
                              "wide_floor_loop_cpu_s": round(wide["loop_cpu_s"], 4),
                              "encoder_calls": compute["encoder_calls"],
                              "texts_embedded": compute["texts_embedded"],
+                             "encoder_calls_cpu_s": round(compute["encoder_calls_cpu_s"], 4),
+                             "encoder_one_batch_cpu_s": round(
+                                 compute["encoder_one_batch_cpu_s"], 4),
                              "ours_calls": ours["calls"], "floor_calls": floor["calls"],
                              "wide_floor_calls": wide["calls"],
                              "ours_checkpoints": ours["checkpoints"],
@@ -805,6 +823,10 @@ def run_floor_bench(work_dir: Path, out_dir: Path, index: Path, claims: list[str
     med = {k: statistics.median(r[k] for r in rows)
            for k in ("ours_cpu_s", "floor_cpu_s", "wide_floor_cpu_s", "compute_cpu_s",
                      "ours_loop_cpu_s", "wide_floor_loop_cpu_s")}
+    # the compute with the claim's distinct texts encoded as one batch (not a possible run of
+    # the debate: the claim is needed before retrieval, the questions after the answer)
+    one_batch_compute = statistics.median(
+        r["compute_cpu_s"] - r["encoder_calls_cpu_s"] + r["encoder_one_batch_cpu_s"] for r in rows)
     ratio = med["ours_cpu_s"] / (med["floor_cpu_s"] + med["compute_cpu_s"])
     shape_ok = all(r["ours_calls"] == r["floor_calls"] == r["wide_floor_calls"]
                    and r["ours_checkpoints"] == r["floor_checkpoints"]
@@ -818,6 +840,8 @@ def run_floor_bench(work_dir: Path, out_dir: Path, index: Path, claims: list[str
         "rest_cpu_s_per_claim": round(med["ours_cpu_s"] - med["floor_cpu_s"]
                                       - med["compute_cpu_s"], 4),
         "ours_over_floor_plus_compute": round(ratio, 3),
+        "ours_over_floor_plus_one_batch_compute": round(
+            med["ours_cpu_s"] / (med["floor_cpu_s"] + one_batch_compute), 3),
         # the rest, split: what ours' state shape costs LangGraph, and what our own code costs
         "wide_floor_cpu_s_per_claim": round(med["wide_floor_cpu_s"], 4),
         "state_shape_cpu_s_per_claim": round(med["wide_floor_cpu_s"] - med["floor_cpu_s"], 4),
