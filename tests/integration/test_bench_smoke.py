@@ -94,9 +94,15 @@ def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeyp
     assert not (tmp_path / "scaling.json").exists()
 
 
-def test_floor_bench_tiny(tmp_path: Path):
+def test_floor_bench_tiny(tmp_path: Path, monkeypatch):
     """Ours, the bare-LangGraph floor and the real compute of one claim (after a warm-up claim):
     the same model calls and checkpoints, the figures and the budget (issue #24)."""
+    from collections import OrderedDict
+
+    from factdebate.tools.embeddings import get_embeddings
+
+    # MiniLM's query cache is per process: earlier tests may have embedded the bench's claims
+    monkeypatch.setattr(get_embeddings("minilm"), "_query_cache", OrderedDict())
     result = run_bench("floor", tmp_path, "factdebate bench floor (test)", claims=1, rounds=1,
                        profile=False)
     row = result["per_claim"][0]
