@@ -145,8 +145,8 @@ async def _advance(graph: Any, payload: Any, config: dict[str, Any], ctx: Contex
     """Run the graph from ``payload`` (None: from its checkpoint), streaming to ``progress``.
 
     Invoked, it returns every state key (``output_keys``: the values a read of the final
-    checkpoint gives, without reading and decoding it again - one checkpoint read per claim, ~2%
-    of a Tool-MAD claim's CPU in ``bench floor``); streamed, None.
+    checkpoint gives, without reading and decoding that checkpoint again - one read per fresh
+    claim fewer, issue #24); streamed, None.
     """
     if progress is None:
         return await graph.ainvoke(payload, config, context=ctx, durability=DURABILITY,
