@@ -16,9 +16,10 @@ from typing import Any
 
 from factdebate.core.context import Context
 from factdebate.core.errors import FactDebateError, exception_chain
-from factdebate.evaluation.executors import LangSmithExperiment, ServerAdmissionError
+from factdebate.evaluation.executors import ServerAdmissionError
 from factdebate.evaluation.formats import Item
 from factdebate.evaluation.judging import estimate_cost, measure
+from factdebate.evaluation.langsmith_experiment import LangSmithExperiment
 from factdebate.evaluation.memory_store import memory_configurable
 from factdebate.evaluation.metrics import correct
 from factdebate.evaluation.results import base_row, error_row, ok_row

@@ -33,7 +33,7 @@ from factdebate.core.context import Context, masked_context
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.evaluation.checkpointers import checkpointer_kind, open_checkpointer
 from factdebate.evaluation.datasets import dataset_spec, file_sha256, load_items, stratified_sample
-from factdebate.evaluation.executors import LangSmithExperiment, LocalExecutor, ServerExecutor
+from factdebate.evaluation.executors import LocalExecutor, ServerExecutor
 from factdebate.evaluation.formats import Item
 from factdebate.evaluation.items import (  # noqa: F401 - RunSpec, is_rate_limit re-exported
     ItemRunner,
@@ -42,6 +42,7 @@ from factdebate.evaluation.items import (  # noqa: F401 - RunSpec, is_rate_limit
     is_rate_limit,
 )
 from factdebate.evaluation.judging import EXTRA_METRICS
+from factdebate.evaluation.langsmith_experiment import LangSmithExperiment
 from factdebate.evaluation.memory_store import memory_record, open_memory_store, sequential
 from factdebate.evaluation.metrics import correct
 from factdebate.evaluation.progress import EvalProgress
