@@ -19,8 +19,12 @@ a list of ``{"page", "sent_id", "text"}``):
 Levels. The corpus passages have no sentence ids (one passage per Wikipedia title = the known
 sentences of the page joined), so sentence ids cannot be matched: FEVER, HoVer and SciFact are
 scored at *page* (title / abstract) level only. FEVEROUS gives the sentences' text, so it is also
-scored at *sentence* level: a gold sentence is covered when a cited passage's text contains it
-after ``[[link|anchor]]`` markup reduction, Unicode NFC, whitespace normalisation and case folding.
+scored at *sentence* level: a gold sentence is covered when a cited passage *of the same page*
+(its title, decoded as :func:`passage_pages` names it, equals the gold title after
+:func:`page_title`) contains it on word boundaries (:func:`contains_words`: "Bit closed in 1959."
+does not contain "It closed in 1959."), both after ``[[link|anchor]]`` markup reduction, Unicode
+NFC, whitespace normalisation and case folding. A gold sentence without a title is matched by its
+text alone.
 
 Metrics of one row (an item without gold evidence sets - a FEVER NOT ENOUGH INFO claim - has
 none, and the ``n`` beside every figure counts only items that do):
@@ -33,15 +37,24 @@ none, and the ``n`` beside every figure counts only items that do):
 * sentence level (FEVEROUS) - recall = the share of the best-covered gold set's sentences
   contained in a cited passage; precision = cited passages that contain a gold sentence / cited
   passages (the predicted units are passages, not sentences); F1.
-* FEVER score (FEVER, FEVEROUS; :func:`score_claim`): the label is right and (the gold label is
-  NOT ENOUGH INFO, or one complete gold set is covered by the *first five* cited passages), with
-  the FEVER scorer's evidence precision (over the first five predictions, gold NEI excluded) and
-  recall (a complete set covered, verifiable claims only). For FEVEROUS a gold sentence is covered
-  when one of those passages contains its text; for FEVER, whose passages carry no sentence ids,
-  a gold ``(page, sentence)`` counts as covered when its page is cited: "FEVER score (page
-  level)", an upper bound of the sentence-level score. :func:`fever_score` is the scorer itself
-  on ``(page, line)`` pairs (sheffieldnlp/fever-scorer, re-implemented and tested against its
-  documented examples).
+* FEVER score (FEVER, FEVEROUS; :func:`score_claim`): the label is right and one complete gold
+  set is covered by the *first five* cited passages, with the scorer's evidence precision (over
+  the first five predictions) and recall (a complete set covered). Two rules differ on NOT ENOUGH
+  INFO claims (``rule`` of the gold evidence, :data:`SCORER_RULES`):
+
+  - ``fever`` (FEVER's scorer, sheffieldnlp/fever-scorer; always used for FEVER): an NEI claim
+    needs no evidence (label right = strictly right) and is left out of precision and recall;
+  - ``feverous`` (the FEVEROUS scorer, Raldir/FEVEROUS ``feverous_scorer.py``; the default for
+    FEVEROUS): every claim, NEI included, needs a complete gold set among the predictions
+    (an NEI claim without gold sets is never strictly right) and counts in precision (1.0 without
+    predictions) and recall (1.0 without gold sets). ``eval --feverous-rule fever`` scores
+    FEVEROUS with FEVER's rule instead.
+
+  For FEVEROUS a gold sentence is covered when one of those passages of its page contains it (see
+  "Levels"); for FEVER, whose passages carry no sentence ids, a gold ``(page, sentence)`` counts
+  as covered when its page is cited: "FEVER score (page level)", an upper bound of the
+  sentence-level score. :func:`fever_score` is the FEVER scorer itself on ``(page, line)`` pairs
+  (re-implemented and tested against its documented examples).
 * retrieval vs citation, at the finest level the gold allows: "gold retrieved" = a complete gold
   set is among all passages the run saw (cited + retrieved), "gold cited" = among the cited
   ones; an item whose gold was retrieved but not cited is the model's miss, one whose gold was
@@ -68,6 +81,15 @@ MAX_EVIDENCE = 5
 """Predicted evidence items the FEVER scorer counts (the shared task's rule)."""
 FEVER_SCORED = frozenset({"fever", "feverous"})
 """Gold kinds that get the FEVER score."""
+SCORER_RULES = {
+    "feverous": "FEVEROUS scorer: NOT ENOUGH INFO claims need a complete gold set too and count "
+                "in evidence precision/recall",
+    "fever": "FEVER scorer: NOT ENOUGH INFO claims need no evidence and are left out of evidence "
+             "precision/recall",
+}
+"""The rules :func:`score_claim` applies to NOT ENOUGH INFO claims, by name."""
+FEVEROUS_RULE = "feverous"
+"""The rule FEVEROUS is scored with unless a run names another (``eval --feverous-rule``)."""
 KIND_NAMES = {"fever": "FEVER", "hover": "HoVer", "feverous": "FEVEROUS", "scifact": "SciFact"}
 
 # -- normalisation ------------------------------------------------------------------------------
@@ -98,6 +120,27 @@ def normal_text(text: str) -> str:
     """Text as sentence containment compares it: markup reduced, NFC, single spaces, case-folded."""
     text = unicodedata.normalize("NFC", reduce_markup(text))
     return " ".join(text.split()).casefold()
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def contains_words(haystack: str, needle: str) -> bool:
+    """``needle`` occurs in ``haystack`` starting and ending on word boundaries (both normalised
+    by the caller): "it closed in 1959." is in "it closed in 1959. it was" but not in "bit closed
+    in 1959."."""
+    if not needle:
+        return False
+    start = haystack.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        before = start == 0 or not (_word_char(haystack[start - 1]) and _word_char(needle[0]))
+        after = end == len(haystack) or not (_word_char(haystack[end]) and _word_char(needle[-1]))
+        if before and after:
+            return True
+        start = haystack.find(needle, start + 1)
+    return False
 
 
 def passage_pages(passage: dict[str, Any]) -> list[str]:
@@ -194,15 +237,18 @@ class ClaimScore:
 def score_claim(label: str, predicted_label: str | None, gold_sets: Sequence[Sequence[Any]],
                 predicted: Sequence[Any], covers: Callable[[Any, Any], bool], *,
                 max_evidence: int | None = MAX_EVIDENCE,
-                counted: Callable[[Any], bool] | None = None) -> ClaimScore:
-    """The FEVER scorer's rules for one claim, on any kind of predicted evidence item.
+                counted: Callable[[Any], bool] | None = None, rule: str = "fever") -> ClaimScore:
+    """The FEVER (``rule="fever"``) or FEVEROUS (``rule="feverous"``) scorer's rules for one claim,
+    on any kind of predicted evidence item (:data:`SCORER_RULES`: they differ on NEI claims).
 
     ``covers(predicted_item, gold_element)`` says whether a prediction covers a gold element:
     equality of ``(page, line)`` pairs in the scorer itself, page or text containment for our
     passages. Only the first ``max_evidence`` predictions count (None: all). ``counted`` picks the
     gold elements precision compares against (the scorer skips those without a line number).
     """
-    nei = label.upper() == NEI
+    if rule not in SCORER_RULES:
+        raise ValueError(f"unknown scorer rule {rule!r}; known: {', '.join(SCORER_RULES)}")
+    nei = label.upper() == NEI and rule == "fever"  # FEVEROUS: NEI is scored like any claim
     correct = label.upper() == str(predicted_label or "").upper()
     shown = list(predicted) if max_evidence is None else list(predicted)[:max_evidence]
 
@@ -342,10 +388,12 @@ def _f1(precision: float, recall: float) -> float:
 
 
 def _covers(level: str) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
-    """``covers(passage, gold element)`` at ``level``."""
+    """``covers(passage, gold element)`` at ``level`` (sentence: same page, on word boundaries)."""
     if level == "sentence":
         def by_text(passage: dict[str, Any], gold: dict[str, Any]) -> bool:
-            return bool(gold.get("_norm")) and gold["_norm"] in passage["_norm"]
+            if gold.get("page") and gold["page"] not in passage["_pages"]:
+                return False
+            return contains_words(passage["_norm"], gold.get("_norm") or "")
         return by_text
     return lambda passage, gold: gold["page"] in passage["_pages"]
 
@@ -379,6 +427,15 @@ def _page_scores(sets: list[list[dict[str, Any]]],
     return precision, recall, _f1(precision, recall), em
 
 
+def scorer_rule(gold: dict[str, Any]) -> str:
+    """The NEI rule a row's gold evidence is scored with: its ``rule`` (set by the run, ``eval
+    --feverous-rule``), else ``feverous`` for FEVEROUS and ``fever`` for every other kind."""
+    rule = gold.get("rule")
+    if rule in SCORER_RULES:
+        return str(rule)
+    return FEVEROUS_RULE if gold.get("kind") == "feverous" else "fever"
+
+
 def score_row(row: Row) -> RowEvidence | None:
     """The evidence figures of a finished row with gold evidence and citation data, else None."""
     gold = (row.get("gold") or {}).get("evidence") if _ok(row) else None
@@ -396,7 +453,7 @@ def score_row(row: Row) -> RowEvidence | None:
     fever = None
     if kind in FEVER_SCORED and isinstance(label, str):
         fever = score_claim(label, (row.get("prediction") or {}).get("label"), sets, cited, covers,
-                            max_evidence=MAX_EVIDENCE)
+                            max_evidence=MAX_EVIDENCE, rule=scorer_rule(gold))
     if not sets:
         return RowEvidence(kind, level, False, fever=fever)
     precision, recall, f1, em = _page_scores(sets, cited)
@@ -538,7 +595,9 @@ def evidence_summary(rows: list[Row]) -> dict[str, Any] | None:
             "label_accuracy": _mean(f.label_correct for f in fever)[0],
             "precision": precision, "recall": recall,
             "f1": _f1(precision, recall) if precision is not None and recall is not None else None,
-            "n_verifiable": n_verifiable}
+            "n_verifiable": n_verifiable,
+            "rule": "+".join(sorted({scorer_rule(r["gold"]["evidence"]) for r in gold_rows
+                                     if r["gold"]["evidence"].get("kind") in FEVER_SCORED}))}
     uncited, n_verdicts = _mean(uncited_verdict(r) for r in with_data)
     halluc, n_rows = _mean(hallucinated(r) for r in with_data)
     replies = [c for c in (reply_counts(r) for r in with_data) if c is not None]
@@ -567,15 +626,21 @@ def evidence_notes(summary: dict[str, Any]) -> list[str]:
                         "its page is among the first 5 cited passages - an upper bound of the "
                         "official sentence-level score." if kind == "fever" else ""))
     if summary.get("level") == "sentence":
-        notes.append("Sentence level: a gold sentence is covered when a cited passage's text "
-                     "contains it ([[link|anchor]] markup reduced, whitespace normalised); FEVER "
-                     "score: a gold set is covered when each of its sentences is in one of the "
-                     "first 5 cited passages.")
+        notes.append("Sentence level: a gold sentence is covered when a cited passage of the same "
+                     "page contains it on word boundaries ([[link|anchor]] markup reduced, "
+                     "whitespace normalised, case folded); FEVER score: a gold set is covered when "
+                     "each of its sentences is in one of the first 5 cited passages.")
+    rule = (summary.get("fever") or {}).get("rule")
+    if rule:
+        notes.append("FEVER score rule: " + "; ".join(SCORER_RULES[r] for r in rule.split("+")
+                                                      if r in SCORER_RULES) + ".")
     if summary.get("n_without_gold"):
+        counted = {"fever": " (the FEVER score counts them: NEI needs no evidence)",
+                   "feverous": " (the FEVEROUS score counts them as never strictly right: NEI "
+                               "needs evidence)"}.get(str(rule), "")
         notes.append(f"{summary['n_without_gold']} finished item(s) have no gold evidence set "
                      "(e.g. NOT ENOUGH INFO) and are left out of precision/recall/F1"
-                     + (" (the FEVER score counts them: NEI needs no evidence)"
-                        if summary.get("fever") else "") + ".")
+                     + (counted if summary.get("fever") else "") + ".")
     if summary.get("n_no_citation_data"):
         notes.append(f"{summary['n_no_citation_data']} finished row(s) carry no citation data "
                      "(written before citations existed) and are left out.")
