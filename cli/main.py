@@ -69,7 +69,7 @@ def verify(
     debaters: Annotated[str | None, typer.Option(
         help="Comma list, e.g. rag,search.", show_default=_tm("debaters"))] = None,
     scoring: Annotated[str | None, typer.Option(
-        help="stability | consistency | none.", show_default=_tm("scoring_mode"))] = None,
+        help="auto | stability | consistency | none (auto: consistency with the embedded evaluator).", show_default=_tm("scoring_mode"))] = None,
     query_formulation: Annotated[bool | None, typer.Option(
         "--query-formulation/--no-query-formulation", help="Reformulate queries per round.",
         show_default=_tm("query_formulation"))] = None,

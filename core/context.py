@@ -182,6 +182,10 @@ class Context:
         """Retriever kinds (``rag``, ``search``) this run may use; ``prepare`` resolves them."""
         return []
 
+    def start_notes(self) -> list[str]:
+        """Notes on choices the Context made for this run (``prepare`` adds them to the flags)."""
+        return []
+
     def judge_score_mode(self) -> str:
         """Scores the judge is shown (a ``score_guides`` key); ``none`` without debate scoring."""
         return "none"

@@ -14,12 +14,20 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any
 
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from factdebate.core.context import MAX_CLAIM_CHARS, Context, operator_fields
+from factdebate.core.context import (
+    MAX_CLAIM_CHARS,
+    Context,
+    allowed_models_from_env,
+    mask_url,
+    model_allowed,
+    operator_fields,
+)
 from factdebate.core.errors import InputError, SettingsRefused
 from factdebate.core.labels import LABEL_SETS
 from factdebate.core.state import DebateState, fresh_claim
@@ -72,7 +80,9 @@ def guard_server_run(ctx: Context) -> None:
     (``factdebate.server.policy``). Should a value reach a graph another way, the first node of
     every framework refuses it here, before any process is spawned or URL contacted: a server run
     (langgraph-api puts the authenticated user into its config) must carry, in every operator-only
-    field, the value the operator's environment gives.
+    field, the value the operator's environment gives, and every model spec it resolved (its own
+    or the operator's default) must be on the operator's allow-list (a run from a ``RemoteGraph``
+    node sends no ``context``: it gets the defaults, checked here too).
     """
     try:
         configurable = get_config().get("configurable") or {}
@@ -87,6 +97,13 @@ def guard_server_run(ctx: Context) -> None:
                 f"{name} is an operator-only setting and cannot be set by a run",
                 "remove it from the run's context; the server's operator configures it",
                 field=name)
+    allowed = allowed_models_from_env()
+    for f in fields(ctx):
+        spec = getattr(ctx, f.name)
+        if f.metadata.get("model") and spec and not model_allowed(str(spec), allowed):
+            raise SettingsRefused(
+                f"{f.name}={mask_url(str(spec))!r} is not on this server's model allow-list",
+                f"set {f.name} to one of: {', '.join(sorted(allowed))}", field=f.name)
 
 
 def start_claim(state: DebateState, ctx: Context) -> dict[str, Any]:
@@ -95,7 +112,7 @@ def start_claim(state: DebateState, ctx: Context) -> dict[str, Any]:
     task = LABEL_SETS.resolve(state.get("task") or ctx.label_set)
     if task == "medqa" and not state.get("options"):
         raise InputError("task 'medqa' needs answer options", "pass options {'A': ..., 'D': ...}")
-    flags = []
+    flags = list(ctx.start_notes())
     for kind in ctx.tool_kinds():
         _, flag = resolve_backend(kind, ctx)
         if flag and flag not in flags:

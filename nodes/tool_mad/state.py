@@ -17,7 +17,13 @@ from factdebate.core.context import DEBATER_KINDS, JudgedContext, debater_kind
 from factdebate.core.errors import ConfigError
 from factdebate.core.settings import knob
 
-ScoringMode = Literal["stability", "consistency", "none"]
+ScoringMode = Literal["auto", "stability", "consistency", "none"]
+
+EMBEDDED_MODEL_PREFIX = "local:"
+"""Model specs of the embedded llama.cpp model: a 135M model cannot serve as the RAGAS evaluator of
+the stability score (its statement and verdict JSON comes back empty or unparsable and answer
+relevancy near 0, at 30 of 43 model calls per claim), so ``auto`` scoring uses the consistency
+score with it."""
 StopRule = Literal["round_ge", "accumulated_gt"]
 
 
@@ -45,9 +51,11 @@ class ToolMadContext(JudgedContext):
         True, "Debaters reformulate their retrieval query every round; off = the claim is the query."
     )
     scoring_mode: ScoringMode = knob(
-        "stability",
+        "auto",
         "'stability' = RAGAS faithfulness + answer relevancy gate early stopping (Tool-MAD v2); "
-        "'consistency' = similarity(evidence, answer) shown to the judge (Tool-MAD v1); 'none'.",
+        "'consistency' = similarity(evidence, answer) shown to the judge (Tool-MAD v1); 'none'; "
+        "'auto' = stability, or consistency when the RAGAS evaluator (scoring_model) is the "
+        "embedded local: model, which cannot serve as one.",
     )
     score_feedback: bool = knob(
         True,
@@ -74,8 +82,11 @@ class ToolMadContext(JudgedContext):
     )
 
     def validate(self) -> None:
-        """The shared checks plus the debater list."""
+        """The shared checks plus the debater list; ``auto`` scoring resolved to a mode."""
         super().validate()
+        if self.scoring_mode == "auto":
+            self.scoring_mode = auto_scoring_mode(self.scoring_model_spec)
+            self.scoring_auto = True
         if not 2 <= len(self.debaters) <= MAX_DEBATERS:
             raise ConfigError(f"debaters={self.debaters} has {len(self.debaters)} agent(s)",
                               f"use at least two and at most {MAX_DEBATERS}, e.g. rag,search")
@@ -113,6 +124,18 @@ class ToolMadContext(JudgedContext):
         """The debaters' retriever kinds."""
         return [debater_kind(agent) for agent in self.agent_ids()]
 
+    scoring_auto = False  # a class attribute, not a dataclass field: no client can set it
+    """Set by ``validate`` when ``scoring_mode`` was ``auto`` (not a knob: the mode it chose is in
+    ``scoring_mode``, the reason in ``start_notes``)."""
+
+    def start_notes(self) -> list[str]:
+        """One note saying which score ``auto`` chose with the embedded evaluator, and why."""
+        if not self.scoring_auto or self.scoring_mode != "consistency":
+            return []
+        return [f"scoring: consistency score (auto): the RAGAS evaluator {self.scoring_model_spec} "
+                "is the embedded model, which cannot serve as one; --scoring stability forces "
+                "the stability score"]
+
     def judge_score_mode(self) -> str:
         """The scoring mode, unless scoring feedback is off and the judge is not to see scores."""
         shown = self.score_feedback or self.judge_scores_without_feedback
@@ -120,3 +143,8 @@ class ToolMadContext(JudgedContext):
 
 
 MAX_DEBATERS = 6
+
+
+def auto_scoring_mode(scoring_model: str) -> ScoringMode:
+    """``auto``: the paper's stability score, unless the evaluator is the embedded model."""
+    return "consistency" if scoring_model.startswith(EMBEDDED_MODEL_PREFIX) else "stability"

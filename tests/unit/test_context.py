@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import math
 import os
@@ -72,7 +74,7 @@ def test_model_specs_name_each_frameworks_roles():
 
 
 def test_judge_sees_scores_only_with_scoring_feedback():
-    assert ToolMadContext().judge_score_mode() == "stability"
+    assert ToolMadContext(debater_model="openai:gpt-4o-mini").judge_score_mode() == "stability"
     assert ToolMadContext(score_feedback=False).judge_score_mode() == "none"
     assert context_class("mad")().judge_score_mode() == "none"
 
@@ -339,3 +341,18 @@ def test_ls_context_lists_the_frameworks_own_fields():
     assert any(line.startswith("t_max=5\t[range 1..20]") for line in lines)
     bad = CliRunner().invoke(app, ["ls", "context", "--framework", "toolmadd"])
     assert bad.exit_code == 2 and "unknown framework" in bad.stderr
+
+
+def test_auto_scoring_is_the_paper_s_stability_score_unless_the_evaluator_is_the_embedded_model():
+    provider = ToolMadContext(debater_model="openai:gpt-4o-mini")
+    assert provider.scoring_mode == "stability" and provider.start_notes() == []
+    embedded = ToolMadContext(debater_model="local:smollm2")
+    assert embedded.scoring_mode == "consistency"
+    (note,) = embedded.start_notes()
+    assert "auto" in note and "local:smollm2" in note and "--scoring stability" in note
+    # the evaluator decides, not the debaters; an explicit mode is kept as asked
+    assert ToolMadContext(debater_model="local:smollm2",
+                          scoring_model="openai:gpt-4o").scoring_mode == "stability"
+    forced = ToolMadContext(debater_model="local:smollm2", scoring_mode="stability")
+    assert forced.scoring_mode == "stability" and forced.start_notes() == []
+    assert "scoring_auto" not in {f.name for f in dataclasses.fields(ToolMadContext)}

@@ -37,7 +37,8 @@ def test_context_defaults_match_the_paper():
     ctx = ToolMadContext()
     assert (ctx.max_rounds, ctx.faithfulness_threshold, ctx.relevance_threshold, ctx.top_k) == (
         3, 0.7, 0.8, 3)
-    assert ctx.debaters == ["rag", "search"] and ctx.scoring_mode == "stability"
+    assert ctx.debaters == ["rag", "search"]
+    assert ToolMadContext(debater_model="openai:gpt-4o-mini").scoring_mode == "stability"
     assert all(info["description"] for info in context_fields(ToolMadContext).values())
 
 
@@ -77,7 +78,7 @@ def _turn(agent: str, label: str | None, evidence: bool = True) -> Turn:
 
 
 def test_consensus_rule_thresholds():
-    ctx = ToolMadContext()
+    ctx = ToolMadContext(scoring_mode="stability")
     turns = [_turn("rag", "SUPPORTS"), _turn("search", "SUPPORTS")]
     good = {"round": 1, "faithfulness": 0.7, "answer_relevancy": 0.8}
     low = {"round": 1, "faithfulness": 0.69, "answer_relevancy": 0.9}
@@ -88,12 +89,12 @@ def test_consensus_rule_thresholds():
                                  {"rag": [good], "search": [good]}, ctx)
     assert not consensus_reached([_turn("rag", None), _turn("search", None)], {}, ToolMadContext(
         scoring_mode="none"))
-    assert consensus_reached(turns, {"rag": [low], "search": [low]}, ToolMadContext(score_feedback=False))
+    assert consensus_reached(turns, {"rag": [low], "search": [low]}, ToolMadContext(scoring_mode="stability", score_feedback=False))
     assert consensus_reached(turns, {}, ToolMadContext(scoring_mode="consistency"))
 
 
 def test_tool_less_agent_needs_only_relevancy():
-    ctx = ToolMadContext(debaters=["rag", "vanilla"])
+    ctx = ToolMadContext(debaters=["rag", "vanilla"], scoring_mode="stability")
     turns = [_turn("rag", "REFUTES"), _turn("vanilla", "REFUTES", evidence=False)]
     scores = {"rag": [{"round": 1, "faithfulness": 1.0, "answer_relevancy": 0.9}],
               "vanilla": [{"round": 1, "faithfulness": None, "answer_relevancy": 0.9}]}
