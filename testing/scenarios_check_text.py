@@ -62,3 +62,21 @@ def respond_check_text(call: ScriptCall) -> Any:
 def check_text() -> Responder:
     """``scripted:check_text``."""
     return respond_check_text
+
+
+def respond_with_debris(call: ScriptCall) -> Any:
+    """``check_text``'s replies, with extraction left as the embedded 135M model leaves it:
+    markup after each claim (``</claim>},``), a claim of punctuation and markup only
+    (``...</claim>},{``), and the first claim repeated."""
+    reply = respond_check_text(call)
+    if call.role != "extract":
+        return reply
+    claims = reply["claims"]
+    for c in claims:
+        c["claim"] += "</claim>},"
+    return {"claims": [*claims, {**claims[0], "claim": "...</claim>},{"}, dict(claims[0])]}
+
+
+def check_text_debris() -> Responder:
+    """``scripted:check_text_debris``."""
+    return respond_with_debris

@@ -56,9 +56,16 @@ async def extract_claims(state: SentenceTask,
     parsed, _raw = await ask(ctx, ctx.extraction_model_spec, messages, ClaimsOut, calls=calls,
                              role="extract", round_=sentence["index"] + 1, metadata=reply_meta)
     replied = parsed.claims if isinstance(parsed, ClaimsOut) else []
-    claims = [ExtractedClaim(sentence=sentence["index"], claim=_tidy(c.claim),
+    cleaned = [(c, clean_claim_text(c.claim)) for c in replied]
+    debris = sum(not text for _c, text in cleaned)
+    claims = [ExtractedClaim(sentence=sentence["index"], claim=text,
                              check_worthy=bool(c.check_worthy), reason=c.reason.strip())
-              for c in replied if grounded(c.claim, f"{state['context']} {sentence['text']}")]
+              for c, text in cleaned
+              if text and grounded(text, f"{state['context']} {sentence['text']}")]
+    if debris:
+        calls.flags.append(f"extract: sentence {sentence['index'] + 1}: {debris} reply fragment(s) "
+                           "holding no claim (markup or punctuation only) were dropped")
+        replied = [c for c, text in cleaned if text]
     where = f"extract: sentence {sentence['index'] + 1}"
     why = ("an unreadable reply" if parsed is None or reply_meta.get("repetition_cut") else
            "only claims not drawn from the text" if replied and not claims else "")
@@ -89,6 +96,31 @@ def grounded(claim: str, source: str) -> bool:
 
 def _tidy(claim: str) -> str:
     return " ".join(claim.split())[:MAX_CLAIM_CHARS]
+
+
+_TAG = re.compile(r"</?[A-Za-z][\w:.-]*\s*/?>")
+_KEY_PREFIX = re.compile(r'^"?(?:claim|text|sentence)"?\s*:\s*', re.IGNORECASE)
+_EDGE_DEBRIS = "{}[],:;|<>` \t\n"
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def clean_claim_text(claim: str) -> str:
+    """``claim`` without the markup a small model leaves in it, or ``""`` when nothing is left.
+
+    Tags (``</claim>``), JSON punctuation at either end (``},{``, quotes, brackets) and a leading
+    ``"claim":`` key are removed; a closing ``.``/``!``/``?`` stays. A fragment with no letter
+    (``...``) holds no claim. Claims that differ only in such debris then share one
+    :func:`claim_key`, so ``collect_claims`` merges them (one claim, every sentence pointing at it).
+    """
+    text = _TAG.sub(" ", claim)
+    for _ in range(3):  # '{"claim": "..."},' peels in two passes
+        text = _KEY_PREFIX.sub("", text.strip(_EDGE_DEBRIS))
+        if text.count('"') % 2:  # an unpaired quote at an end is debris, a quotation is not
+            text = text[1:] if text.startswith('"') else text[:-1] if text.endswith('"') else text
+        elif text.count('"') == 2 and text[:1] == text[-1:] == '"':  # a JSON string's quotes
+            text = text[1:-1]
+    text = _tidy(text)
+    return text if _LETTER.search(text) else ""
 
 
 def claim_key(claim: str) -> str:

@@ -25,7 +25,7 @@ from factdebate.graphs.check_text import build_check_text
 from factdebate.nodes.check_text.state import CheckTextContext
 from factdebate.run.claims import open_sqlite_saver, unfinished
 from factdebate.testing.scenarios import claim_of
-from factdebate.testing.scenarios_check_text import respond_check_text
+from factdebate.testing.scenarios_check_text import respond_check_text, respond_with_debris
 from factdebate.testing.scripted import ScriptCall
 
 TEXT = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall; it was built by "
@@ -142,6 +142,32 @@ async def test_claims_not_drawn_from_the_text_are_dropped(scenario):
     assert any("only claims not drawn from the text" in f for f in out["flags"])
 
 
+async def test_extraction_debris_is_cleaned_and_duplicates_merged(scenario):
+    """What the embedded model leaves in its extraction JSON (``</claim>},``, a ``...`` claim, a
+    claim twice) never becomes a claim: one clean claim, every sentence pointing at it."""
+    out = await check(ctx_for(scenario(respond_with_debris)), {"text": TEXT})
+    claims = out["check"]["claims"]
+    texts = [c["claim"] for c in claims]
+    assert not [t for t in texts if any(ch in t for ch in "<>{}")], texts
+    assert len(texts) == len(set(texts)) and "..." not in texts
+    eiffel = [c for c in claims if c["claim"] == "The Eiffel Tower in Paris was completed in 1889."]
+    assert len(eiffel) == 1 and eiffel[0]["sentences"] == [0, 3]
+    assert sum("holding no claim (markup or punctuation only) were dropped" in f
+               for f in out["flags"]) == 4  # one per sentence
+
+
+def test_claim_text_cleaning_keeps_what_is_the_claim():
+    from factdebate.nodes.check_text.extract_claims import clean_claim_text
+
+    assert clean_claim_text("Marie Curie won two Nobel Prizes.</claim>},") == (
+        "Marie Curie won two Nobel Prizes.")
+    assert clean_claim_text('{"claim": "Paris is in France."},') == "Paris is in France."
+    assert clean_claim_text("...</claim>},{") == ""
+    assert clean_claim_text('He said "yes".') == 'He said "yes".'
+    assert clean_claim_text('"Hello", she said.') == '"Hello", she said.'
+    assert clean_claim_text("The U.S. has 50 states.") == "The U.S. has 50 states."
+
+
 def test_context_refuses_itself_and_qa_tasks():
     with pytest.raises(ConfigError, match="cannot verify its own claims"):
         CheckTextContext(framework="check_text")
@@ -155,7 +181,7 @@ _CHILD = textwrap.dedent("""
     import conftest  # the static retriever
     from factdebate.testing.scripted import SCENARIOS
     from factdebate.testing.scenarios import claim_of
-    from factdebate.testing.scenarios_check_text import respond_check_text
+    from factdebate.testing.scenarios_check_text import respond_check_text, respond_with_debris
     from factdebate.nodes.check_text.state import CheckTextContext
     from factdebate.graphs.check_text import build_check_text
     from factdebate.run.claims import open_sqlite_saver
