@@ -7,9 +7,10 @@ not validate is parsed as free text onto the label set and, if that fails too, r
 
 Structured output goes through ``factdebate.core.models.negotiation``: the run's
 ``structured_output`` method (``auto`` = the strongest the server accepts, falling back once per
-model and base URL), the method that served counted in the ledger. Retries know what is transient
-(:func:`is_retryable`): a request the server calls invalid or unsupported is not retried but raised
-as one line naming the cause and the setting that fixes it.
+model and base URL), the method that served counted in the ledger. Retries follow the project's
+one retry policy (``factdebate.core.retry``) and know what is transient (:func:`is_retryable`): a
+request the server calls invalid or unsupported is not retried but raised as one line naming the
+cause and the setting that fixes it.
 
 ``model.with_structured_output(schema, method=..., include_raw=True)`` is built once per (model,
 schema, method) and reused (:func:`structured_runnable`): building it on every call cost ~6 us with
@@ -57,6 +58,8 @@ from factdebate.core.faults import backend_error
 from factdebate.core.labels import LabelSet, ParsedLabel, get_label_set, parse_label, verdict_schema
 from factdebate.core.ledger import UsageTracker
 from factdebate.core.models import cached_model, load_model, negotiation
+from factdebate.core.retry import call_with_retries, retry_after
+from factdebate.core.retry import is_retryable as is_retryable  # the nodes' import of it
 from factdebate.nodes.citations import Shown, cite
 
 log = logging.getLogger(__name__)
@@ -132,39 +135,8 @@ BACKOFF_BASE_S = 0.5
 MAX_RETRY_AFTER_S = 30.0
 """Cap on a server's ``Retry-After``: a longer wait is not worth holding a debate for."""
 
-
-def retry_after_s(exc: BaseException) -> float | None:
-    """Seconds a rate-limited server asked to wait: an error's ``retry_after`` attribute
-    (``SearchBackendError``) or the ``Retry-After`` header of its HTTP response (OpenAI, httpx)."""
-    value = getattr(exc, "retry_after", None)
-    if value is None:
-        headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-        try:
-            raw = headers.get("retry-after") or headers.get("Retry-After")
-        except AttributeError:
-            raw = None
-        from factdebate.tools.tavily_search import parse_retry_after
-
-        value = parse_retry_after(str(raw)) if raw else None
-    try:
-        return None if value is None else max(0.0, float(value))
-    except (TypeError, ValueError):
-        return None
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """Transient faults are retried: connection errors, timeouts, 408, 429 and 5xx overload.
-
-    Not retried: client errors (other 4xx) and a 5xx whose body says the request is invalid or
-    unsupported (``negotiation.request_rejected``; llama.cpp's server answers a validation error
-    with 500) - the same request would fail the same way.
-
-    A ``FactDebateError`` (missing key, unknown model, missing index) is retried only when it
-    says it is (``retryable``: a search backend's 429/5xx/timeout).
-    """
-    if isinstance(exc, FactDebateError):
-        return bool(getattr(exc, "retryable", False))
-    return negotiation.request_rejected(exc) is None
+retry_after_s = retry_after
+"""Seconds a rate-limited server asked to wait (``factdebate.core.retry.retry_after``)."""
 
 
 async def with_retries(
@@ -172,22 +144,16 @@ async def with_retries(
 ) -> Any:
     """Await ``coro_fn()``; on a provider fault retry up to ``retries`` times with back-off.
 
-    The delay doubles from ``base_delay`` (default ``BACKOFF_BASE_S``); a server's
-    ``Retry-After`` is honoured, capped at ``MAX_RETRY_AFTER_S``. Errors that retrying cannot
-    fix (see ``is_retryable``) are raised at once.
+    The project's retry policy for model and tool calls (``factdebate.core.retry``): the delay
+    doubles from ``base_delay`` (default ``BACKOFF_BASE_S``); a server's ``Retry-After`` is
+    honoured, capped at ``MAX_RETRY_AFTER_S``. Errors that retrying cannot fix (see
+    ``is_retryable``) are raised at once.
     """
-    base = BACKOFF_BASE_S if base_delay is None else base_delay
-    for attempt in range(retries + 1):
-        try:
-            return await coro_fn()
-        except Exception as exc:  # provider faults come in many types
-            if attempt == retries or not is_retryable(exc):
-                raise
-            delay = max(base * 2**attempt, min(retry_after_s(exc) or 0.0, MAX_RETRY_AFTER_S))
-            log.warning("%s failed (%s: %s); retry %d in %.1fs", what, type(exc).__name__, exc,
-                        attempt + 1, delay)
-            await asyncio.sleep(delay)
-    raise AssertionError("unreachable")
+    return await call_with_retries(
+        coro_fn, retries=retries, what=what,
+        base_delay=BACKOFF_BASE_S if base_delay is None else base_delay,
+        max_retry_after=MAX_RETRY_AFTER_S,
+    )
 
 
 def structured_runnable(model: BaseChatModel, schema: Any, method: str = "json_schema") -> Any:

@@ -8,17 +8,17 @@ no network use ``--search-backend local_search`` (tools/keyword.py), the offline
 ``Retry-After`` header (a 429 becomes ``UsageLimitExceededError(detail)``). So the client gets its
 own ``requests.Session`` (a public constructor argument) whose response hook raises
 :class:`SearchBackendError` with the status, the API's error detail and ``Retry-After`` before the
-client sees the response; retry logic upstream can then honour the server's back-off.
+client sees the response; the project's retry policy (``factdebate.core.retry``, through the
+retrieval node's ``with_retries``) then honours the server's back-off. This module does not retry.
 """
 
 from __future__ import annotations
 
 import os
-import time
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from factdebate.core.errors import BackendUnavailableError, ConfigError
+from factdebate.core.retry import parse_retry_after
 from factdebate.core.state import Evidence
 from factdebate.tools.base import RetrieverSettings, run_blocking
 
@@ -39,7 +39,8 @@ class SearchBackendError(BackendUnavailableError):
 
     Attributes:
         status: HTTP status code, or None when no response arrived.
-        retry_after: Seconds the server asked to wait (``Retry-After``), or None.
+        retry_after: Seconds the server asked to wait (``Retry-After``, parsed by
+            ``factdebate.core.retry.parse_retry_after``), or None.
         retryable: True for 429, 5xx and transport failures; False for 4xx such as a bad key.
     """
 
@@ -52,21 +53,6 @@ class SearchBackendError(BackendUnavailableError):
         self.status = status
         self.retry_after = retry_after
         self.retryable = status is None or status == 429 or status >= 500
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP-date form)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
 
 
 def _raise_for_status(response: requests.Response, *args: Any, **kwargs: Any) -> None:
