@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from factdebate.graphs.verifiers import verifier_graph
+from factdebate.graphs.exported import Turns, new_builder
+from factdebate.graphs.verifiers import verifiers_of
 from factdebate.nodes.check_text.aggregate_claims import aggregate_claims
 from factdebate.nodes.check_text.collect_claims import collect_claims, route_after_collect_claims
 from factdebate.nodes.check_text.extract_claims import extract_claims
@@ -44,11 +45,12 @@ from factdebate.nodes.check_text.verify_claim import verify_claim_node
 __all__ = ["CheckTextContext", "build_check_text", "graph"]
 
 
-def build_check_text() -> StateGraph[CheckTextState, CheckTextContext, CheckTextInput,
-                                     CheckTextOutput]:
-    """The text-check graph (uncompiled)."""
-    g = StateGraph(CheckTextState, context_schema=CheckTextContext,
-                   input_schema=CheckTextInput, output_schema=CheckTextOutput)
+def build_check_text(turns: Turns = "visible") -> StateGraph[
+        CheckTextState, CheckTextContext, CheckTextInput, CheckTextOutput]:
+    """The text-check graph (uncompiled); its verifiers run ``turns`` turns (graphs/exported.py)."""
+    g = new_builder(turns, CheckTextState, context_schema=CheckTextContext,
+                    input_schema=CheckTextInput, output_schema=CheckTextOutput)
+    verifier_graph = verifiers_of(turns)
     g.add_node("split_text", split_text_node(verifier_graph))
     g.add_node("extract_claims", extract_claims)
     g.add_node("collect_claims", collect_claims)

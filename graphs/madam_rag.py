@@ -39,6 +39,7 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.madam_rag.aggregate import aggregate
 from factdebate.nodes.madam_rag.answer_from_document import answer_from_document, route_agents
@@ -51,10 +52,10 @@ from factdebate.nodes.prepare import prepare_for
 __all__ = ["MadamRagContext", "build_madam_rag", "graph"]
 
 
-def build_madam_rag() -> StateGraph:
+def build_madam_rag(turns: Turns = "visible") -> StateGraph:
     """The MADAM-RAG debate graph (uncompiled)."""
-    g = StateGraph(
-        MadamRagState, context_schema=MadamRagContext, input_schema=DebateInput,
+    g = new_builder(
+        turns, MadamRagState, context_schema=MadamRagContext, input_schema=DebateInput,
         output_schema=DebateOutput,
     )
     g.add_node("prepare", prepare_for(MadamRagState))

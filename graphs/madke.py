@@ -49,6 +49,7 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
 from factdebate.nodes.madke.gather_knowledge import gather_knowledge, route_knowledge_sources
@@ -75,16 +76,17 @@ def build_debater_turn() -> StateGraph:
     return g
 
 
-def build_madke() -> StateGraph:
+def build_madke(turns: Turns = "visible") -> StateGraph:
     """The MADKE debate graph (uncompiled)."""
-    g = StateGraph(
-        MadkeState, context_schema=MadkeContext, input_schema=DebateInput,
+    g = new_builder(
+        turns, MadkeState, context_schema=MadkeContext, input_schema=DebateInput,
         output_schema=DebateOutput,
     )
     g.add_node("prepare", prepare_for(MadkeState))
     g.add_node("gather_knowledge", gather_knowledge)
     g.add_node("open_round", rounds_opener(MadkeContext))
-    g.add_node("debater_turn", turn_node(build_debater_turn(), "debater_turn"))  # graphs/turns.py
+    g.add_node("debater_turn",  # graphs/turns.py
+               turn_node(build_debater_turn(), "debater_turn", turns=turns))
     g.add_node("judge_consensus", judge_consensus)
     g.add_node("summarize", summarize)
     # graphs/finish.py: the verdict's cited evidence, then END; the whole knowledge pool was shown

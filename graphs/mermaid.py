@@ -48,6 +48,7 @@ from __future__ import annotations
 from langgraph.graph import START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.mermaid.call_tool import call_tool
 from factdebate.nodes.mermaid.decompose import decompose
@@ -64,9 +65,9 @@ from factdebate.nodes.mermaid.state import MermaidContext, MermaidState
 __all__ = ["MermaidContext", "build_mermaid", "graph"]
 
 
-def build_mermaid() -> StateGraph:
+def build_mermaid(turns: Turns = "visible") -> StateGraph:
     """The MERMAID graph (uncompiled)."""
-    g = StateGraph(MermaidState, context_schema=MermaidContext, input_schema=DebateInput,
+    g = new_builder(turns, MermaidState, context_schema=MermaidContext, input_schema=DebateInput,
                    output_schema=DebateOutput)
     g.add_node("decompose", decompose)
     g.add_node("recall_memory", recall_memory)

@@ -14,6 +14,7 @@ from langgraph.graph import StateGraph
 
 from factdebate.core.context import Context
 from factdebate.core.registry import Registry
+from factdebate.graphs.exported import Turns
 
 FRAMEWORKS: Registry = Registry("framework")
 FRAMEWORKS.register(
@@ -99,9 +100,10 @@ for _name, _title, _paper, _context, _needs_index in _BASELINES:
         baseline=True,
     )
 
-def build_framework(name: str) -> StateGraph:
-    """The uncompiled graph of framework ``name``."""
-    return FRAMEWORKS.get(name)()
+def build_framework(name: str, turns: Turns = "visible") -> StateGraph:
+    """The uncompiled graph of framework ``name``, its turns ``visible`` (what langgraph.json
+    exports and Python users get) or ``lean`` (the CLI and ``eval``; graphs/exported.py)."""
+    return FRAMEWORKS.get(name)(turns=turns)
 
 
 def context_class(name: str) -> type[Context]:

@@ -44,6 +44,7 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState, DebateState
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
 from factdebate.nodes.judge import judge
@@ -72,14 +73,14 @@ def build_debate_turn() -> StateGraph:
     return g
 
 
-def build_tool_mad() -> StateGraph:
+def build_tool_mad(turns: Turns = "visible") -> StateGraph:
     """The Tool-MAD debate graph (uncompiled)."""
-    g = StateGraph(
-        DebateState, context_schema=ToolMadContext, input_schema=DebateInput, output_schema=DebateOutput
-    )
+    g = new_builder(turns, DebateState, context_schema=ToolMadContext, input_schema=DebateInput,
+                    output_schema=DebateOutput)
     g.add_node("prepare", prepare)
     g.add_node("open_round", rounds_opener(ToolMadContext))
-    g.add_node("debate_turn", turn_node(build_debate_turn(), "debate_turn"))  # graphs/turns.py
+    g.add_node("debate_turn",  # graphs/turns.py
+               turn_node(build_debate_turn(), "debate_turn", turns=turns))
     g.add_node("check_consensus", check_consensus)
     g.add_node("judge", judge)
     add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END

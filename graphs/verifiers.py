@@ -12,12 +12,14 @@ check continues an interrupted claim where it stopped.
 
 from __future__ import annotations
 
-from functools import cache
+from collections.abc import Callable
+from functools import cache, partial
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from factdebate.core.errors import ConfigError
+from factdebate.graphs.exported import Turns
 from factdebate.graphs.registry import FRAMEWORKS, build_framework
 
 NOT_VERIFIERS = frozenset({"check_text"})
@@ -51,10 +53,15 @@ def verifier_builder(name: str) -> StateGraph:
 
 
 @cache
-def _compiled(key: str) -> CompiledStateGraph:
-    return build_framework(key).compile(name=key)
+def _compiled(key: str, turns: Turns) -> CompiledStateGraph:
+    return build_framework(key, turns=turns).compile(name=key)
 
 
-def verifier_graph(name: str) -> CompiledStateGraph:
+def verifier_graph(name: str, turns: Turns = "visible") -> CompiledStateGraph:
     """Verifier ``name`` compiled once per process, checkpointer inherited from the parent."""
-    return _compiled(verifier_key(name))
+    return _compiled(verifier_key(name), turns)
+
+
+def verifiers_of(turns: Turns) -> Callable[[str], CompiledStateGraph]:
+    """``verifier_graph`` of the ``turns`` variant (graphs/exported.py), by name."""
+    return partial(verifier_graph, turns=turns)

@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from factdebate.core.citations import evidence_behind_verdict, uncited_passages
+from factdebate.core.citations import evidence_behind_verdict, passage_key, uncited_passages
+from factdebate.nodes.progress import emit
 
 SeenPassages = Callable[[dict[str, Any]], Iterable[dict[str, Any]]]
 """A framework's passages shown outside ``turns`` (its pool, memory, documents), from the state."""
@@ -45,7 +46,11 @@ def make_cite_verdict(seen: SeenPassages | None = None) -> Callable[[dict[str, A
 
     def cite_verdict(state: dict[str, Any]) -> dict[str, Any]:
         """The graph's final node: the verdict's cited evidence and the rest (nodes/cite_verdict.py)."""
-        return verdict_evidence(state, seen)
+        out = verdict_evidence(state, seen)
+        emit("verdict", label=state.get("label"), answers=list(state.get("answers") or []),
+             stopped_by=state.get("stopped_by"),
+             cited=[passage_key(e) for e in out["verdict_evidence"]])  # nodes/progress.py
+        return out
 
     return cite_verdict
 

@@ -22,6 +22,7 @@ from langgraph.types import Overwrite, Send
 
 from factdebate.core.context import DebatersContext, RoundsContext
 from factdebate.core.state import DebaterState, DebateState
+from factdebate.nodes.progress import emit
 from factdebate.nodes.routing import refuse_past_cap, round_turns, rounds_done, run_context
 
 
@@ -33,6 +34,7 @@ def rounds_opener(context: type[RoundsContext]) -> Callable[[DebateState], dict[
         done = rounds_done(state)
         cap = run_context(state, context).max_rounds
         refuse_past_cap(done, cap, what="debate round(s)", knob="max_rounds")
+        emit("round_opened", round=done + 1)  # nodes/progress.py
         return {"round": Overwrite(done + 1)}
 
     return open_round

@@ -56,7 +56,8 @@ def compiled_graph(
     """
     return _compiled.get(
         (name, id(checkpointer), id(store)),
-        lambda: build_framework(name).compile(checkpointer=checkpointer, store=store, name=name),
+        lambda: build_framework(name, turns="lean").compile(  # graphs/exported.py: lean turns
+            checkpointer=checkpointer, store=store, name=name),
         pin=(checkpointer, store),
     )
 

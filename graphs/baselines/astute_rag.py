@@ -17,6 +17,7 @@ from __future__ import annotations
 from langgraph.graph import START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.baselines.consolidate import consolidate, generate_passages, route_after_consolidation
 from factdebate.nodes.baselines.context import AstuteRagContext
@@ -26,9 +27,9 @@ from factdebate.nodes.baselines.single_answer import single_answer
 from factdebate.nodes.baselines.state import BaselineState
 
 
-def build_astute_rag() -> StateGraph:
+def build_astute_rag(turns: Turns = "visible") -> StateGraph:
     """Astute RAG (uncompiled)."""
-    g = StateGraph(BaselineState, context_schema=AstuteRagContext, input_schema=DebateInput,
+    g = new_builder(turns, BaselineState, context_schema=AstuteRagContext, input_schema=DebateInput,
                    output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("gather_evidence", gather_evidence)

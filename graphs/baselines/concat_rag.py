@@ -16,12 +16,13 @@ from __future__ import annotations
 from langgraph.graph import StateGraph
 
 from factdebate.graphs.baselines.single_call import build_single_call
+from factdebate.graphs.exported import Turns
 from factdebate.nodes.baselines.context import ConcatRagContext
 
 
-def build_concat_rag() -> StateGraph:
+def build_concat_rag(turns: Turns = "visible") -> StateGraph:
     """Concatenated-prompt RAG (uncompiled)."""
-    return build_single_call("concat_rag", evidence=True, context=ConcatRagContext)
+    return build_single_call("concat_rag", evidence=True, context=ConcatRagContext, turns=turns)
 
 
 graph = build_concat_rag().compile(name="Concatenated-prompt RAG")

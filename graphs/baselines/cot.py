@@ -14,11 +14,12 @@ from __future__ import annotations
 from langgraph.graph import StateGraph
 
 from factdebate.graphs.baselines.single_call import build_single_call
+from factdebate.graphs.exported import Turns
 
 
-def build_cot() -> StateGraph:
+def build_cot(turns: Turns = "visible") -> StateGraph:
     """Zero-shot CoT (uncompiled)."""
-    return build_single_call("cot", evidence=False)
+    return build_single_call("cot", evidence=False, turns=turns)
 
 
 graph = build_cot().compile(name="Zero-shot CoT")

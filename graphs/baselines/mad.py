@@ -18,6 +18,7 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.baselines.argue import argue
 from factdebate.nodes.baselines.context import MadContext
@@ -28,9 +29,9 @@ from factdebate.nodes.judge import judge
 from factdebate.nodes.open_round import rounds_opener
 
 
-def build_mad() -> StateGraph:
+def build_mad(turns: Turns = "visible") -> StateGraph:
     """MAD (uncompiled)."""
-    g = StateGraph(BaselineState, context_schema=MadContext,
+    g = new_builder(turns, BaselineState, context_schema=MadContext,
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("open_round", rounds_opener(MadContext))

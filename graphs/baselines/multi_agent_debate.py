@@ -18,6 +18,7 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
 from factdebate.nodes.baselines.context import MultiAgentDebateContext
@@ -38,13 +39,14 @@ def build_debate_turn() -> StateGraph:
     return g
 
 
-def build_multi_agent_debate() -> StateGraph:
+def build_multi_agent_debate(turns: Turns = "visible") -> StateGraph:
     """Du et al. multi-agent debate (uncompiled)."""
-    g = StateGraph(BaselineState, context_schema=MultiAgentDebateContext,
+    g = new_builder(turns, BaselineState, context_schema=MultiAgentDebateContext,
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("open_round", rounds_opener(MultiAgentDebateContext))
-    g.add_node("debate_turn", turn_node(build_debate_turn(), "debate_turn"))  # graphs/turns.py
+    g.add_node("debate_turn",  # graphs/turns.py
+               turn_node(build_debate_turn(), "debate_turn", turns=turns))
     g.add_node("vote", vote)
     add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")

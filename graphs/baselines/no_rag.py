@@ -12,12 +12,13 @@ from __future__ import annotations
 from langgraph.graph import StateGraph
 
 from factdebate.graphs.baselines.single_call import build_single_call
+from factdebate.graphs.exported import Turns
 from factdebate.nodes.baselines.context import NoRagContext
 
 
-def build_no_rag() -> StateGraph:
+def build_no_rag(turns: Turns = "visible") -> StateGraph:
     """No-RAG (uncompiled)."""
-    return build_single_call("no_rag", evidence=False, context=NoRagContext)
+    return build_single_call("no_rag", evidence=False, context=NoRagContext, turns=turns)
 
 
 graph = build_no_rag().compile(name="No-RAG")

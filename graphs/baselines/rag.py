@@ -13,11 +13,12 @@ from __future__ import annotations
 from langgraph.graph import StateGraph
 
 from factdebate.graphs.baselines.single_call import build_single_call
+from factdebate.graphs.exported import Turns
 
 
-def build_rag() -> StateGraph:
+def build_rag(turns: Turns = "visible") -> StateGraph:
     """Plain RAG (uncompiled)."""
-    return build_single_call("rag", evidence=True)
+    return build_single_call("rag", evidence=True, turns=turns)
 
 
 graph = build_rag().compile(name="RAG")

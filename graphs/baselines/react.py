@@ -18,6 +18,7 @@ from __future__ import annotations
 from langgraph.graph import START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.baselines.context import ReactContext
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
@@ -32,9 +33,9 @@ from factdebate.nodes.baselines.single_answer import single_answer
 from factdebate.nodes.baselines.state import BaselineState
 
 
-def build_react() -> StateGraph:
+def build_react(turns: Turns = "visible") -> StateGraph:
     """ReAct (uncompiled)."""
-    g = StateGraph(BaselineState, context_schema=ReactContext, input_schema=DebateInput,
+    g = new_builder(turns, BaselineState, context_schema=ReactContext, input_schema=DebateInput,
                    output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("react_step", react_step)

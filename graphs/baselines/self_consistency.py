@@ -15,6 +15,7 @@ from __future__ import annotations
 from langgraph.graph import START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.baselines.context import SelfConsistencyContext
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
@@ -23,9 +24,9 @@ from factdebate.nodes.baselines.state import BaselineState, BranchState
 from factdebate.nodes.baselines.vote import vote
 
 
-def build_self_consistency() -> StateGraph:
+def build_self_consistency(turns: Turns = "visible") -> StateGraph:
     """Self-consistency (uncompiled)."""
-    g = StateGraph(BaselineState, context_schema=SelfConsistencyContext,
+    g = new_builder(turns, BaselineState, context_schema=SelfConsistencyContext,
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("sample", sample, input_schema=BranchState)

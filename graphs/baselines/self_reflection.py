@@ -14,6 +14,7 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.baselines.context import SelfReflectionContext
 from factdebate.nodes.baselines.gather_evidence import gather_evidence
@@ -23,9 +24,9 @@ from factdebate.nodes.baselines.single_answer import single_answer
 from factdebate.nodes.baselines.state import BaselineState
 
 
-def build_self_reflection() -> StateGraph:
+def build_self_reflection(turns: Turns = "visible") -> StateGraph:
     """Self-reflection (uncompiled)."""
-    g = StateGraph(BaselineState, context_schema=SelfReflectionContext,
+    g = new_builder(turns, BaselineState, context_schema=SelfReflectionContext,
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("gather_evidence", gather_evidence)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from langgraph.graph import START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.nodes.baselines.context import BaselineContext
 from factdebate.nodes.baselines.gather_evidence import gather_evidence
@@ -14,11 +15,12 @@ from factdebate.nodes.baselines.state import BaselineState
 
 
 def build_single_call(
-    template: str, *, evidence: bool, context: type[BaselineContext] = BaselineContext
+    template: str, *, evidence: bool, context: type[BaselineContext] = BaselineContext,
+    turns: Turns = "visible",
 ) -> StateGraph:
     """``prepare`` -> (``gather_evidence`` when ``evidence``) -> ``answer`` with ``template``."""
-    g = StateGraph(
-        BaselineState, context_schema=context, input_schema=DebateInput,
+    g = new_builder(
+        turns, BaselineState, context_schema=context, input_schema=DebateInput,
         output_schema=DebateOutput,
     )
     g.add_node("prepare", prepare_baseline)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
+from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
 from factdebate.nodes.baselines.aggregate_drafts import (
@@ -48,13 +49,14 @@ def build_draft_branch() -> StateGraph:
     return g
 
 
-def build_speculative_rag() -> StateGraph:
+def build_speculative_rag(turns: Turns = "visible") -> StateGraph:
     """Speculative RAG (uncompiled)."""
-    g = StateGraph(BaselineState, context_schema=SpeculativeRagContext,
+    g = new_builder(turns, BaselineState, context_schema=SpeculativeRagContext,
                    input_schema=DebateInput, output_schema=DebateOutput)
     g.add_node("prepare", prepare_baseline)
     g.add_node("gather_evidence", gather_evidence)
-    g.add_node("draft_branch", turn_node(build_draft_branch(), "draft_branch"))  # graphs/turns.py
+    g.add_node("draft_branch",  # graphs/turns.py
+               turn_node(build_draft_branch(), "draft_branch", turns=turns))
     g.add_node("select_draft", select_draft)
     g.add_node("aggregate_drafts", aggregate_drafts)
     add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END

@@ -12,11 +12,12 @@ from __future__ import annotations
 from langgraph.graph import StateGraph
 
 from factdebate.graphs.baselines.single_call import build_single_call
+from factdebate.graphs.exported import Turns
 
 
-def build_standard() -> StateGraph:
+def build_standard(turns: Turns = "visible") -> StateGraph:
     """Standard prompting (uncompiled)."""
-    return build_single_call("standard", evidence=False)
+    return build_single_call("standard", evidence=False, turns=turns)
 
 
 graph = build_standard().compile(name="Standard prompting")

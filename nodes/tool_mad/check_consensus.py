@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 
 from factdebate.core.budget import raise_if_refused
 from factdebate.core.state import DebateState, RoundScore, Turn
+from factdebate.nodes.progress import emit
 from factdebate.nodes.routing import END, round_turns, rounds_done, rounds_used, run_context
 from factdebate.nodes.tool_mad.state import ToolMadContext
 
@@ -76,10 +77,17 @@ def check_consensus(state: DebateState, runtime: Runtime[ToolMadContext]) -> dic
     """
     raise_if_refused()
     turns = round_turns(state)
-    if not consensus_reached(turns, state.get("scores", {}), runtime.context):
-        return {}
-    return {"label": turns[0]["label"], "rationale": turns[0]["answer"],
-            "stopped_by": "consensus"}
+    update: dict[str, Any] = {}
+    if consensus_reached(turns, state.get("scores", {}), runtime.context):
+        update = {"label": turns[0]["label"], "rationale": turns[0]["answer"],
+                  "stopped_by": "consensus"}
+    current = state.get("round")  # progress events for a UI (nodes/progress.py)
+    emit("scores", round=current, scores={
+        t["agent"]: _row(state.get("scores", {}), t["agent"], t["round"]) for t in turns})
+    after = route_after_check_consensus({**state, **update}, runtime.context)  # type: ignore[typeddict-item]
+    emit("stop_decision", round=current, stop=after != "open_round",
+         by={"__end__": "consensus", "judge": "max_rounds"}.get(after))
+    return update
 
 
 def route_after_check_consensus(

@@ -129,7 +129,7 @@ class Recorder(AsyncCallbackHandler):
 
 async def test_turn_state_and_output_match_the_subgraph_as_a_plain_node():
     out: dict[str, Any] = {}
-    for label, node in (("turn_node", turns.turn_node(build_turn(), "turn")),
+    for label, node in (("turn_node", turns.turn_node(build_turn(), "turn", turns="lean")),
                         ("subgraph", build_turn().compile(name="turn"))):
         SEEN.clear()
         graph = build_parent(node).compile()  # no parent checkpointer: the plain node is legal
@@ -160,7 +160,7 @@ async def test_no_checkpoint_is_written_inside_a_turn(durability):
         assert len(result["items"]) == 7
         return [c.config["configurable"]["checkpoint_ns"] for c in saver.list(config)]
 
-    ours = await run(turns.turn_node(build_turn(), "turn"))
+    ours = await run(turns.turn_node(build_turn(), "turn", turns="lean"))
     assert ours and set(ours) == {""}  # parent supersteps only
     if durability != "exit":  # (with "exit" only the final state is saved, in any case)
         inherited = await run(build_turn().compile(name="turn"))  # a plain subgraph node
@@ -182,7 +182,7 @@ async def test_the_durability_workaround_is_still_needed():
 
 async def test_inner_nodes_are_child_runs_of_the_turn_with_langgraph_metadata():
     rec = Recorder()
-    graph = build_parent(turns.turn_node(build_turn(), "turn")).compile()
+    graph = build_parent(turns.turn_node(build_turn(), "turn", turns="lean")).compile()
     await graph.ainvoke({}, {"callbacks": [rec], "tags": ["outer"]}, context=Ctx())
     paths = {rec.path(rid) for rid in rec.runs}
     for node in ("first", "second", "third"):
@@ -203,7 +203,7 @@ async def test_inner_nodes_are_child_runs_of_the_turn_with_langgraph_metadata():
 async def test_a_node_exception_propagates_unchanged_and_stops_the_turn():
     SEEN.clear()
     g = StateGraph(Parent, context_schema=Ctx)
-    g.add_node("turn", turns.turn_node(build_turn(), "turn"))
+    g.add_node("turn", turns.turn_node(build_turn(), "turn", turns="lean"))
     g.add_conditional_edges(START, lambda s: [Send("turn", {"agent": "boom"})], ["turn"])
     with pytest.raises(Boom, match="second failed"):
         await g.compile().ainvoke({}, context=Ctx())
@@ -212,7 +212,7 @@ async def test_a_node_exception_propagates_unchanged_and_stops_the_turn():
 
 @pytest.mark.parametrize("modes", [["updates"], ["tasks"], ["updates", "values", "debug"]])
 async def test_inner_nodes_stream_under_the_turn_namespace(modes):
-    graph = build_parent(turns.turn_node(build_turn(), "turn")).compile()
+    graph = build_parent(turns.turn_node(build_turn(), "turn", turns="lean")).compile()
     chunks = [c async for c in graph.astream({}, context=Ctx(), subgraphs=True,
                                              stream_mode=modes)]
     inner = [c for c in chunks if c[0]]
@@ -223,7 +223,7 @@ async def test_inner_nodes_stream_under_the_turn_namespace(modes):
 
 
 async def test_messages_of_inner_model_calls_stream_with_subgraphs():
-    graph = build_parent(turns.turn_node(build_turn(), "turn")).compile()
+    graph = build_parent(turns.turn_node(build_turn(), "turn", turns="lean")).compile()
     messages = [c async for c in graph.astream({}, context=Ctx(), subgraphs=True,
                                                stream_mode="messages")]
     assert [m for ns, (m, meta) in messages if meta["langgraph_node"] == "third"]
@@ -253,6 +253,6 @@ async def test_a_turn_returns_what_its_compiled_subgraph_returns(one, two, given
     g.add_edge(START, "one")
     g.add_edge("one", "two")
     g.add_edge("two", END)
-    fn = turns.turn_node(g, "t")
+    fn = turns.turn_node(g, "t", turns="lean")
     assert await fn(dict(given), {}) == expected
     assert await fn.compiled.ainvoke(dict(given)) == expected

@@ -1,0 +1,235 @@
+"""The graphs users run themselves: Studio, the LangGraph server, ``build_<x>().compile()`` in Python.
+
+``build_<x>()`` (``turns="visible"``, the default) returns a :class:`DebateBuilder`, whose
+``compile()`` gives a :class:`DebateGraph` - a ``CompiledStateGraph`` that adds, on the public
+``stream``/``astream`` methods every other entry point goes through (``invoke``, ``batch``,
+``ainvoke``, ``abatch``, ``astream_events``, langgraph-api's runs):
+
+* **Breakpoints on the nodes inside turns.** ``interrupt_before``/``interrupt_after`` accept the
+  nodes ``get_graph(xray=True)`` draws: top-level nodes, and the nodes inside a turn by plain
+  (``respond``) or qualified name (``debate_turn:respond``). Top-level names go to LangGraph as
+  they are; inner names go to the turn nodes in the run's ``configurable`` (:data:`BREAKPOINTS_KEY`),
+  and each turn runs its subgraph with them as its own static breakpoints (graphs/turns.py), so
+  the run pauses inside the turn, with the turn's state at ``get_state(config, subgraphs=True)``,
+  editable with ``update_state`` on the turn's config, resumed with ``None`` or a ``Command``.
+  ``"*"`` is every top-level node, as in LangGraph. A name the graph does not have is refused
+  with :class:`~factdebate.core.errors.ConfigError` (a ``ValueError``) naming the nodes it has,
+  before anything runs; the server refuses it before the run is created (server/run_input.py).
+* **Model messages without subgraph parsing.** ``stream_mode="messages"`` without
+  ``subgraphs=True`` yields the messages of every model call, the debaters' inside turns included
+  (LangGraph keeps only the top-level graph's): the graph streams with ``subgraphs=True`` and
+  hands on the subgraphs' ``messages`` (and ``custom``) chunks as top-level ones, dropping their
+  other modes, so the caller gets the shapes it asked for. The metadata names the node
+  (``langgraph_node``) and the agent (``fd_agent``, ``fd_role``, ``fd_round``; nodes/llm.py).
+* **Sync and async alike.** Most nodes are async; ``stream`` (and with it ``invoke`` and
+  ``batch``) runs ``astream`` on an event loop of its own in a worker thread, with a copy of the
+  caller's context variables, so it is correct from plain code and from inside a running event
+  loop (a notebook). The checkpointer must serve async calls (``InMemorySaver``, the async
+  SQLite/Postgres savers); a sync-only saver fails as it does under ``ainvoke``.
+
+The CLI and ``eval`` compile ``turns="lean"`` (run/claims.py): a plain ``StateGraph`` whose turns
+have no inner checkpoints - the measured budgets of BENCHMARKS.md hold for that variant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import queue
+import threading
+import weakref
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from factdebate.core.errors import ConfigError
+
+Turns = Literal["visible", "lean"]
+"""How a graph runs its turn subgraphs: ``visible`` (checkpointed, drawn, interruptible; Studio,
+the server, Python users) or ``lean`` (no inner checkpoints; the CLI and ``eval``)."""
+
+BREAKPOINTS_KEY = "factdebate_inner_breakpoints"
+"""``configurable`` key carrying a run's breakpoints on nodes inside turns to the turn nodes:
+``{"before": [names], "after": [names]}``, names plain or qualified (``debate_turn:respond``)."""
+
+ALL = "*"
+
+
+def check_turns(turns: str) -> Turns:
+    """``turns`` if it names a variant, else ConfigError."""
+    if turns not in ("visible", "lean"):
+        raise ConfigError(f"unknown turns variant {turns!r}", "use 'visible' or 'lean'")
+    return turns  # type: ignore[return-value]
+
+
+def new_builder(turns: Turns, *args: Any, **kwargs: Any) -> StateGraph:
+    """A graph builder of variant ``turns``: a :class:`DebateBuilder` when visible."""
+    return (DebateBuilder if check_turns(turns) == "visible" else StateGraph)(*args, **kwargs)
+
+
+class DebateBuilder(StateGraph):
+    """A ``StateGraph`` whose ``compile()`` gives a :class:`DebateGraph`."""
+
+    def compile(self, *args: Any, **kwargs: Any) -> DebateGraph:  # type: ignore[override]
+        """``StateGraph.compile``, as a :class:`DebateGraph`."""
+        compiled = super().compile(*args, **kwargs)
+        return DebateGraph(**{k: v for k, v in vars(compiled).items() if k != "__orig_class__"})
+
+
+_NODE_NAMES: weakref.WeakKeyDictionary[Any, tuple[frozenset[str], tuple[str, ...]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def node_names(graph: CompiledStateGraph) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(top-level node names, every node name ``get_graph(xray=True)`` draws), once per builder."""
+    key = graph.builder
+    if key not in _NODE_NAMES:
+        top = frozenset(n for n in graph.nodes if not n.startswith("__"))
+        drawn = tuple(n for n in graph.get_graph(xray=True).nodes if not n.startswith("__"))
+        _NODE_NAMES[key] = (top, tuple(dict.fromkeys((*sorted(top), *drawn))))
+    return _NODE_NAMES[key]
+
+
+def split_breakpoints(graph: CompiledStateGraph, names: Any, kind: str
+                      ) -> tuple[Any, list[str]]:
+    """(what LangGraph gets for ``kind``, the names of nodes inside turns) of ``names``.
+
+    Raises:
+        ConfigError: a name is no node of ``graph`` (the nodes it has are listed).
+    """
+    if names is None or names == ALL:
+        return names, []
+    if isinstance(names, str):
+        names = [names]
+    top, drawn = node_names(graph)
+    known = {*drawn, *(n.rsplit(":", 1)[-1] for n in drawn)}
+    unknown = [n for n in names if n != ALL and n not in known]
+    if unknown:
+        raise ConfigError(
+            f"{kind} names node(s) {graph.get_name()} does not have: "
+            f"{', '.join(map(repr, unknown))}",
+            f"its nodes: {', '.join(drawn)} (a node inside a turn also by its plain name, "
+            f"e.g. {drawn[-2].rsplit(':', 1)[-1]!r}); '*' for every top-level node")
+    if ALL in names:
+        return ALL, [n for n in names if n not in top and n != ALL]
+    outer = [n for n in names if n in top]
+    return (outer or None), [n for n in names if n not in top]
+
+
+def turn_breakpoints(config: RunnableConfig, turn: str, inner: frozenset[str]
+                     ) -> tuple[list[str] | None, list[str] | None]:
+    """The run's (before, after) breakpoints on nodes of turn ``turn`` (inner names ``inner``)."""
+    wanted = (config.get("configurable") or {}).get(BREAKPOINTS_KEY)
+    if not wanted:
+        return None, None
+
+    def mine(names: Sequence[str]) -> list[str] | None:
+        picked = [n.removeprefix(f"{turn}:") for n in names
+                  if n in inner or (n.startswith(f"{turn}:") and n[len(turn) + 1:] in inner)]
+        return picked or None
+
+    return mine(wanted.get("before") or ()), mine(wanted.get("after") or ())
+
+
+def _stream_modes(graph: CompiledStateGraph, stream_mode: Any) -> list[str]:
+    mode = stream_mode if stream_mode is not None else graph.stream_mode
+    return [mode] if isinstance(mode, str) else list(mode)
+
+
+class DebateGraph(CompiledStateGraph):
+    """A compiled exported graph: inner breakpoints, flat model messages, a sync bridge."""
+
+    async def astream(  # type: ignore[override]
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: Any = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        subgraphs: bool = False,
+        version: str = "v1",
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """``CompiledStateGraph.astream`` with inner breakpoints and flat messages (module doc)."""
+        before, inner_before = split_breakpoints(self, interrupt_before, "interrupt_before")
+        after, inner_after = split_breakpoints(self, interrupt_after, "interrupt_after")
+        if inner_before or inner_after:
+            config = {**(config or {})}
+            config["configurable"] = {**(config.get("configurable") or {}), BREAKPOINTS_KEY: {
+                "before": inner_before, "after": inner_after}}
+        modes = _stream_modes(self, stream_mode)
+        flat = "messages" in modes and not subgraphs
+        chunks = super().astream(
+            input, config, stream_mode=modes if flat else stream_mode,
+            interrupt_before=before, interrupt_after=after, subgraphs=subgraphs or flat,
+            version=version, **kwargs)  # type: ignore[arg-type]
+        if not flat:
+            async for chunk in chunks:
+                yield chunk
+            return
+        single = isinstance(stream_mode if stream_mode is not None else self.stream_mode, str)
+        async for chunk in chunks:
+            if version == "v2":
+                ns, mode = chunk["ns"], chunk["type"]
+            else:
+                ns, mode, payload = chunk
+            if ns and mode not in ("messages", "custom"):
+                continue  # a subgraph's other modes: not asked for
+            if version == "v2":
+                yield chunk
+            else:
+                yield payload if single else (mode, payload)
+
+    def stream(self, input: Any, config: RunnableConfig | None = None,  # type: ignore[override]
+               **kwargs: Any) -> Iterator[Any]:
+        """``astream`` on its own event loop in a worker thread (the nodes are async)."""
+        return _iterate_in_thread(lambda: self.astream(input, config, **kwargs))
+
+
+_DONE = object()
+
+
+def _iterate_in_thread(make: Any) -> Iterator[Any]:
+    """The items of the async iterator ``make()`` returns, iterated on a new loop in a thread.
+
+    Context variables are copied from the caller (tracing, callbacks' parent run); an exception
+    is raised in the caller as it is; closing the iterator early cancels the run.
+    """
+    items: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+    context = contextvars.copy_context()
+    started: dict[str, Any] = {}
+
+    async def pump() -> None:
+        started["task"] = asyncio.current_task()
+        started["loop"] = asyncio.get_running_loop()
+        try:
+            async for item in make():
+                items.put((True, item))
+        except BaseException as exc:  # noqa: BLE001  # handed to the caller's thread
+            items.put((False, exc))
+        else:
+            items.put((False, _DONE))
+
+    def run() -> None:
+        with asyncio.Runner() as runner:
+            runner.run(pump(), context=context)
+
+    thread = threading.Thread(target=run, name="factdebate-sync-bridge", daemon=True)
+    thread.start()
+    try:
+        while True:
+            ok, item = items.get()
+            if ok:
+                yield item
+            elif item is _DONE:
+                return
+            else:
+                raise item
+    finally:
+        if thread.is_alive() and "task" in started:
+            started["loop"].call_soon_threadsafe(started["task"].cancel)
+        thread.join()
