@@ -537,12 +537,17 @@ def headline(summary: dict[str, Any] | None) -> dict[str, Any] | None:
     fever = summary.get("fever")
     if fever and fever.get("score") is not None:
         name = "FEVER score" + (" (page level)" if fever.get("level") == "page" else "")
-        return {"name": name, "key": "fever_score", "value": fever["score"], "n": fever["n"]}
+        return {"name": name, "key": "fever_score", "value": fever["score"], "n": fever["n"],
+                **_ceiling_of(fever)}
     page = summary.get("page")
     if page and page.get("f1") is not None:
         return {"name": "evidence F1 (page level)", "key": "evidence_f1", "value": page["f1"],
-                "n": page["n"]}
+                "n": page["n"], **_ceiling_of(page)}
     return None
+
+
+def _ceiling_of(block: dict[str, Any]) -> dict[str, Any]:
+    return {k: block[k] for k in ("ceiling", "ceiling_n") if k in block}
 
 
 def evidence_summary(rows: list[Row]) -> dict[str, Any] | None:
@@ -553,7 +558,8 @@ def evidence_summary(rows: list[Row]) -> dict[str, Any] | None:
     gold_rows = [r for r in ok if isinstance((r.get("gold") or {}).get("evidence"), dict)]
     if not with_data and not gold_rows:
         return None
-    scored = [s for s in (score_row(r) for r in with_data) if s is not None]
+    pairs = [(r, s) for r, s in ((r, score_row(r)) for r in with_data) if s is not None]
+    scored = [s for _, s in pairs]
     gold = [s for s in scored if s.has_gold]
     kinds = sorted({str(r["gold"]["evidence"].get("kind")) for r in gold_rows})
     levels = {str(r["gold"]["evidence"].get("level") or "page") for r in gold_rows}
@@ -608,9 +614,55 @@ def evidence_summary(rows: list[Row]) -> dict[str, Any] | None:
         "unshown_total": sum(unshown_citations(r) or 0 for r in with_data),
         "uncited_replies": (sum(u for u, _ in replies) / n_replies) if n_replies else None,
         "n_replies": n_replies}
+    summary["ceiling"] = ceiling_summary([r for r, s in pairs if s.has_gold], level)
+    _attach_ceiling(summary)
     summary["headline"] = headline(summary)
     summary["notes"] = evidence_notes(summary)
     return summary
+
+
+def ceiling_summary(rows: list[Row], level: str = "page") -> dict[str, Any] | None:
+    """The retrieval ceiling of rows with gold evidence sets: the share whose complete gold set
+    is in the index at all (``gold_in_index``, ``evaluation/ceiling.py``), page level and, for
+    gold with text, sentence level, each with its n; ``share``/``n`` at ``level`` (the finest the
+    gold allows). None when no row recorded it (a run on a server, or rows without it)."""
+    recorded = [r["gold_in_index"] for r in rows if isinstance(r.get("gold_in_index"), dict)]
+    if not recorded:
+        return None
+
+    def block(values: list[bool]) -> dict[str, Any] | None:
+        if not values:
+            return None
+        return {"share": sum(values) / len(values), "in_index": sum(values), "n": len(values)}
+
+    page = block([bool(g.get("page")) for g in recorded])
+    sentence = block([bool(g["sentence"]) for g in recorded if g.get("sentence") is not None])
+    finest = sentence if level == "sentence" and sentence else page
+    return {"level": "sentence" if finest is sentence else "page", "page": page,
+            "sentence": sentence, "share": finest["share"] if finest else None,
+            "n": finest["n"] if finest else 0, "n_rows": len(rows)}
+
+
+def _ceiling_at(ceiling: dict[str, Any] | None, level: str) -> dict[str, Any] | None:
+    if not ceiling:
+        return None
+    return ceiling.get(level) or ceiling.get("page")
+
+
+def _attach_ceiling(summary: dict[str, Any]) -> None:
+    """Put the ceiling (``ceiling``, ``ceiling_n``) beside every evidence figure block (none
+    when no row recorded ``gold_in_index``)."""
+    ceiling = summary.get("ceiling")
+    if not ceiling:
+        return
+    for key, level in (("page", "page"), ("sentence", "sentence"), ("hover", "page"),
+                       ("fever", None), ("retrieval", None)):
+        block = summary.get(key)
+        if not block:
+            continue
+        at = _ceiling_at(ceiling, level or block.get("level") or "page")
+        block["ceiling"] = at["share"] if at else None
+        block["ceiling_n"] = at["n"] if at else None
 
 
 def evidence_notes(summary: dict[str, Any]) -> list[str]:

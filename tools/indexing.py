@@ -7,7 +7,10 @@ written, and every problem is reported with its line number.
 
 Index folder layout (``<index_dir>``)::
 
-    manifest.json   what was built, from what, with which model (written last)
+    manifest.json   what was built, from what, with which model (written last): corpus path
+                    and SHA-256, passages, embedding model, vector and keyword index kinds and
+                    parameters, build time - the index identity every evaluation result
+                    carries (``evaluation/index_identity.py``)
     keyword/        tantivy BM25 index
     milvus.db/      Milvus Lite database (unless --milvus-uri names a server or another path)
 
@@ -56,7 +59,7 @@ from factdebate.tools.index_state import (  # noqa: F401 - re-exported: the publ
     IndexState,
     inspect_index,
 )
-from factdebate.tools.keyword import KEYWORD_SUBDIR, write_keyword_index
+from factdebate.tools.keyword import KEYWORD_SUBDIR, TITLE_BOOST, write_keyword_index
 
 DEFAULT_COLLECTION = RetrieverSettings.collection
 CHUNK_CHARS = 2000
@@ -337,6 +340,7 @@ def _build(corpus: Path, target: Path, scan: CorpusScan, wanted: dict[str, Any],
             "documents": scan.documents, "passages": scan.passages, "chunk_chars": CHUNK_CHARS,
             "embedding_model": model, "dimension": dimension, "metric": milvus_rag.METRIC,
             "vector_index": milvus_rag.index_description(),
+            "keyword_index": keyword_description(),
             "collection": collection, "milvus_uri": external,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "build_seconds": round(time.perf_counter() - started, 3),
@@ -349,6 +353,14 @@ def _build(corpus: Path, target: Path, scan: CorpusScan, wanted: dict[str, Any],
             raise _storage(target, exc) from exc
         raise
     return manifest
+
+
+def keyword_description() -> dict[str, Any]:
+    """What :func:`write_keyword_index` builds, for the index manifest."""
+    from importlib.metadata import version
+
+    return {"kind": "tantivy BM25", "folder": KEYWORD_SUBDIR, "fields": ["title", "body"],
+            "title_boost": TITLE_BOOST, "tantivy": version("tantivy")}
 
 
 def _storage(target: Path, exc: BaseException) -> StorageError:

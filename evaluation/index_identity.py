@@ -1,0 +1,283 @@
+"""Which index an evaluation searched, recorded with its results; which index it searches at all.
+
+**Identity.** :func:`index_identity` reads the index folder's ``manifest.json`` (written by
+``factdebate index``, ``tools/indexing.py``): corpus file path and SHA-256, documents and
+passages, embedding model and dimension, vector index kind and parameters, keyword index, the
+Milvus URI the run searches (masked: ``core.context.mask_url``), build time, and whether the
+corpus is the bundled demo corpus. ``run.json`` stores it under ``index``; ``summary.json``,
+``report.md``/``report.html``, the printed summary, ``compare``, the evaluation browser and the
+LangSmith experiment metadata show it. :func:`index_key` is the part that decides what a search
+can find (corpus, passages, model, index kinds and parameters - not the build time or the
+folder): ``--resume`` refuses a run whose index key changed (``evaluation/run_folder.py``), and
+``compare`` warns when two runs' keys differ.
+
+**Which index** (:func:`resolve_run_index`, before ``run.json`` is written), for a framework that
+searches the index (registry ``needs_index``) run in this process:
+
+1. an index named by ``--set index_dir=...``/``milvus_uri=...`` or ``$FACTDEBATE_INDEX_DIR``/
+   ``$FACTDEBATE_MILVUS_URI`` is searched as it is;
+2. ``--demo-index`` searches the default index folder, which receives the bundled demo corpus
+   when it is empty (``tools/demo_index.py``); every report then says so at its top;
+3. else the data folder's corpus (the one ``*.jsonl`` in ``corpus/`` of ``--data-dir`` or
+   ``$FACTDEBATE_DATA_DIR``) is indexed once into ``$FACTDEBATE_HOME/corpora/<SHA-256 prefix>-
+   <embedding model>/`` with a progress bar, and reused by every later run over the same corpus
+   (one line says which);
+4. else a complete index in the default folder that is not the demo corpus (``factdebate index
+   CORPUS.jsonl`` without ``--index-dir``) is searched;
+5. else the run stops before anything is written, naming the commands that give it an index.
+
+So a benchmark never searches the demo corpus unless ``--demo-index`` asks for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from factdebate.core.context import Context, default_index_dir, factdebate_home, mask_url
+from factdebate.core.errors import ConfigError, InputError
+from factdebate.tools.index_state import inspect_index
+
+CORPUS_FOLDER = "corpus"
+"""Folder of a data directory holding its retrieval corpus (``../shared/data/corpus/wiki.jsonl``)."""
+CORPORA = "corpora"
+"""Folder under ``$FACTDEBATE_HOME`` holding the indexes of data folders' corpora."""
+KEY_FIELDS = ("corpus_sha256", "passages", "chunk_chars", "embedding_model", "dimension", "metric",
+              "vector_index", "keyword_index", "collection")
+"""Identity fields that decide what a search can find (:func:`index_key`)."""
+
+Announce = Callable[[str], None]
+
+
+def _demo_sha256() -> str:
+    from factdebate.tools.demo_index import DEMO_CORPUS
+
+    return hashlib.sha256(DEMO_CORPUS.read_bytes()).hexdigest()
+
+
+def identity_of(index_dir: Path, milvus_uri: str = "") -> dict[str, Any]:
+    """The identity of the index in ``index_dir`` (``status`` absent/ok/damaged)."""
+    state = inspect_index(index_dir)
+    m = state.manifest or {}
+    sha = m.get("corpus_sha256")
+    return {
+        "index_dir": str(state.path), "status": state.status,
+        **({"damage": state.reason} if state.reason else {}),
+        "corpus": m.get("corpus"), "corpus_sha256": sha, "documents": m.get("documents"),
+        "passages": m.get("passages"), "chunk_chars": m.get("chunk_chars"),
+        "embedding_model": m.get("embedding_model"), "dimension": m.get("dimension"),
+        "metric": m.get("metric"), "vector_index": m.get("vector_index"),
+        "keyword_index": m.get("keyword_index"), "collection": m.get("collection"),
+        "milvus_uri": mask_url(milvus_uri or m.get("milvus_uri")
+                               or str(state.path / "milvus.db")),
+        "built": m.get("created"), "demo": bool(sha) and sha == _demo_sha256(),
+    }
+
+
+def index_identity(ctx: Context) -> dict[str, Any]:
+    """The identity of the index ``ctx`` searches (see the module docstring); cheap: reads the
+    manifest and opens the keyword index, never the Milvus database."""
+    return identity_of(ctx.index_path, ctx.resolved_milvus_uri)
+
+
+def run_index(framework: str, ctx: Context, server: str | None = None) -> dict[str, Any] | None:
+    """``run.json``'s ``index``: None when the framework searches no index; for ``--server`` runs
+    the server's index, which this process cannot see (``status`` ``server``)."""
+    from factdebate.graphs.registry import FRAMEWORKS
+
+    if not FRAMEWORKS.entry(framework).meta.get("needs_index", True):
+        return None
+    if server:
+        return {"status": "server", "server": mask_url(server),
+                "note": "the server's own index; its identity is not recorded here"}
+    return index_identity(ctx)
+
+
+def index_key(identity: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The fields of an identity that decide what a search can find (None: no index)."""
+    if not identity or identity.get("status") == "server":
+        return identity and {"server": identity.get("server")}
+    return {k: identity.get(k) for k in KEY_FIELDS}
+
+
+def index_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
+    """How the index changed between two identities ("" when its key did not)."""
+    if index_key(old) == index_key(new):
+        return ""
+    def name(identity: dict[str, Any] | None) -> str:
+        if not identity:
+            return "no index"
+        if identity.get("status") != "ok":
+            return f"{identity.get('status')} index at {identity.get('index_dir')}"
+        return (f"{identity.get('corpus')} (sha256 {str(identity.get('corpus_sha256'))[:12]}, "
+                f"{identity.get('passages')} passages, {identity.get('embedding_model')})")
+    fields = [k for k in KEY_FIELDS if (old or {}).get(k) != (new or {}).get(k)]
+    return f"{name(old)} -> {name(new)}" + (f" [{', '.join(fields)}]" if fields else "")
+
+
+def describe(identity: dict[str, Any] | None) -> str:
+    """One line naming the index (for reports, the printed summary and ``compare``)."""
+    if identity is None:
+        return "no index (the framework searches none)"
+    if identity.get("status") == "server":
+        return f"the index of the server {identity.get('server')} (not recorded)"
+    if identity.get("status") != "ok":
+        return f"{identity.get('status')} index at {identity.get('index_dir')}"
+    sha = str(identity.get("corpus_sha256") or "")
+    vector = identity.get("vector_index") or {}
+    params = ", ".join(f"{k}={v}" for k, v in (vector.get("build_params") or {}).items())
+    keyword = (identity.get("keyword_index") or {}).get("kind") or "tantivy BM25 (not recorded)"
+    demo = " - the bundled DEMO corpus" if identity.get("demo") else ""
+    return (f"corpus {identity.get('corpus')}{demo} (sha256 {sha[:16]}, "
+            f"{identity.get('passages')} passages), embeddings {identity.get('embedding_model')}, "
+            f"vector index {vector.get('index_type', '?')} {vector.get('metric', '')} ({params}), "
+            f"keyword index {keyword}, Milvus {identity.get('milvus_uri')}, built "
+            f"{identity.get('built')}, folder {identity.get('index_dir')}")
+
+
+# -- which index a run searches -----------------------------------------------------------------
+def data_folder(data_dir: str | Path | None) -> Path | None:
+    """``--data-dir`` or ``$FACTDEBATE_DATA_DIR`` when it is a folder, else None."""
+    from factdebate.evaluation.datasets import DATA_DIR_ENV
+
+    raw = data_dir or os.environ.get(DATA_DIR_ENV)
+    if not raw:
+        return None
+    path = Path(raw).expanduser().resolve()
+    return path if path.is_dir() else None
+
+
+def data_corpus(folder: Path | None) -> Path | None:
+    """The one ``*.jsonl`` corpus in ``folder/corpus/`` (None without one).
+
+    Raises:
+        InputError: ``corpus/`` holds several corpora (which one is meant cannot be guessed).
+    """
+    if folder is None or not (folder / CORPUS_FOLDER).is_dir():
+        return None
+    found = sorted(p for p in (folder / CORPUS_FOLDER).glob("*.jsonl") if p.is_file())
+    if len(found) > 1:
+        raise InputError(f"{folder / CORPUS_FOLDER} holds several corpora "
+                         f"({', '.join(p.name for p in found)})",
+                         "index the one the benchmark needs: factdebate index CORPUS.jsonl "
+                         "--index-dir DIR, then pass --set index_dir=DIR")
+    return found[0] if found else None
+
+
+def corpus_index_dir(sha256: str, embedding_model: str) -> Path:
+    """``$FACTDEBATE_HOME/corpora/<sha256[:16]>-<model>``: one folder per corpus and model."""
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", embedding_model).strip("_") or "model"
+    return factdebate_home() / CORPORA / f"{sha256[:16]}-{model}"
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def index_corpus(corpus: Path, ctx: Context, console: Console | None) -> Path:
+    """The index of ``corpus`` under ``$FACTDEBATE_HOME/corpora`` (built once, with a progress
+    bar; reused after), announced in one line."""
+    from factdebate.tools.indexing import build_indexes
+
+    folder = corpus_index_dir(_file_sha256(corpus), ctx.embedding_model)
+    state = inspect_index(folder)
+    manifest = state.manifest or {}
+    if state.status == "ok" and manifest.get("embedding_model") == ctx.embedding_model:
+        _say(console, f"index: the data folder's corpus {corpus} ({manifest.get('passages')} "
+                      f"passages), indexed in {folder} at {manifest.get('created')} (reused)")
+        return folder
+    _say(console, f"index: no index named; indexing the data folder's corpus {corpus} into "
+                  f"{folder} (once; later runs reuse it)")
+    if console is None:
+        build_indexes(corpus, folder, embedding_model=ctx.embedding_model, replace=True)
+    else:
+        with _IndexBar(console) as bar:
+            build_indexes(corpus, folder, embedding_model=ctx.embedding_model, replace=True,
+                          progress=bar)
+    return folder
+
+
+def resolve_run_index(framework: str, ctx: Context, *, data_dir: str | None, demo: bool,
+                      console: Console | None = None) -> Context:
+    """The Context the run searches with (see the module docstring); may index a corpus.
+
+    Raises:
+        InputError: ``--demo-index`` together with a named index, or several corpora.
+        ConfigError: No index named, no corpus in the data folder and none in the default folder.
+    """
+    from factdebate.graphs.registry import FRAMEWORKS
+
+    if not FRAMEWORKS.entry(framework).meta.get("needs_index", True):
+        return ctx
+    named = bool(ctx.index_dir or ctx.milvus_uri)
+    if demo:
+        if named:
+            raise InputError("--demo-index searches the default index folder, but an index is "
+                             f"named ({ctx.index_dir or mask_url(ctx.milvus_uri)})",
+                             "drop --demo-index, or the named index")
+        return ctx
+    if named:
+        return ctx
+    folder = data_folder(data_dir)
+    corpus = data_corpus(folder)
+    if corpus is not None:
+        return dataclasses.replace(ctx, index_dir=str(index_corpus(corpus, ctx, console)))
+    default = inspect_index(default_index_dir())
+    if default.status == "ok" and not identity_of(default.path)["demo"]:
+        _say(console, f"index: {describe(identity_of(default.path))} (the default index folder)")
+        return ctx
+    where = (f"{folder / CORPUS_FOLDER} holds no *.jsonl corpus" if folder
+             else "no data folder (--data-dir or $FACTDEBATE_DATA_DIR) to take a corpus from")
+    raise ConfigError(
+        f"{framework} searches an index, but none is named and {where}",
+        "index the benchmark's corpus: factdebate index CORPUS.jsonl --index-dir DIR, then pass "
+        "--set index_dir=DIR (or put the corpus in DATA_DIR/corpus/); --demo-index searches the "
+        "bundled demo corpus instead (its figures then describe that corpus, not the benchmark)")
+
+
+def _say(console: Console | None, line: str) -> None:
+    if console is not None:
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
+
+
+class _IndexBar:
+    """``factdebate index``'s progress display (``cli/index_progress.py``) for an eval's build."""
+
+    def __init__(self, console: Console) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
+        self.tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> _IndexBar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        names = {"validate": "validating corpus", "embed": "embedding + indexing passages"}
+        if stage not in self.tasks:
+            self.tasks[stage] = self.progress.add_task(names.get(stage, stage), total=total)
+        self.progress.update(self.tasks[stage], completed=done, total=total)
