@@ -7,7 +7,6 @@ import cycle.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -15,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.core.context import Context
-from factdebate.core.errors import FactDebateError, exception_chain
+from factdebate.core.errors import FactDebateError
+from factdebate.core.retry import is_rate_limit, rate_limit_retrying
 from factdebate.evaluation.executors import ServerAdmissionError
 from factdebate.evaluation.formats import Item
 from factdebate.evaluation.judging import estimate_cost, measure
@@ -60,16 +60,6 @@ class RunSpec:
     """Processes running items (``evaluation/workers.py``); 1 = in this process's event loop."""
 
 
-def is_rate_limit(exc: BaseException) -> bool:
-    """A provider's rate-limit error (class name or message says RateLimit / 429), chained too."""
-    for seen in exception_chain(exc):  # a chain that refers back to itself ends
-        text = f"{type(seen).__name__} {seen}".lower()
-        if "ratelimit" in text or "rate limit" in text or "429" in text \
-                or getattr(seen, "status_code", None) == 429:
-            return True
-    return False
-
-
 def check_models(ctx: Context) -> None:
     """Load every role's model once (cached for the run); ``ConfigError`` if one cannot be."""
     from factdebate.core.models import load_model
@@ -107,22 +97,22 @@ class ItemRunner:
                         thread_id=thread_id)
         ctx = self.ctx
         start = time.monotonic()
-        for attempt in range(1, self.spec.rate_limit_retries + 2):
-            trace_id = str(uuid.uuid4())
-            try:
-                result = await self.executor(item.input, ctx, thread_id=thread_id,
-                                             config_extra=self._config_extra(item, trace_id))
-                break
-            except Exception as exc:  # noqa: BLE001 - recorded as an error row
-                fatal = run_store_fault(exc)  # full disk, damaged checkpoints: stop the run
-                if fatal is not None:
-                    raise fatal from exc
-                if is_rate_limit(exc) and attempt <= self.spec.rate_limit_retries \
-                        and not isinstance(exc, ServerAdmissionError):  # it waited already
-                    await asyncio.sleep(self.spec.backoff_s * 2 ** (attempt - 1))
-                    continue
-                return error_row(base, exc, wall_time_s=time.monotonic() - start,
-                                 attempts=attempt, trace_id=trace_id)
+        attempt, trace_id = 0, ""
+        try:
+            # the project's item retry policy (factdebate.core.retry): a provider's rate limit
+            # that outlived the call's own retries runs the item again, resuming its thread
+            async for attempt_of in rate_limit_retrying(
+                    self.spec.rate_limit_retries, self.spec.backoff_s, self._worth_another_run):
+                with attempt_of:
+                    attempt, trace_id = attempt_of.retry_state.attempt_number, str(uuid.uuid4())
+                    result = await self.executor(item.input, ctx, thread_id=thread_id,
+                                                 config_extra=self._config_extra(item, trace_id))
+        except Exception as exc:  # noqa: BLE001 - recorded as an error row
+            fatal = run_store_fault(exc)  # full disk, damaged checkpoints: stop the run
+            if fatal is not None:
+                raise fatal from exc
+            return error_row(base, exc, wall_time_s=time.monotonic() - start,
+                             attempts=attempt, trace_id=trace_id)
         cost = estimate_cost(result.get("ledger") or {}, ctx.debater_model)
         row = ok_row(base, result, wall_time_s=time.monotonic() - start, attempts=attempt,
                      trace_id=trace_id, cost_usd=cost)
@@ -131,6 +121,13 @@ class ItemRunner:
         if self.experiment:
             self.experiment.record(trace_id, correct(row), row)
         return row
+
+    @staticmethod
+    def _worth_another_run(exc: BaseException) -> bool:
+        """A rate limit, unless the server admission already waited it out or the run store
+        failed (that stops the run)."""
+        return is_rate_limit(exc) and not isinstance(exc, ServerAdmissionError) \
+            and run_store_fault(exc) is None
 
     async def _measure(self, row: dict[str, Any]) -> dict[str, Any]:
         try:

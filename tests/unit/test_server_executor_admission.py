@@ -14,13 +14,16 @@ import httpx
 import pytest
 from langgraph_sdk.errors import RateLimitError
 
+from factdebate.core import retry
+from factdebate.core.retry import admission_delay, parse_retry_after
 from factdebate.evaluation import executors
 from factdebate.evaluation.executors import (
     ServerAdmissionError,
     ServerExecutor,
     ServerRunError,
-    retry_after,
 )
+
+NOW = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC
 
 
 def refusal(retry: str | None) -> RateLimitError:
@@ -31,20 +34,50 @@ def refusal(retry: str | None) -> RateLimitError:
                           body=None)
 
 
-@pytest.mark.parametrize(("header", "seconds"), [("7", 7.0), (None, 5.0), ("0", 1.0),
-                                                 ("3600", 60.0), ("Wed, 21 Oct 2026 07:28:00 GMT", 5.0)])
-def test_retry_after_is_honoured_within_bounds(header: str | None, seconds: float):
-    assert retry_after(refusal(header)) == seconds
+def http_date(offset_s: float) -> str:
+    from email.utils import formatdate
+
+    return formatdate(NOW + offset_s, usegmt=True)
+
+
+@pytest.mark.parametrize(("header", "seconds"), [
+    ("7", 7.0), (None, 5.0), ("0", 1.0), ("3600", 60.0), ("soon", 5.0),
+    (http_date(12), 12.0), (http_date(-30), 1.0), (http_date(86400), 60.0),
+], ids=["7", "none", "0", "capped", "unreadable", "date", "date-past", "date-capped"])
+def test_retry_after_is_honoured_within_bounds(header: str | None, seconds: float,
+                                               monkeypatch: pytest.MonkeyPatch):
+    """Both forms of the header (seconds and HTTP-date), within 1-60 s, 5 s without one; the
+    jitter (x 1-1.5) pinned to its low end."""
+    monkeypatch.setattr(retry.time, "time", lambda: NOW)
+    monkeypatch.setattr(retry.random, "uniform", lambda low, high: low)
+    assert admission_delay(refusal(header)) == seconds
+
+
+def test_one_parser_reads_both_forms():
+    assert parse_retry_after("12", now=NOW) == 12.0
+    assert parse_retry_after(http_date(90), now=NOW) == 90.0
+    assert parse_retry_after("Thu, 01 Jan 1970 00:00:00 -0000", now=NOW) == 0.0
+    assert parse_retry_after("nan") is None and parse_retry_after("") is None
+
+
+def sdk_wait_refusal() -> httpx.HTTPStatusError:
+    """What ``runs.wait`` raises for a 429: a plain httpx error, the body attached as a note."""
+    request = httpx.Request("POST", "http://server/threads/t/runs/wait")
+    response = httpx.Response(429, headers={"Retry-After": "2"}, request=request)
+    exc = httpx.HTTPStatusError("Client error '429 Too Many Requests'", request=request,
+                                response=response)
+    exc.add_note('{"detail": "bob has 1 runs pending or running on this server"}')
+    return exc
 
 
 class Runs:
-    def __init__(self, refusals: int) -> None:
-        self.refusals, self.calls = refusals, 0
+    def __init__(self, refusals: int, make: Any = lambda: refusal("2")) -> None:
+        self.refusals, self.calls, self.make = refusals, 0, make
 
     async def wait(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         self.calls += 1
         if self.calls <= self.refusals:
-            raise refusal("2")
+            raise self.make()
         return {"label": "SUPPORTS"}
 
 
@@ -58,17 +91,23 @@ def executor(runs: Runs, monkeypatch: pytest.MonkeyPatch, slept: list[float]) ->
     return ex
 
 
-async def test_a_refused_run_is_asked_again_after_retry_after(monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize("make", [lambda: refusal("2"), sdk_wait_refusal],
+                         ids=["RateLimitError", "runs.wait-HTTPStatusError"])
+async def test_a_refused_run_is_asked_again_after_retry_after(monkeypatch: pytest.MonkeyPatch,
+                                                              make: Any):
     slept: list[float] = []
-    runs = Runs(refusals=3)
+    runs = Runs(refusals=3, make=make)
     out = await executor(runs, monkeypatch, slept)._admitted_run("t", input=None)
     assert out == {"label": "SUPPORTS"} and runs.calls == 4
     assert len(slept) == 3 and all(2.0 <= s <= 3.0 for s in slept)  # Retry-After 2, jittered
 
 
-async def test_a_run_never_admitted_is_one_readable_error(monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize("make", [lambda: refusal("2"), sdk_wait_refusal],
+                         ids=["RateLimitError", "runs.wait-HTTPStatusError"])
+async def test_a_run_never_admitted_is_one_readable_error(monkeypatch: pytest.MonkeyPatch,
+                                                          make: Any):
     slept: list[float] = []
-    runs = Runs(refusals=10**6)
+    runs = Runs(refusals=10**6, make=make)
     ex = executor(runs, monkeypatch, slept)
     ex.rate_limit_wait = 20.0
     with pytest.raises(ServerRunError) as caught:
@@ -76,5 +115,6 @@ async def test_a_run_never_admitted_is_one_readable_error(monkeypatch: pytest.Mo
     assert sum(slept) <= 20.0 and runs.calls == len(slept) + 1
     message = str(caught.value)
     assert "kept refusing" in message and "--concurrency" in message and "bob has 1 runs" in message
+    assert "limit of 20 s (FACTDEBATE_EVAL_ADMISSION_WAIT_S)" in message
     assert isinstance(caught.value, ServerAdmissionError)  # the item runner does not wait again
     assert caught.value.__context__ is None  # no chained 429 for is_rate_limit to find
