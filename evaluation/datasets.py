@@ -17,7 +17,11 @@ yields the same items, returned in file order.
 
 Gold evidence (FEVER/HoVer evidence sets, FEVEROUS sentences, SciFact rationales) is read by
 ``evidence_metrics.gold_evidence`` into ``Item.meta["gold_evidence"]``: results rows carry it under
-``gold.evidence`` to score the cited passages; the framework's input never holds it.
+``gold.evidence`` to score the cited passages; the framework's input never holds it. It is checked
+first (:func:`check_gold_evidence`): a malformed field (``evidence_sets: 5``, a set that is a
+string, a page that is a number or a list ...) would otherwise be scored as "no gold" or as a page
+titled ``"5"`` and change the FEVER score without a word, so it stops the load with one line naming
+the file, the line, the item and the field.
 """
 
 from __future__ import annotations
@@ -149,6 +153,7 @@ def _parse_items(spec: Any, path: Path, name: str) -> list[Item]:
             continue
         task = spec.task or _infer_task(record, "fever")
         item = to_item(record, dataset=spec.name, task=task, where=where)
+        check_gold_evidence(record, spec.name, f"{where}, item {item.id!r}")
         gold = gold_evidence(record, spec.name)
         if gold is not None:  # kept for scoring the cited evidence, never shown to the model
             item = replace(item, meta={**item.meta, "gold_evidence": gold})
@@ -159,6 +164,146 @@ def _parse_items(spec: Any, path: Path, name: str) -> list[Item]:
     if not items:
         raise InputError(f"dataset {name!r} ({path}) has no items", "check the file")
     return items
+
+
+_SETS_SHAPE = 'a list of sets, each a list of {"page": title, "sent_id": number}'
+_SHAPE_REMEDY = ("fix the record (gold evidence shapes: the data folder's README, "
+                 "evaluation/evidence_metrics.py)")
+
+
+_MISSING = object()
+
+
+def _what(value: Any) -> str:
+    """A value as an error names it: its JSON type and a short excerpt."""
+    if value is _MISSING or value is None:
+        return "missing" if value is _MISSING else "null"
+    kind = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number" if isinstance(value, int | float)
+                                    else type(value).__name__)
+    text = repr(value)
+    return f"{kind} ({text[:40]}{'...' if len(text) > 40 else ''})"
+
+
+def _bad(where: str, field: str, value: Any, expected: str) -> InputError:
+    return InputError(f"{where}: gold evidence {field} is {_what(value)}, not {expected}",
+                      _SHAPE_REMEDY)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _title(where: str, field: str, value: Any, *, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(where, field, value, "a page title (a non-empty string)")
+
+
+def _sentence(where: str, field: str, value: Any) -> None:
+    if value is not None and not _is_int(value):
+        raise _bad(where, field, value, "a sentence number (an integer or null)")
+
+
+def check_gold_evidence(record: dict[str, Any], dataset: str, where: str) -> None:
+    """Raise ``InputError`` naming ``where`` and the field when a record's gold evidence is malformed.
+
+    Checks every shape ``evidence_metrics.gold_evidence`` reads, in the same order (the first that
+    applies decides): shared-schema ``evidence_sets`` (null or a list of sets, each a list of
+    ``{page: title, sent_id: int | null}``), a HoVer release's ``supporting_facts`` (``[title,
+    int]`` pairs), a FEVER release's ``evidence`` (groups of ``[annotation, evidence, page,
+    sentence]`` with page and sentence both null for NOT ENOUGH INFO), ProgramFC FEVEROUS text,
+    a SciFact release's ``{doc_id: [{sentences: [int]}]}``, and a shared-schema ``evidence`` list
+    of FEVEROUS ``{title, text}`` or SciFact ``{doc_id, sentences}`` objects. Other ``evidence``
+    lists (AVeriTeC's question-answer pairs) are not gold evidence and are left alone.
+    """
+    if "evidence_sets" in record:
+        sets = record["evidence_sets"]
+        if sets is None:
+            return
+        if not isinstance(sets, list):
+            raise _bad(where, "evidence_sets", sets, _SETS_SHAPE)
+        for i, group in enumerate(sets):
+            if not isinstance(group, list):
+                raise _bad(where, f"evidence_sets[{i}]", group,
+                           'a list of {"page": title, "sent_id": number}')
+            for j, element in enumerate(group):
+                field = f"evidence_sets[{i}][{j}]"
+                if not isinstance(element, dict):
+                    raise _bad(where, field, element, 'an object {"page": title, "sent_id": number}')
+                _title(where, f"{field}.page", element.get("page", _MISSING))
+                _sentence(where, f"{field}.sent_id", element.get("sent_id"))
+        return
+    facts = record.get("supporting_facts")
+    if isinstance(facts, list):
+        for i, fact in enumerate(facts):
+            if not isinstance(fact, list) or not 1 <= len(fact) <= 2:
+                raise _bad(where, f"supporting_facts[{i}]", fact, "a [title, sentence number] pair")
+            _title(where, f"supporting_facts[{i}][0]", fact[0])
+            if len(fact) > 1:
+                _sentence(where, f"supporting_facts[{i}][1]", fact[1])
+        return
+    evidence = record.get("evidence")
+    if "verifiable" in record and isinstance(evidence, list):  # FEVER release
+        for i, group in enumerate(evidence):
+            if not isinstance(group, list):
+                raise _bad(where, f"evidence[{i}]", group, "a list of FEVER evidence entries")
+            for j, entry in enumerate(group):
+                field = f"evidence[{i}][{j}]"
+                if not isinstance(entry, list) or len(entry) != 4:
+                    raise _bad(where, field, entry, "[annotation id, evidence id, page, sentence]")
+                _title(where, f"{field}[2]", entry[2], optional=True)
+                _sentence(where, f"{field}[3]", entry[3])
+        return
+    if isinstance(evidence, str) or evidence is None:  # ProgramFC FEVEROUS text, or none
+        return
+    if isinstance(evidence, dict):  # SciFact release: {doc_id: [{sentences, label}]}
+        for doc, rationales in evidence.items():
+            if not isinstance(rationales, list):
+                raise _bad(where, f"evidence[{doc!r}]", rationales, "a list of rationales")
+            for i, rationale in enumerate(rationales):
+                _rationale(where, f"evidence[{doc!r}][{i}]", rationale)
+        return
+    family = dataset.lower()
+    if isinstance(record.get("dataset"), str):
+        family = record["dataset"].lower()
+    if not isinstance(evidence, list):
+        if family in ("feverous", "scifact"):
+            raise _bad(where, "evidence", evidence, "a list of evidence objects")
+        return
+    feverous = family == "feverous" or any(
+        isinstance(e, dict) and "title" in e and "text" in e for e in evidence)
+    scifact = family == "scifact" or any(isinstance(e, dict) and "doc_id" in e for e in evidence)
+    for i, element in enumerate(evidence):
+        field = f"evidence[{i}]"
+        if feverous:
+            if not isinstance(element, dict):
+                raise _bad(where, field, element, 'an object {"title": page, "text": sentence}')
+            _title(where, f"{field}.title", element.get("title", _MISSING))
+            if not isinstance(element.get("text"), str):
+                raise _bad(where, f"{field}.text", element.get("text", _MISSING),
+                           "a sentence (a string)")
+        elif scifact:
+            if not isinstance(element, dict):
+                raise _bad(where, field, element, 'an object {"doc_id": id, "sentences": [...]}')
+            doc = element.get("doc_id", _MISSING)
+            if not (_is_int(doc) or isinstance(doc, str) and doc.strip()):
+                raise _bad(where, f"{field}.doc_id", doc, "a document id (a string or integer)")
+            _rationale(where, field, element)
+
+
+def _rationale(where: str, field: str, rationale: Any) -> None:
+    if not isinstance(rationale, dict):
+        raise _bad(where, field, rationale, 'an object {"sentences": [numbers]}')
+    sentences = rationale.get("sentences")
+    if sentences is None:
+        return
+    if not isinstance(sentences, list):
+        raise _bad(where, f"{field}.sentences", sentences, "a list of sentence numbers")
+    for k, sentence in enumerate(sentences):
+        if not _is_int(sentence):
+            raise _bad(where, f"{field}.sentences[{k}]", sentence, "a sentence number (an integer)")
 
 
 def sample_order(items: list[Item], seed: int, count: int | None = None) -> list[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -154,3 +155,100 @@ def test_parsed_files_are_reused_until_the_file_changes(data_dir, monkeypatch):
     os.utime(path, ns=(1, 10**18))  # a different mtime even within the clock's resolution
     changed = load_items("fever", data_dir)
     assert len(changed) == 6 and len(calls) == 1
+
+
+# -- issue #29 item 6: malformed gold evidence stops the load, naming file, line, item, field ----
+MALFORMED_GOLD = [
+    # (record fields, the field the error names, what it says the value is)
+    ({"evidence_sets": 5}, "evidence_sets", "a number (5)"),
+    ({"evidence_sets": {"t": "Moon"}}, "evidence_sets", "an object"),
+    ({"evidence_sets": "Moon"}, "evidence_sets", "a string ('Moon')"),
+    ({"evidence_sets": [5]}, "evidence_sets[0]", "a number (5)"),
+    ({"evidence_sets": ["Moon"]}, "evidence_sets[0]", "a string ('Moon')"),
+    ({"evidence_sets": [[5]]}, "evidence_sets[0][0]", "a number (5)"),
+    ({"evidence_sets": [[{"page": 5, "sent_id": 0}]]}, "evidence_sets[0][0].page", "a number (5)"),
+    ({"evidence_sets": [[{"page": ["Moon"], "sent_id": 0}]]}, "evidence_sets[0][0].page", "a list"),
+    ({"evidence_sets": [[{"page": {"t": "Moon"}, "sent_id": 0}]]}, "evidence_sets[0][0].page",
+     "an object"),
+    ({"evidence_sets": [[{"sent_id": 0}]]}, "evidence_sets[0][0].page", "missing"),
+    ({"evidence_sets": [[{"page": " ", "sent_id": 0}]]}, "evidence_sets[0][0].page", "a string"),
+    ({"evidence_sets": [[{"page": "Moon", "sent_id": "x"}]]}, "evidence_sets[0][0].sent_id",
+     "a string ('x')"),
+    ({"evidence_sets": [[{"page": "Moon", "sent_id": True}]]}, "evidence_sets[0][0].sent_id",
+     "a boolean"),
+    ({"dataset": "hover", "evidence_sets": 5}, "evidence_sets", "a number (5)"),
+    ({"dataset": "feverous", "evidence": [{"title": 5, "text": "The Moon."}]}, "evidence[0].title",
+     "a number (5)"),
+    ({"dataset": "feverous", "evidence": ["Moon"]}, "evidence[0]", "a string"),
+    ({"dataset": "feverous", "evidence": [{"title": "Moon"}]}, "evidence[0].text", "missing"),
+    ({"dataset": "scifact", "evidence": [{"doc_id": "1", "sentences": "0"}]},
+     "evidence[0].sentences", "a string"),
+    ({"dataset": "scifact", "evidence": [{"doc_id": [1], "sentences": [0]}]}, "evidence[0].doc_id",
+     "a list"),
+    ({"evidence": {"13": 5}}, "evidence['13']", "a number (5)"),  # SciFact release
+    ({"evidence": {"13": [{"sentences": [0, "1"]}]}}, "evidence['13'][0].sentences[1]", "a string"),
+    ({"verifiable": "VERIFIABLE", "evidence": [[[1, 2, 5, 0]]]}, "evidence[0][0][2]",
+     "a number (5)"),
+    ({"verifiable": "VERIFIABLE", "evidence": [["Moon"]]}, "evidence[0][0]", "a string"),
+    ({"supporting_facts": [[["Moon"], 0]]}, "supporting_facts[0][0]", "a list"),
+    ({"supporting_facts": ["Moon"]}, "supporting_facts[0]", "a string"),
+]
+
+
+@pytest.mark.parametrize("fields,field,what", MALFORMED_GOLD,
+                         ids=[f"{i}-{f}" for i, (_, f, _w) in enumerate(MALFORMED_GOLD)])
+def test_malformed_gold_evidence_names_file_line_item_and_field(tmp_path, fields, field, what):
+    good = {"id": "fever-1", "claim": "The Moon orbits the Earth.", "label": "SUPPORTS",
+            "evidence_sets": [[{"page": "Moon", "sent_id": 0}]]}
+    bad = {"id": "fever-2", "claim": "The Moon is made of cheese.", "label": "REFUTES", **fields}
+    if "evidence_sets" not in fields:
+        good.pop("evidence_sets")
+    path = write_jsonl(tmp_path / "gold.jsonl", [good, bad])
+    with pytest.raises(InputError) as caught:
+        load_items(str(path))
+    message = str(caught.value)
+    assert re.match(re.escape(f"{path}, line 2, item ") + r"'(gold-)?fever-2'"
+                    + re.escape(f": gold evidence {field} is {what}"), message), message
+    assert "\n" not in message
+
+
+def test_well_formed_gold_evidence_loads(tmp_path):
+    records = [
+        {"id": "f-1", "claim": "c", "label": "SUPPORTS",
+         "evidence_sets": [[{"page": "Moon", "sent_id": 0}], [{"page": "Earth", "sent_id": None}]]},
+        {"id": "f-2", "claim": "c", "label": "NOT ENOUGH INFO", "evidence_sets": []},
+        {"id": "f-3", "claim": "c", "label": "NOT ENOUGH INFO", "evidence_sets": None},
+        {"id": "f-4", "claim": "c", "label": "REFUTES",  # AVeriTeC QA pairs: not gold evidence
+         "evidence": [{"question": "q", "answer": "a"}]},
+        {"id": "f-5", "dataset": "feverous", "claim": "c", "label": "SUPPORTS",
+         "evidence": [{"title": "Moon", "text": "The Moon orbits the Earth."}]},
+        {"id": "f-6", "dataset": "scifact", "claim": "c", "label": "SUPPORTS",
+         "evidence": [{"doc_id": "13", "sentences": [0, 2], "label": "SUPPORT"}]},
+        {"id": "f-7", "verifiable": "NOT VERIFIABLE", "claim": "c", "label": "NOT ENOUGH INFO",
+         "evidence": [[[1, None, None, None]]]},
+    ]
+    items = load_items(str(write_jsonl(tmp_path / "ok.jsonl", records)))
+    assert items[0].meta["gold_evidence"]["sets"] == [
+        [{"page": "Moon", "sent_id": 0, "text": None}],
+        [{"page": "Earth", "sent_id": None, "text": None}]]
+    assert len(items) == len(records)
+
+
+def test_eval_on_malformed_gold_evidence_is_one_error_line(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from factdebate.cli.main import app
+
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    path = write_jsonl(tmp_path / "gold.jsonl", [
+        {"id": "f-1", "claim": "The Moon orbits the Earth.", "label": "SUPPORTS",
+         "evidence_sets": [[{"page": "Moon", "sent_id": 0}]]},
+        {"id": "f-2", "claim": "The Moon is cheese.", "label": "REFUTES", "evidence_sets": 5}])
+    done = CliRunner().invoke(app, ["eval", "--framework", "standard", "--dataset", str(path),
+                                    "--model", "scripted:agree", "--out", str(tmp_path / "out")])
+    assert done.exit_code == InputError.exit_code, done.output
+    lines = [ln for ln in done.output.splitlines() if ln.strip()]
+    flat = " ".join(done.output.split())
+    assert lines[0].startswith("error:") and "Traceback" not in done.output, done.output
+    assert "line 2, item 'gold-f-2': gold evidence evidence_sets is a number (5)" in flat, flat
+    assert not (tmp_path / "out" / "results.jsonl").exists()
