@@ -35,9 +35,18 @@ def _print_summary(summary: dict[str, Any], folder: Path) -> None:
                       str(int(m.get("errors", 0))),
                       f"{m['cost_usd']:.4f}" if m.get("cost_usd") is not None else "unknown")
     out.print(table)
-    for run in summary["runs"]:  # evidence quality of the cited passages (issue #22)
+    from factdebate.evaluation.caveats import loud_caveats
+    from factdebate.evaluation.index_identity import describe
+
+    for run in summary["runs"]:  # the index each run searched, then its evidence figures
+        out.print(f"index {run.get('name', run['framework'])}: {describe(run.get('index'))}",
+                  highlight=False, soft_wrap=True, markup=False)
         for line in evidence_lines(run):
             out.print(line, highlight=False, soft_wrap=True)
+        for line in loud_caveats(run):
+            out.print(f"caveat: {run.get('name', run['framework'])}: "
+                      f"{line.replace('**', '').replace('`', '')}", highlight=False,
+                      soft_wrap=True, markup=False)
     for run in summary["runs"]:  # the report's caveats (evaluation/caveats.py), the loudest one
         doubled = (run.get("caveats") or {}).get("test_double_roles")
         if doubled:
@@ -51,13 +60,28 @@ def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _ceiling(block: dict[str, Any]) -> str:
+    """``; ceiling X (n=N)``: the share of items whose gold evidence is in the index at all."""
+    if block.get("ceiling_n") is None:
+        return ""
+    return f"; ceiling (gold in index) {_f(block.get('ceiling'))} (n={block['ceiling_n']})"
+
+
 def evidence_lines(run: dict[str, Any]) -> list[str]:
-    """The run's evidence figures as plain lines, each with its n (none without citation data)."""
+    """The run's evidence figures as plain lines, each with its n and its ceiling (none without
+    citation data)."""
     ev = run.get("evidence")
     if not ev:
         return []
     name = f"{run.get('name', run['framework'])} ({run['framework']} / {run['dataset']})"
     lines = []
+    ceiling = ev.get("ceiling")
+    if ceiling:
+        levels = ", ".join(f"{level} level {_f(ceiling[level]['share'])} ({ceiling[level]['in_index']}"
+                           f" of {ceiling[level]['n']} items)" for level in ("page", "sentence")
+                           if ceiling.get(level))
+        lines.append(f"retrieval ceiling {name}: complete gold evidence in the index at all: "
+                     f"{levels}")
     for level in ("page", "sentence"):
         block = ev.get(level)
         if block:
@@ -65,7 +89,7 @@ def evidence_lines(run: dict[str, Any]) -> list[str]:
                     "passages carry none" if ev.get("level") == "page" else "")
             lines.append(f"evidence {name}, {level} level: precision {_f(block['precision'])} "
                          f"recall {_f(block['recall'])} F1 {_f(block['f1'])} (n={block['n']} "
-                         f"items with gold evidence){only}")
+                         f"items with gold evidence){_ceiling(block)}{only}")
     fever = ev.get("fever")
     if fever:
         level = " (page level)" if fever["level"] == "page" else ""
@@ -73,17 +97,18 @@ def evidence_lines(run: dict[str, Any]) -> list[str]:
                      f"{fever['max_evidence']} cited passages), label accuracy "
                      f"{_f(fever['label_accuracy'])}, scorer evidence precision "
                      f"{_f(fever['precision'])} recall {_f(fever['recall'])} F1 {_f(fever['f1'])} "
-                     f"(n={fever['n_verifiable']} verifiable)")
+                     f"(n={fever['n_verifiable']} claims; {fever.get('rule') or 'fever'} rule)"
+                     f"{_ceiling(fever)}")
     if ev.get("hover"):
         hover = ev["hover"]
         lines.append(f"HoVer supporting facts {name}, page level: EM {_f(hover['em'])} F1 "
-                     f"{_f(hover['f1'])} (n={hover['n']})")
+                     f"{_f(hover['f1'])} (n={hover['n']}){_ceiling(hover)}")
     retrieval = ev.get("retrieval")
     if retrieval:
         lines.append(f"gold evidence {name}: retrieved {_f(retrieval['gold_retrieved'])}, cited "
                      f"{_f(retrieval['gold_cited'])} (n={retrieval['n']}, {retrieval['level']} "
                      "level; retrieved but not cited = the model's miss "
-                     f"{_f(retrieval['retrieved_not_cited'])})")
+                     f"{_f(retrieval['retrieved_not_cited'])}){_ceiling(retrieval)}")
     cites = ev["citations"]
     lines.append(f"citations {name}: verdicts without a citation {_f(cites['uncited_verdicts'])} "
                  f"(n={cites['n_verdicts']}), rows with a hallucinated (unshown) citation "
@@ -144,6 +169,13 @@ def eval_command(
              "($FACTDEBATE_POSTGRES_URI; checkpoints and memory).", show_default="sqlite")] = None,
     set_: Annotated[list[str], typer.Option(
         "--set", help="Any Context field=value.", show_default="none")] = [],  # noqa: B006
+    demo_index: Annotated[bool, typer.Option(
+        "--demo-index", help="Search the bundled demo corpus (the default index folder) although "
+        "no index is named; every report says so at its top.",
+        show_default="off: a named index, else the data folder's corpus/ indexed once")] = False,
+    feverous_rule: Annotated[str | None, typer.Option(
+        help="NOT ENOUGH INFO rule of the FEVEROUS score: 'feverous' (its scorer: NEI needs "
+             "evidence) or 'fever' (FEVER's: NEI needs none).", show_default="feverous")] = None,
 ) -> None:
     """Evaluate a framework on a dataset (or a --config experiment); writes results and reports."""
     from factdebate.cli.flags import in_range, place
@@ -162,7 +194,8 @@ def eval_command(
                 "out": str(out_dir) if out_dir else None, "limit": limit, "seed": seed,
                 "concurrency": concurrency, "workers": workers, "model": model,
                 "data_dir": data_dir, "sets": set_,
-                "metrics": extra, "metric_model": metric_model, "server": server})
+                "metrics": extra, "metric_model": metric_model, "server": server,
+                "demo_index": demo_index or None, "feverous_rule": feverous_rule})
         else:
             if not framework or not dataset:
                 from factdebate.core.errors import InputError
@@ -176,7 +209,8 @@ def eval_command(
                 workers=1 if workers is None else workers, model=model, sets=list(set_),
                 data_dir=data_dir,
                 metrics=extra or [], metric_model=metric_model, server=server,
-                checkpointer=checkpointer))]
+                checkpointer=checkpointer, demo_index=demo_index,
+                feverous_rule=feverous_rule or "feverous"))]
         for _, spec in specs:
             spec = with_flags(spec, resume=resume, retry_errors=retry_errors, repair=repair,
                               langsmith=langsmith, server_api_key=server_api_key,
@@ -256,6 +290,13 @@ def compare_command(
     except FactDebateError as exc:
         fail(exc)
         return
+    from factdebate.evaluation.index_identity import describe
+
+    for r in results:  # the index behind each side: a comparison across indexes is flagged
+        line = (f"both runs searched: {describe(r['index_a'])}" if r["same_index"] else
+                f"DIFFERENT INDEXES: A {r['a']} searched {describe(r['index_a'])}; B {r['b']} "
+                f"searched {describe(r['index_b'])}")
+        out.print(line, highlight=False, soft_wrap=True, markup=False)
     table = Table(*COLUMNS, title="Paired comparison (bootstrap: 10,000 resamples; McNemar exact)")
     for row in table_rows(results):
         table.add_row(*row)

@@ -9,7 +9,13 @@ the tables (``evaluation/reports.py``):
   ``local_search`` keyword index instead of Tavily: flagged in each such row, or chosen with
   ``search_backend=local_search``);
 * error rows (counted as wrong in "accuracy over all items") by error type, and items not run;
-* for MERMAID, the evidence memory setting and the tool calls it saved (MERMAID Fig. 3).
+* for MERMAID, the evidence memory setting and the tool calls it saved (MERMAID Fig. 3);
+* the index the run searched (``run.json`` ``index``, ``evaluation/index_identity.py``), loudly
+  when it holds the bundled demo corpus (``eval --demo-index``: the evidence figures then describe
+  that corpus, not the benchmark's);
+* a retrieval ceiling below :data:`LOW_CEILING` (``evidence_metrics.ceiling_summary``): most
+  items' gold evidence is not in the index at all, so low evidence figures are the index's, not
+  the framework's.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+LOW_CEILING = 0.5
+"""A retrieval ceiling below this share heads the report as a caveat."""
 TEST_DOUBLE_PREFIX = "scripted:"
 STAND_IN_MARK = "stand-in for web search"
 """Words of every framework's offline-search flag (``nodes/retrieval.py`` ``STAND_IN_FLAG``)."""
@@ -35,11 +43,23 @@ def used_stand_in(row: dict[str, Any], context: dict[str, Any]) -> bool:
     return context.get("search_backend") == "local_search" and row.get("status") == "ok"
 
 
-def run_caveats(record: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ``caveats`` entry of one run in ``summary.json``."""
+def low_ceiling(evidence: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The run's retrieval ceiling when it is below :data:`LOW_CEILING`, else None."""
+    ceiling = (evidence or {}).get("ceiling")
+    if not ceiling or ceiling.get("share") is None or ceiling["share"] >= LOW_CEILING:
+        return None
+    return {"share": ceiling["share"], "n": ceiling["n"], "level": ceiling["level"]}
+
+
+def run_caveats(record: dict[str, Any], rows: list[dict[str, Any]],
+                evidence: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``caveats`` entry of one run in ``summary.json`` (``evidence``: its evidence summary)."""
     context = record.get("context") or {}
     errors = [r for r in rows if r.get("status") != "ok"]
+    index = record.get("index")
     return {
+        "demo_index": bool(index and index.get("demo")),
+        "low_ceiling": low_ceiling(evidence),
         "models": dict(record.get("models") or {}),
         "test_double_roles": test_double_roles(record.get("models") or {}),
         "stand_in_rows": sum(1 for r in rows if used_stand_in(r, context)),
@@ -69,12 +89,32 @@ def memory_summary(record: dict[str, Any], ok_rows: list[dict[str, Any]]) -> dic
     }
 
 
+def loud_caveats(run: dict[str, Any]) -> list[str]:
+    """The caveats that head every report of a summarised run (Markdown): a search of the demo
+    corpus, a retrieval ceiling below :data:`LOW_CEILING`."""
+    c = run.get("caveats") or {}
+    lines = []
+    if c.get("demo_index"):
+        lines.append("**demo corpus**: the run searched the bundled demo corpus "
+                     f"({(run.get('index') or {}).get('passages')} passages, `--demo-index`), "
+                     "not the benchmark's corpus: its evidence figures (and accuracy, as far as "
+                     "it rests on retrieval) describe that corpus, not the framework")
+    ceiling = c.get("low_ceiling")
+    if ceiling:
+        lines.append(f"**low retrieval ceiling**: the complete gold evidence of only "
+                     f"{100 * ceiling['share']:.1f}% (n={ceiling['n']}) of the items is in the "
+                     f"index at all ({ceiling['level']} level): most evidence misses are the "
+                     "index's, not the framework's")
+    return lines
+
+
 def caveat_lines(run: dict[str, Any]) -> list[str]:
     """Markdown bullet lines of one summarised run's caveats (``report.md``)."""
     c = run["caveats"]
     name = f"`{run['name']}`"
     models = ", ".join(f"{role} `{spec}`" for role, spec in sorted(c["models"].items()) if spec)
     lines = [f"- {name}: models per role: {models or '-'}"]
+    lines += [f"  - {line}" for line in loud_caveats(run)]
     if c["test_double_roles"]:
         lines.append(f"  - **test double**: the answers of {', '.join(c['test_double_roles'])} "
                      "came from the scripted double (`scripted:`), not a model: these figures "

@@ -17,7 +17,13 @@ that differ only in ``stop_rule`` are told apart.
 
 Evidence quality (issue #22) is compared the same way, item by item on the items both runs scored
 (gold evidence and citation data in both): the FEVER score (0/1, also McNemar) and the page- and
-sentence-level evidence F1 (bootstrap only), each with its own n.
+sentence-level evidence F1 (bootstrap only), each with its own n and each run's retrieval ceiling
+on those items (the share whose gold evidence is in its index at all).
+
+Each run's index (``run.json`` ``index``, ``evaluation/index_identity.py``) is named in the result;
+when the two runs searched different indexes (another corpus, model or index parameters) the
+comparison carries a warning naming both: its differences may be the indexes', not the
+frameworks'.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.core.errors import InputError
-from factdebate.evaluation.evidence_metrics import item_value
+from factdebate.evaluation.evidence_metrics import ceiling_summary, item_value
+from factdebate.evaluation.index_identity import describe, index_change
 from factdebate.evaluation.metrics import correct
 from factdebate.evaluation.reports import load_run
 
@@ -113,12 +120,18 @@ def compare_runs(dir_a: Path, dir_b: Path, *, seed: int = 0) -> dict[str, Any]:
     result = paired_bootstrap(a, b, seed=seed) | mcnemar_exact(a, b)
     settings_a, settings_b = differing_settings(rec_a, rec_b)
     warnings = []
+    index_a, index_b = rec_a.get("index"), rec_b.get("index")
+    if ("index" in rec_a or "index" in rec_b) and index_change(index_a, index_b):
+        warnings.append(f"DIFFERENT INDEXES: A searched {describe(index_a)}; B searched "
+                        f"{describe(index_b)}. Differences in accuracy and evidence figures may "
+                        "be the indexes', not the frameworks'")
     if result["n"] < SMALL_N:
         warnings.append(f"only {result['n']} shared item(s) (fewer than {SMALL_N}): the interval "
                         "and both p-values are unreliable; compare larger runs")
     return {"a": run_name(rec_a, settings_a), "b": run_name(rec_b, settings_b),
             "only_a": len(scored_a) - len(shared), "only_b": len(scored_b) - len(shared),
-            "warnings": warnings, **result,
+            "warnings": warnings, **result, "index_a": index_a, "index_b": index_b,
+            "same_index": not index_change(index_a, index_b),
             "evidence": compare_evidence(rec_a, rows_a, rows_b, seed=seed)}
 
 
@@ -146,6 +159,11 @@ def compare_evidence(record: dict[str, Any], rows_a: list[dict[str, Any]],
                   "p_value": result["p_value"]}
         if key == "fever_score":
             result |= mcnemar_exact(a, b)
+        for side, rows in (("a", rows_a), ("b", rows_b)):
+            ceiling = ceiling_summary([r for r in rows if r["item_id"] in set(shared)],
+                                      "sentence" if key == "evidence_sentence_f1" else "page")
+            result[f"ceiling_{side}"] = ceiling["share"] if ceiling else None
+            result[f"ceiling_n_{side}"] = ceiling["n"] if ceiling else None
         out.append(result)
     return out
 
@@ -167,15 +185,22 @@ COLUMNS = ("A", "B", "shared n", "acc A", "acc B", "B - A", "95% CI (bootstrap)"
 
 
 EVIDENCE_COLUMNS = ("A", "B", "evidence metric", "shared n", "A", "B", "B - A",
-                    "95% CI (bootstrap)", "p (bootstrap)", "p (McNemar exact)")
+                    "95% CI (bootstrap)", "p (bootstrap)", "p (McNemar exact)",
+                    "ceiling A / B (gold in index)")
 
 
 def evidence_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     """One row of ``EVIDENCE_COLUMNS`` per evidence metric per comparison (with its n)."""
     return [(r["a"], r["b"], e["name"], str(e["n"]), f"{e['a']:.3f}", f"{e['b']:.3f}",
              f"{e['delta']:+.3f}", f"({e['ci95'][0]:+.3f}, {e['ci95'][1]:+.3f})",
-             f"{e['p_value']:.4f}", f"{e['mcnemar_p']:.4f}" if "mcnemar_p" in e else "-")
+             f"{e['p_value']:.4f}", f"{e['mcnemar_p']:.4f}" if "mcnemar_p" in e else "-",
+             f"{_share(e.get('ceiling_a'), e.get('ceiling_n_a'))} / "
+             f"{_share(e.get('ceiling_b'), e.get('ceiling_n_b'))}")
             for r in results for e in r.get("evidence") or []]
+
+
+def _share(value: float | None, n: int | None) -> str:
+    return "-" if value is None else f"{value:.3f} (n={n})"
 
 
 def table_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:

@@ -11,6 +11,8 @@ Format (every key optional except ``frameworks``/``datasets`` or ``runs``)::
     model: openai:gpt-4o-mini       # every role's model (Context.debater_model)
     set: {search_backend: tavily}   # Context fields for every run
     metrics: [llm_judge]            # extra model-based measurements
+    demo_index: false               # true: search the bundled demo corpus (eval --demo-index)
+    feverous_rule: feverous         # or fever: NEI rule of the FEVEROUS score
     frameworks: [tool_mad]          # crossed with datasets
     datasets: [toolmad_fever, feverous, toolmad_faviq, averitec]
     runs:                           # extra runs; keys as above plus name
@@ -41,7 +43,7 @@ from factdebate.core.errors import InputError
 from factdebate.evaluation.runner import RunSpec
 
 _TOP = {"out", "data_dir", "limit", "seed", "concurrency", "workers", "model", "set", "metrics",
-        "metric_model", "frameworks", "datasets", "runs", "server"}
+        "metric_model", "frameworks", "datasets", "runs", "server", "demo_index", "feverous_rule"}
 _RUN = {"framework", "dataset", "name", "limit", "seed", "model", "set", "metrics", "concurrency"}
 
 
@@ -166,9 +168,20 @@ def load_config(path: Path, overrides: dict[str, Any]) -> tuple[Path, list[tuple
             sets=set_pairs(data.get("set")) + set_pairs(job.get("set")) + list(overrides.get("sets") or []),
             metrics=list(job.get("metrics", top.get("metrics")) or []),
             metric_model=top.get("metric_model"), server=top.get("server"),
+            demo_index=_flag(path, top, "demo_index"),
+            feverous_rule=str(top.get("feverous_rule") or "feverous"),
         )
         specs.append((name, spec))
     return out, specs
+
+
+def _flag(path: Path, top: dict[str, Any], key: str) -> bool:
+    """``top[key]`` as a YAML boolean (missing: False); anything else is an error naming it."""
+    value = top.get(key, False)
+    if not isinstance(value, bool):
+        raise InputError(f"{path}: {key!r} must be true or false, got {value!r}"[:300],
+                         f"write {key}: true")
+    return value
 
 
 def with_flags(spec: RunSpec, **flags: Any) -> RunSpec:

@@ -128,6 +128,8 @@ def describe(identity: dict[str, Any] | None) -> str:
         return "no index (the framework searches none)"
     if identity.get("status") == "server":
         return f"the index of the server {identity.get('server')} (not recorded)"
+    if identity.get("status") == "unrecorded":
+        return "not recorded (its run.json names no index)"
     if identity.get("status") != "ok":
         return f"{identity.get('status')} index at {identity.get('index_dir')}"
     sha = str(identity.get("corpus_sha256") or "")

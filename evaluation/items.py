@@ -58,6 +58,12 @@ class RunSpec:
     backoff_s: float = 2.0
     workers: int = 1
     """Processes running items (``evaluation/workers.py``); 1 = in this process's event loop."""
+    demo_index: bool = False
+    """Search the default index folder (the bundled demo corpus when it is empty) although no
+    index is named (``eval --demo-index``; ``evaluation/index_identity.py``)."""
+    feverous_rule: str = "feverous"
+    """NOT ENOUGH INFO rule of the FEVEROUS score: ``feverous`` (its scorer's) or ``fever``
+    (``evaluation/evidence_metrics.py`` ``SCORER_RULES``)."""
 
 
 def check_models(ctx: Context) -> None:

@@ -24,12 +24,14 @@ from typing import Any
 
 from factdebate.evaluation.caveats import (
     caveat_lines,
+    loud_caveats,
     memory_summary,
     memory_table_rows,
     run_caveats,
 )
 from factdebate.evaluation.evidence_metrics import evidence_summary, headline
 from factdebate.evaluation.formats import ANSWERS_TASK
+from factdebate.evaluation.index_identity import describe
 from factdebate.evaluation.metrics import (
     bootstrap_ci,
     compute_metrics,
@@ -61,6 +63,7 @@ def summarize_run(run_dir: Path) -> dict[str, Any]:
     for row in ok:
         for tool, n in row["ledger"].get("tool_calls", {}).items():
             tools[tool] += n / len(ok)
+    evidence = evidence_summary(rows)
     subsets: dict[str, list[float]] = defaultdict(list)
     for row in rows:
         if row.get("subset") and (c := correct(row)) is not None:
@@ -82,9 +85,11 @@ def summarize_run(run_dir: Path) -> dict[str, Any]:
         "subsets": {k: {"n": len(v), "accuracy": sum(v) / len(v)} for k, v in sorted(subsets.items())},
         "tool_calls_per_item": dict(sorted(tools.items())),
         "stopped_by": dict(Counter(r.get("stopped_by", "") for r in ok)),
-        "caveats": run_caveats(record, rows),
+        "caveats": run_caveats(record, rows, evidence),
         "memory": memory_summary(record, ok),
-        "evidence": evidence_summary(rows),
+        "evidence": evidence,
+        "index": record["index"] if "index" in record else {"status": "unrecorded"},
+        "scoring": record.get("scoring"),
         "run_dir": str(run_dir),
     }
 
@@ -120,12 +125,15 @@ def _main_table(runs: list[dict[str, Any]]) -> list[str]:
         cells = []
         for d in datasets:
             cells.append(_with_n(*accs[d]) if d in accs else "-")
-            if d in names:  # the evidence column beside the dataset's accuracy
+            if d in names:  # the evidence column (and its ceiling) beside the accuracy
                 head = evidence[system].get(d)
                 cells.append(_with_n(head["value"], head["n"]) if head else "-")
+                cells.append(_with_n(head.get("ceiling"), head.get("ceiling_n") or 0)
+                             if head else "-")
         rows.append([system, *cells,
                      _with_n(avg, sum(n for _, n in accs.values())) if avg is not None else "-"])
-    header = [h for d in datasets for h in ([d, f"{d}: {names[d]}"] if d in names else [d])]
+    header = [h for d in datasets for h in (
+        [d, f"{d}: {names[d]}", f"{d}: ceiling (gold in index)"] if d in names else [d])]
     return _table(["Framework (model)", *header, "Average (n = items over datasets)"], rows)
 
 
@@ -190,6 +198,15 @@ def _pct_n(value: float | None, n: int | None) -> str:
     return "-" if value is None else f"{_pct(value)} (n={n})"
 
 
+CEILING = "Ceiling: gold in index"
+"""Column beside every evidence figure: the share of items whose complete gold evidence set is
+in the index at all (``evidence_metrics.ceiling_summary``), with its n."""
+
+
+def _ceiling(block: dict[str, Any]) -> str:
+    return _pct_n(block.get("ceiling"), block.get("ceiling_n"))
+
+
 def _evidence_section(runs: list[dict[str, Any]]) -> list[str]:
     """Evidence quality of the cited passages (evaluation/evidence_metrics.py), every figure with
     its n: precision/recall/F1, the FEVER score, HoVer EM/F1, retrieval vs citation, hygiene."""
@@ -199,33 +216,38 @@ def _evidence_section(runs: list[dict[str, Any]]) -> list[str]:
     lines = ["## Evidence: cited passages vs gold evidence (%)", "",
              "Precision/recall/F1 of the passages the verdict cites against the benchmark's gold "
              "evidence (README \"Evidence: citations and how they are scored\"). n = finished "
-             "items with gold evidence and citation data.", ""]
+             "items with gold evidence and citation data. The ceiling beside each figure is the "
+             "share of those items whose complete gold evidence set is in the searched index at "
+             "all (no framework can cite more), with its own n.", ""]
     prf = []
     for r, e in ev:
         for level in ("page", "sentence"):
             block = e.get(level)
             if block:
                 prf.append([r["name"], r["dataset"], level, str(block["n"]),
-                            _pct(block["precision"]), _pct(block["recall"]), _pct(block["f1"])])
+                            _pct(block["precision"]), _pct(block["recall"]), _pct(block["f1"]),
+                            _ceiling(block)])
     if prf:
         lines += _table(["Run", "Dataset", "Level", "N", "Evidence prec.", "Evidence rec.",
-                         "Evidence F1"], prf)
+                         "Evidence F1", CEILING], prf)
     fever = [(r, e["fever"]) for r, e in ev if e.get("fever")]
     if fever:
-        lines += ["### FEVER score (FEVER scorer: label right and a complete gold set among the "
-                  "first 5 cited passages; NEI needs no evidence)", "",
-                  *_table(["Run", "Dataset", "Level", "N", "FEVER score", "Label acc.",
+        lines += ["### FEVER score (label right and a complete gold set among the first 5 cited "
+                  "passages; NEI: FEVER's rule needs no evidence, the FEVEROUS scorer's does)", "",
+                  *_table(["Run", "Dataset", "Level", "Rule", "N", "FEVER score", "Label acc.",
                            "Evidence prec. (scorer)", "Evidence rec. (scorer)", "Evidence F1 "
-                           "(scorer)", "N verifiable"],
-                          [[r["name"], r["dataset"], f["level"], str(f["n"]), _pct(f["score"]),
+                           "(scorer)", "N in prec./rec.", CEILING],
+                          [[r["name"], r["dataset"], f["level"], f.get("rule") or "fever",
+                            str(f["n"]), _pct(f["score"]),
                             _pct(f["label_accuracy"]), _pct(f["precision"]), _pct(f["recall"]),
-                            _pct(f["f1"]), str(f["n_verifiable"])] for r, f in fever])]
+                            _pct(f["f1"]), str(f["n_verifiable"]), _ceiling(f)]
+                           for r, f in fever])]
     hover = [(r, e["hover"]) for r, e in ev if e.get("hover")]
     if hover:
         lines += ["### HoVer supporting facts (page level = HoVer's document-level EM/F1)", "",
-                  *_table(["Run", "Dataset", "N", "EM", "F1"],
-                          [[r["name"], r["dataset"], str(h["n"]), _pct(h["em"]), _pct(h["f1"])]
-                           for r, h in hover])]
+                  *_table(["Run", "Dataset", "N", "EM", "F1", CEILING],
+                          [[r["name"], r["dataset"], str(h["n"]), _pct(h["em"]), _pct(h["f1"]),
+                            _ceiling(h)] for r, h in hover])]
     retrieval = [(r, e["retrieval"]) for r, e in ev if e.get("retrieval")]
     if retrieval:
         lines += ["### Retrieval vs citation: whose miss is it?", "",
@@ -234,11 +256,11 @@ def _evidence_section(runs: list[dict[str, Any]]) -> list[str]:
                   "model's miss, not retrieved the retriever's.", "",
                   *_table(["Run", "Dataset", "Level", "N", "Gold retrieved", "Gold cited",
                            "Retrieved, not cited (model)", "Not retrieved (retriever)",
-                           "Recall of all seen", "Recall of cited"],
+                           "Recall of all seen", "Recall of cited", CEILING],
                           [[r["name"], r["dataset"], x["level"], str(x["n"]),
                             _pct(x["gold_retrieved"]), _pct(x["gold_cited"]),
                             _pct(x["retrieved_not_cited"]), _pct(x["not_retrieved"]),
-                            _pct(x["recall_retrieved"]), _pct(x["recall_cited"])]
+                            _pct(x["recall_retrieved"]), _pct(x["recall_cited"]), _ceiling(x)]
                            for r, x in retrieval])]
     lines += ["### Citations (every dataset)", "",
               "N = finished rows with citation data; verdicts count where passages were shown, "
@@ -257,12 +279,14 @@ def _evidence_section(runs: list[dict[str, Any]]) -> list[str]:
 
 def render_report(runs: list[dict[str, Any]], plots: dict[str, str]) -> str:
     """The Markdown report."""
-    lines = ["# Evaluation report", ""]
+    loud = [f"> **Caveat** ({r['name']}): {line}" for r in runs for line in loud_caveats(r)]
+    lines = ["# Evaluation report", "", *(loud + [""] if loud else [])]
     for r in runs:
         lines.append(f"- `{r['name']}` (`{r['run_id']}`): {r['framework']} on {r['dataset']} "
                      f"({r['dataset_version']}), {r['n_ok']}/{r['n_items']} items finished, model "
                      f"`{r['model']}`, prompts {r['prompt_version']}, settings "
                      f"{json.dumps(r['settings'])}")
+        lines.append(f"  - index searched: {describe(r.get('index'))}")
     lines += ["", "## Caveats", "", *(line for r in runs for line in caveat_lines(r))]
     lines += ["", "## Accuracy (EM, %) - Tool-MAD Table III shape", "", *_main_table(runs),
               "## Accuracy and 95% bootstrap CI (1000 resamples) - Tool-MAD Table IV shape", "",

@@ -11,6 +11,12 @@ Any other unreadable line (bad bytes, broken JSON, not a row) is damage, not a c
 --repair`` (:func:`repair_results`) moves those lines to ``results.jsonl.damaged-<time>`` so their
 items run again. A failed write (full disk) raises ``StorageError``; the run stops rather than
 keep going with rows it cannot save.
+
+A readable row that is not the run's - an item outside ``run.json``'s ``item_ids`` (a line pasted in
+from another run), or an earlier row of an item that has a later one - is set aside by
+:func:`set_aside_strays` when the run resumes: moved to ``results.jsonl.set-aside-<time>`` with one
+warning naming the items and both files, so the progress line, ``summary.json``, the reports and
+the evaluation browser all count the same rows.
 """
 
 from __future__ import annotations
@@ -70,6 +76,55 @@ def read_results(path: Path) -> list[dict[str, Any]]:
         assert row is not None
         rows[row["item_id"]] = row
     return list(rows.values())
+
+
+def _listed(ids: list[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids[:5])
+    return shown + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+
+
+def set_aside_strays(path: Path, item_ids: list[str]) -> str:
+    """Move the rows of ``path`` that are not the run's into ``<path>.set-aside-<time>``.
+
+    Not the run's: a row of an item outside ``item_ids`` (the run's sample), and every row of an
+    item but its last (:func:`read_results` keeps the last). Unreadable lines stay where they are
+    (:func:`read_results` names them). Returns the warning to show, or ``""`` when nothing moved.
+    """
+    if not path.is_file():
+        return ""
+    scanned, _ = _scan(path)
+    wanted = set(item_ids)
+    last = {row["item_id"]: n for n, _, row in scanned if row is not None}
+    keep: list[bytes] = []
+    aside: list[bytes] = []
+    foreign: list[str] = []
+    repeated: list[str] = []
+    for n, raw, row in scanned:
+        if row is not None and row["item_id"] not in wanted:
+            aside.append(raw)
+            foreign.append(row["item_id"])
+        elif row is not None and last[row["item_id"]] != n:
+            aside.append(raw)
+            repeated.append(row["item_id"])
+        else:
+            keep.append(raw)
+    if not aside:
+        return ""
+    target = path.with_name(f"{path.name}.set-aside-{time.strftime('%Y%m%d-%H%M%S')}")
+    with target.open("ab") as fh:  # two resumes in one second add to the same file
+        fh.write(b"".join(raw + b"\n" for raw in aside))
+        fh.flush()
+        os.fsync(fh.fileno())
+    _rewrite(path, b"".join(raw + b"\n" for raw in keep))
+    why = []
+    if foreign:
+        unique = list(dict.fromkeys(foreign))
+        why.append(f"item(s) {_listed(unique)} not in this run's sample (run.json item_ids)")
+    if repeated:
+        unique = list(dict.fromkeys(repeated))
+        why.append(f"earlier row(s) of item(s) {_listed(unique)}, which have a later row (kept)")
+    return (f"warning: {path}: set aside {len(aside)} row(s) into {target.name} - "
+            f"{'; '.join(why)}; they are not counted")
 
 
 def repair_results(path: Path) -> int:
@@ -169,9 +224,12 @@ def _citation_record(record: Any) -> Any:
 
 def base_row(item: Item, *, framework: str, run_id: str, thread_id: str) -> dict[str, Any]:
     """The fields every row has, finished or failed."""
-    return {"item_id": item.id, "dataset": item.dataset, "subset": item.subset,
-            "framework": framework, "run_id": run_id, "thread_id": thread_id,
-            "task": item.input.get("task"), "claim": item.input["claim"], "gold": _gold(item)}
+    row = {"item_id": item.id, "dataset": item.dataset, "subset": item.subset,
+           "framework": framework, "run_id": run_id, "thread_id": thread_id,
+           "task": item.input.get("task"), "claim": item.input["claim"], "gold": _gold(item)}
+    if "gold_in_index" in item.meta:  # is its gold evidence in the index? (evaluation/ceiling.py)
+        row["gold_in_index"] = item.meta["gold_in_index"]
+    return row
 
 
 def final_labels(turns: list[dict[str, Any]], rounds: int) -> dict[str, str | None]:

@@ -12,7 +12,10 @@
   version, task, data file SHA-256), seed, the Context, prompt version and the extra
   ``--metrics``/``--metric-model``. Any difference is refused, naming it. ``--limit`` may grow: the
   sample is prefix-stable (``evaluation/datasets.py``), so a larger ``--limit`` extends the run with
-  the new items only; a smaller one is refused. A change of ``--metrics`` is refused rather than
+  the new items only; a smaller one is refused. The index the run searches is compared by what a
+  search can find (corpus SHA-256, passages, embedding model, index kinds and parameters:
+  ``evaluation/index_identity.py`` ``index_key``), so a run resumed over an index rebuilt from
+  another corpus is refused. A change of ``--metrics`` is refused rather than
   measuring only the new rows (start a new ``--out`` to measure the finished rows differently).
 """
 
@@ -35,16 +38,17 @@ from factdebate.core.errors import (
     exception_chain,
     storage_problem,
 )
+from factdebate.evaluation.index_identity import index_change
 
 RUN_FILE = "run.json"
 LOCK_FILE = ".lock"
 COMPARED = ("framework", "dataset", "dataset_version", "task", "data_sha256", "seed", "context",
-            "prompt_version", "metrics", "metric_model")
+            "prompt_version", "metrics", "metric_model", "index", "scoring")
 """``run.json`` keys a resume must match (``limit`` is handled apart: it may grow)."""
 _FLAG = {"framework": "--framework", "dataset": "--dataset", "dataset_version": "dataset version",
          "task": "task", "data_sha256": "data file (SHA-256)", "seed": "--seed",
          "context": "--model/--set settings", "prompt_version": "prompt version",
-         "metrics": "--metrics", "metric_model": "--metric-model"}
+         "metrics": "--metrics", "metric_model": "--metric-model", "scoring": "--feverous-rule"}
 
 
 def storage_error(place: Path, exc: BaseException, what: str = "write") -> StorageError:
@@ -206,6 +210,10 @@ def differences(record: dict[str, Any], fresh: dict[str, Any]) -> list[str]:
                 diffs.append(f"settings {', '.join(fields)}")
             elif key == "data_sha256":
                 diffs.append(f"the data file changed since the run started ({fresh.get('data_file')})")
+            elif key == "index":  # what a search can find; a rebuild of the same corpus is not
+                change = index_change(record[key], fresh.get(key))
+                if change:
+                    diffs.append(f"the index changed since the run started: {change}")
             else:
                 diffs.append(f"{_FLAG[key]} {record[key]!r} -> {fresh.get(key)!r}")
     return diffs

@@ -21,6 +21,7 @@ disk or a damaged checkpoint database stops the run instead of becoming error ro
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable
@@ -33,8 +34,10 @@ from factdebate.core.context import Context, masked_context
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.evaluation.checkpointers import checkpointer_kind, open_checkpointer
 from factdebate.evaluation.datasets import dataset_spec, file_sha256, load_items, stratified_sample
+from factdebate.evaluation.evidence_metrics import SCORER_RULES
 from factdebate.evaluation.executors import LocalExecutor, ServerExecutor
 from factdebate.evaluation.formats import Item
+from factdebate.evaluation.index_identity import resolve_run_index, run_index
 from factdebate.evaluation.items import (  # noqa: F401 - RunSpec, is_rate_limit re-exported
     ItemRunner,
     RunSpec,
@@ -96,6 +99,8 @@ def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str) -> 
         "memory": memory_record(ctx, checkpointer=spec.checkpointer, server=spec.server,
                                 run_id=run_id),
         "server": spec.server, "langsmith": spec.langsmith, "git_sha": git_sha(),
+        "index": run_index(spec.framework, ctx, spec.server),
+        "scoring": {"feverous_rule": spec.feverous_rule},
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
@@ -180,8 +185,12 @@ async def run_eval(spec: RunSpec, console: Console | None = None,
                          "them", "drop --workers (the server's own workers scale it)")
     ctx = build_run_context(spec)
     checkpointer_kind(spec.checkpointer)  # a bad value fails before anything is written
+    if spec.feverous_rule not in SCORER_RULES:
+        raise InputError(f"--feverous-rule {spec.feverous_rule!r} is not a rule",
+                         f"use {' or '.join(SCORER_RULES)}")
     if not spec.server:
         check_models(ctx)  # an unknown model or a missing key fails once, before run.json
+        ctx = _check_index(spec, ctx, console)  # the index it searches: before run.json
     make_out_folder(spec.out)
     with RunLock(spec.out) as lock:
         if lock.taken_over and console is not None:
@@ -204,6 +213,7 @@ async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
             console.print(f"{results}: set aside {moved} unreadable line(s); their items run "
                           "again", highlight=False, soft_wrap=True)
     record, items = _prepare(spec, ctx)
+    items = _with_gold_in_index(spec, ctx, items)
     if spec.retry_errors and results.exists():
         drop_error_rows(results)
     done = {r["item_id"]: r for r in read_results(results)}
@@ -219,11 +229,9 @@ async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
             await executor.check()
             await _run_items(spec, ctx, record, executor, experiment, pending, done, console, on_row)
         elif spec.workers > 1 or pool is not None:
-            _check_index(spec.framework, ctx)
             await _run_in_workers(spec, ctx, record, experiment, pending, done, console, on_row,
                                   pool)
         else:
-            _check_index(spec.framework, ctx)
             async with open_checkpointer(spec.checkpointer, spec.out,
                                          repair=spec.repair) as saver, \
                     open_memory_store(record, spec.checkpointer, spec.out) as store:
@@ -311,12 +319,45 @@ async def _pooled_row(pool: WorkerPool, item: Item, runner: ItemRunner) -> dict[
     return row
 
 
-def _check_index(framework: str, ctx: Context) -> None:
+def _check_index(spec: RunSpec, ctx: Context, console: Console | None) -> Context:
+    """The Context with the index the run searches, checked (``evaluation/index_identity.py``
+    chooses it: a named index, ``--demo-index``, the data folder's corpus indexed once, the
+    default folder's own index - never the demo corpus unasked)."""
     from factdebate.graphs.registry import FRAMEWORKS
     from factdebate.run.setup import check_index
 
-    if FRAMEWORKS.entry(framework).meta.get("needs_index", True):
-        check_index(ctx, explicit_index=bool(ctx.index_dir))
+    if not FRAMEWORKS.entry(spec.framework).meta.get("needs_index", True):
+        return ctx
+    ctx = resolve_run_index(spec.framework, ctx, data_dir=spec.data_dir, demo=spec.demo_index,
+                            console=console)
+    check_index(ctx, explicit_index=bool(ctx.index_dir))
+    return ctx
+
+
+def _with_gold_in_index(spec: RunSpec, ctx: Context, items: list[Item]) -> list[Item]:
+    """The items with ``gold_in_index`` (``evaluation/ceiling.py``: is the gold evidence in the
+    index the run searches at all?) and their FEVEROUS scoring rule in ``meta``."""
+    from factdebate.evaluation.ceiling import IndexLookup, gold_in_index
+
+    golds = [it.meta.get("gold_evidence") for it in items]
+    if not any(isinstance(g, dict) for g in golds):
+        return items
+    lookup = None
+    identity = run_index(spec.framework, ctx, spec.server)
+    if identity and identity.get("status") == "ok":
+        lookup = IndexLookup(ctx.index_path)
+    out = []
+    for item, gold in zip(items, golds, strict=True):
+        if not isinstance(gold, dict):
+            out.append(item)
+            continue
+        meta = dict(item.meta)
+        if gold.get("kind") == "feverous":
+            meta["gold_evidence"] = {**gold, "rule": spec.feverous_rule}
+        if lookup is not None:
+            meta["gold_in_index"] = gold_in_index(gold, lookup)
+        out.append(dataclasses.replace(item, meta=meta))
+    return out
 
 
 async def _run_items(spec: RunSpec, ctx: Context, record: dict[str, Any], executor: Any,

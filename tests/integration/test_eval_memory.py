@@ -33,7 +33,7 @@ STATIC = ["tool_provider=in_process", "wiki_backend=static", "search_backend=sta
 @pytest.fixture(autouse=True)
 def _no_index(monkeypatch):
     # the static test retriever needs no index on disk
-    monkeypatch.setattr("factdebate.evaluation.runner._check_index", lambda framework, ctx: None)
+    monkeypatch.setattr("factdebate.evaluation.runner._check_index", lambda spec, ctx, console: ctx)
 
 
 def dataset(tmp_path: Path, claims=CLAIMS) -> Path:

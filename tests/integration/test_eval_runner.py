@@ -24,7 +24,7 @@ class RateLimitError(RuntimeError):
 @pytest.fixture(autouse=True)
 def _no_index(monkeypatch):
     # the static test retriever needs no index on disk
-    monkeypatch.setattr("factdebate.evaluation.runner._check_index", lambda framework, ctx: None)
+    monkeypatch.setattr("factdebate.evaluation.runner._check_index", lambda spec, ctx, console: ctx)
 
 
 def dataset(tmp_path: Path) -> Path:

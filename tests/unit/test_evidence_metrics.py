@@ -247,7 +247,8 @@ def test_summary_report_compare_html_browser_and_cli(tmp_path: Path, monkeypatch
     assert ev["fever"]["score"] == 1.0 and ev["sentence"]["recall"] == 1.0
     assert run["metrics"]["fever_score"] == 1.0 and run["metrics"]["evidence_sentence_f1"] < 1
     report = render_report([summarize_run(a), run], {})
-    assert "| Framework (model) | feverous | feverous: FEVER score | Average" in report
+    assert ("| Framework (model) | feverous | feverous: FEVER score | feverous: ceiling (gold in "
+            "index) | Average") in report
     assert "| 0.0 (n=4) |" in report and "| 100.0 (n=4) |" in report
     for heading in ("## Evidence: cited passages vs gold evidence", "### FEVER score",
                     "### Retrieval vs citation", "### Citations (every dataset)"):

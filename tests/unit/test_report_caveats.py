@@ -27,7 +27,7 @@ CLAIMS = [("1", "The Eiffel Tower is in Paris.", "SUPPORTS"),
 
 @pytest.fixture(autouse=True)
 def _no_index(monkeypatch):
-    monkeypatch.setattr("factdebate.evaluation.runner._check_index", lambda framework, ctx: None)
+    monkeypatch.setattr("factdebate.evaluation.runner._check_index", lambda spec, ctx, console: ctx)
 
 
 @pytest.fixture
