@@ -32,11 +32,11 @@ retrievers' and embeddings' worker threads - never wall time):
   :class:`EncoderRecorder`: the queries before retrieval, RAGAS' claim and generated questions
   after each answer; the texts its query cache answered are not encoded again), the retrievals of
   every turn (Milvus Lite dense search with the query vector cached, tantivy BM25), and JSON
-  parsing of every reply (pydantic ``model_validate_json``). Until the 2026-11-26 session the
-  distinct texts were encoded as one batch, which an encoder call's fixed cost makes cheaper than
-  the calls ours has to make (the claim and the questions do not exist at the same time); that
-  measure is still taken (``encoder_one_batch_cpu_s`` beside ``encoder_calls_cpu_s``) and the
-  budget ratio with it reported as ``ours_over_floor_plus_one_batch_compute``.
+  parsing of every reply (pydantic ``model_validate_json``). Beside it, the distinct texts encoded
+  as one batch (``encoder_one_batch_cpu_s`` beside ``encoder_calls_cpu_s``, and the budget ratio
+  with it as ``ours_over_floor_plus_one_batch_compute``): an encoder call's fixed cost makes one
+  batch cheaper than the calls ours has to make (the claim and the questions do not exist at the
+  same time), so both figures are shown.
 
 Figures: per-claim medians of ours, floor and compute, and the budget ratio ours / (floor +
 compute) <= 1.5. The shape is checked, not assumed: model calls and checkpoints per claim of ours
@@ -598,8 +598,8 @@ def _compute(setup: Setup, claim: str, repeat: int = 3) -> dict[str, Any]:
     for _ in range(repeat):
         replayed += _compute_once(setup.scripts[claim], turns, batches, retrievers, embeddings)
     cpu = (time.process_time() - start) / repeat
-    # the same texts as one batch (the measure before 2026-11-26), beside the replayed calls: what
-    # the replay adds to the compute is reported, so both ratios can be read off one run
+    # the same texts as one batch, beside the replayed calls: what the replay adds to the compute
+    # is reported, so both ratios can be read off one run
     distinct = sorted({text for batch in batches for text in batch})
     start = time.process_time()
     for _ in range(repeat):

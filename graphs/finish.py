@@ -1,6 +1,6 @@
 """The shared last step of every graph: ``cite_verdict`` (nodes/cite_verdict.py, issue #22).
 
-A graph adds it with :func:`add_cite_verdict` and sends every path that used to end the run to
+A graph adds it with :func:`add_cite_verdict` and sends every path that would end the run to
 ``CITE_VERDICT`` instead of ``END``: direct edges (``g.add_edge("judge", CITE_VERDICT)``) and
 routers through a path map (``{END: CITE_VERDICT, ...}``, the routers themselves still return
 ``END``). ``cite_verdict`` then writes the verdict's cited evidence and goes to ``END``.

@@ -1,9 +1,8 @@
 """The one engine call: any registered graph on one input, checkpointed, resumable, streamed.
 
 ``verify`` (a claim), ``check`` (a text), ``eval`` (each item, ``evaluation/executors.py``), the
-benchmarks and the tests run graphs through :func:`run_graph` (issue #23: ``check`` used to
-re-implement it, with its own resume guards and a SQLite store opened without the busy-timeout
-and WAL settings of the other path). The command line's runs go through :func:`run_local`, which
+benchmarks and the tests run graphs through :func:`run_graph`: one set of resume guards, one
+way of opening the SQLite checkpoint and store (busy timeout, WAL) for every command. The command line's runs go through :func:`run_local`, which
 adds the local SQLite checkpoint and memory databases (``run.claims.open_sqlite_saver`` /
 ``open_sqlite_store``: the same settings for every command) and turns faults into one-line,
 resumable errors.

@@ -24,8 +24,8 @@ The double stands in for a provider, so every call goes through ``BaseChatModel`
 (callbacks, tracing, ``usage_metadata`` with whitespace-word token counts); only its own
 bookkeeping is kept cheap, because the overhead and scaling benchmarks count it as framework CPU.
 Measured per call with ``timeit`` (py-spy ``--gil`` of Tool-MAD claims put the double at ~6 % of
-the event loop): the prompt is joined once per call (``ScriptCall.prompt`` is cached; responders
-and the token count used to join it up to three times), the reply's words are counted once, and
+the event loop): the prompt is joined once per call (``ScriptCall.prompt`` is cached, not joined
+again by responders and the token count), the reply's words are counted once, and
 ``_get_ls_params`` is overridden - as LangChain asks providers to - with the value the base class
 derives for this class (the base probes ``model``/``model_name``/``temperature``/``max_tokens``
 with ``hasattr``, each miss a pydantic ``__getattr__`` raising ``AttributeError``: 22 us -> 1 us).
