@@ -2,10 +2,10 @@
 
 ``verify`` (a claim), ``check`` (a text), ``eval`` (each item, ``evaluation/executors.py``), the
 benchmarks and the tests run graphs through :func:`run_graph`: one set of resume guards, one
-way of opening the SQLite checkpoint and store (busy timeout, WAL) for every command. The command line's runs go through :func:`run_local`, which
-adds the local SQLite checkpoint and memory databases (``run.claims.open_sqlite_saver`` /
-``open_sqlite_store``: the same settings for every command) and turns faults into one-line,
-resumable errors.
+way of opening the SQLite checkpoint and store (busy timeout, WAL) for every command. The command
+line's runs go through :func:`run_local`, which adds the local SQLite checkpoint and memory
+databases (``run.claims.open_sqlite_saver`` / ``open_sqlite_store``: the same settings for every
+command) and turns faults into one-line, resumable errors.
 
 A resumed thread is checked once, here (:func:`check_resumable`): it must exist, hold a run of the
 same framework and the same input (the claim, or the text); the messages name what differs.
