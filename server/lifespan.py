@@ -1,4 +1,5 @@
-"""The LangGraph server's start-up: find or build the index before the first request.
+"""The LangGraph server's start-up: check the default models, find or build the index before the
+first request.
 
 :func:`lifespan` is the lifespan of the custom app named in ``langgraph.json`` ``http.app``
 (:mod:`factdebate.server.webapp`): langgraph-api merges it into its own and runs it after the
@@ -13,6 +14,10 @@ is opened (collection, dimension, passage count against the manifest) and search
 it. On success one line names the served index, and the process holds the index's shared lock
 (``factdebate index --replace`` is refused while the server runs).
 
+While the server runs, store items older than the store TTL are swept
+(``FACTDEBATE_STORE_TTL_MINUTES``, :func:`factdebate.server.usage.store_ttl`).
+Before the index, the models a run gets when it names none (``FACTDEBATE_MODEL`` or the declared
+default) must be on the operator's allow-list (``factdebate.server.policy.check_default_models``).
 A problem stops the start with one line on stderr naming it and the remedy, e.g.
 ``factdebate: the server cannot start: the index at /srv/index is damaged: manifest.json is
 missing. rebuild it: ...``; the process then exits with the error's exit code (2 configuration,
@@ -53,11 +58,26 @@ def prepare_index() -> None:
 
 @contextlib.asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
-    """Prepare the index, or stop the server with one line naming the problem."""
+    """Check the default models and prepare the index, or stop the server with one line naming
+    the problem."""
+    from factdebate.server.policy import check_default_models
+
     try:
+        check_default_models()  # a run without a model gets it: it must be on the allow-list
         await asyncio.to_thread(prepare_index)
     except FactDebateError as exc:
         _say(f"the server cannot start: {exc}")
         os._exit(exc.exit_code)  # a raise here would bury the line under a lifespan traceback
-    yield
+    async with _store_ttl():
+        yield
+
+
+def _store_ttl() -> contextlib.AbstractAsyncContextManager[None]:
+    """The store sweep of :mod:`factdebate.server.usage` (the in-memory store has no TTL)."""
+    from factdebate.server.limits import load_limits
+    from factdebate.server.usage import ledger, store_ttl
+
+    limits = load_limits()  # valid: the auth module read the same environment at start
+    return store_ttl(limits.store_ttl_minutes, limits.store_sweep_minutes,
+                     ledger(limits.bytes_per_user))
 

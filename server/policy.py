@@ -15,6 +15,14 @@ reliably at this point (a client-made assistant names its graph elsewhere), so t
 checked against every framework's Context class: a field that is operator-only in any of them is
 refused. Keys no Context knows are left alone (langgraph-api drops them by the graph's schema).
 
+A run that leaves a model unset gets the operator's model (``FACTDEBATE_MODEL``, else the declared
+default), so that model must itself be on the allow-list: :func:`check_default_models` stops the
+server's start when it is not (``factdebate.server.lifespan``), and :func:`check_run_kwargs`
+refuses such a run (403 naming the allowed specs) on a server whose start skipped that check. The
+first node of every graph checks the specs the run resolved once more
+(``factdebate.nodes.prepare.guard_server_run``): a run from a ``RemoteGraph`` used as a node, which
+sends no ``context``, runs the operator's allowed model and nothing else.
+
 Beyond who may set what: sizes that multiply work are capped by the operator
 (:mod:`factdebate.server.limits`, 403 naming the field, the cap and its variable), so is
 ``config.recursion_limit``; ``check_text``'s ``verifier_settings`` get the checks its verifier's
@@ -31,15 +39,18 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import uuid
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import Field, fields
 from typing import Any
 
 from factdebate.core.context import (
     Context,
     allowed_models_from_env,
     check_client_settings,
+    mask_url,
+    model_allowed,
     operator_fields,
     run_fields,
 )
@@ -177,6 +188,58 @@ def _ranges() -> dict[str, tuple[float, float]]:
     return out
 
 
+def operator_default(f: Field[Any]) -> Any:
+    """The value a run that leaves field ``f`` out gets: the operator's environment variable
+    (``FACTDEBATE_MODEL`` for ``debater_model``), else the declared default."""
+    env = f.metadata.get("env")
+    return os.environ[env] if env and os.environ.get(env) else default_of(f)
+
+
+def unallowed_models(cls: type[Context], values: Mapping[str, Any],
+                     allowed: frozenset[str]) -> list[tuple[str, str]]:
+    """``(field, spec)`` of the model fields of ``cls`` that a run with ``values`` leaves unset
+    and whose operator default is off the allow-list. An empty role model (``judge_model=""``)
+    uses another role's model, which is checked in its own field."""
+    out = []
+    for f in fields(cls):
+        if not f.metadata.get("model") or values.get(f.name) not in (None, ""):
+            continue
+        spec = operator_default(f)
+        if isinstance(spec, str) and spec and not model_allowed(spec, allowed):
+            out.append((f.name, spec))
+    return out
+
+
+def check_default_models() -> None:
+    """Every model a run gets without naming one is on the operator's allow-list (checked for
+    every framework's Context at the server's start).
+
+    Raises:
+        ConfigError: Naming the field, its default and the allow-list.
+    """
+    allowed = allowed_models_from_env()
+    for cls in context_classes():
+        for name, spec in unallowed_models(cls, {}, allowed):
+            env = next(f.metadata.get("env") for f in fields(cls) if f.name == name)
+            where = f"{env} or " if env else ""
+            raise ConfigError(
+                f"{name} defaults to {mask_url(spec)!r}, which is not on the model allow-list "
+                f"({', '.join(sorted(allowed))})",
+                f"set {where}FACTDEBATE_ALLOWED_MODELS so the default is an allowed spec")
+
+
+def check_unset_models(values: Mapping[str, Any] | None, where: str,
+                       graph: str | None = None) -> None:
+    """Refuse (403) a run that leaves a model unset whose operator default is not allowed."""
+    values = values if isinstance(values, Mapping) else {}
+    allowed = allowed_models_from_env()
+    for cls in (context_class(graph),) if graph else context_classes():
+        for name, spec in unallowed_models(cls, values, allowed):
+            raise Refused(name, f"{where}: {name} is not set and this server's default "
+                          f"{mask_url(spec)!r} is not on its model allow-list; set {name} to "
+                          f"one of: {', '.join(sorted(allowed))}")
+
+
 def check_caps(values: Mapping[str, Any], where: str, limits: Limits,
                strict: bool = True) -> None:
     """Refuse a size field above the operator's cap (:mod:`factdebate.server.limits`).
@@ -298,6 +361,9 @@ def check_run_kwargs(kwargs: Mapping[str, Any], graph: str | None = None) -> Non
     check_settings(kwargs.get("context"), "run context", graph, limits)
     configurable = (kwargs.get("config") or {}).get("configurable") or {}
     check_settings(configurable, "run config.configurable", graph, limits)
+    context = kwargs.get("context")
+    check_unset_models({**configurable, **(context if isinstance(context, Mapping) else {})},
+                       "run", graph)
 
 
 def check_assistant(value: Mapping[str, Any]) -> None:

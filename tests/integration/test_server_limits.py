@@ -157,6 +157,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, endpoint: str) -> Iterator[
     proc, url = start(work, {
         **NO_KEYS, "FACTDEBATE_API_KEYS": ",".join(f"{k}:{v}" for k, v in KEYS.items()),
         "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_ALLOWED_MODELS": "openai:fake-model",
+        "FACTDEBATE_MODEL": "openai:fake-model",  # the default model must be an allowed one
         "FACTDEBATE_BASE_URL": f"http://fduser:{SECRET}@{endpoint}/v1",
         "OPENAI_API_KEY": "sk-fake-0123456789", "FACTDEBATE_MAX_RUNS_PER_USER": "1",
         "FACTDEBATE_MAX_RECURSION_LIMIT": "12",  # cot takes 4 steps, Tool-MAD about 20

@@ -39,6 +39,7 @@ def test_operator_values_from_the_environment_pass(monkeypatch, tmp_path: Path):
 
     from factdebate.nodes.prepare import guard_server_run
 
+    monkeypatch.setenv("FACTDEBATE_ALLOW_SCRIPTED", "1")  # the server's allow-list admits the model
     monkeypatch.setenv("FACTDEBATE_INDEX_DIR", str(tmp_path))
     ctx = ToolMadContext(debater_model="scripted:agree")
     assert ctx.index_dir == str(tmp_path)
