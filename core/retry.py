@@ -16,10 +16,10 @@ retry loop, sleeps between attempts or reads ``Retry-After`` itself
 - :func:`rate_limit_retrying` - the eval item runner: an item whose run failed on a provider's rate
   limit (after the call's own retries) is run again, resuming its thread, after a doubling delay.
 
-A server's ``Retry-After`` is read by :func:`retry_after` (the header of the error's HTTP response,
-or the value a client already parsed, as ``SearchBackendError.retry_after`` carries Tavily's) with
-:func:`parse_retry_after`: both forms of RFC 9110 (delta-seconds and HTTP-date), never negative;
-each policy caps it.
+A server's ``Retry-After`` is read by :func:`retry_after`: the header of the error's HTTP
+response, or the value a client already parsed (``SearchBackendError.retry_after`` carries Tavily's,
+read by :func:`header_retry_after`); :func:`parse_retry_after` reads both forms of RFC 9110
+(delta-seconds and HTTP-date), never negative; each policy caps it.
 """
 
 from __future__ import annotations
@@ -74,18 +74,23 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     return None if math.isnan(seconds) else max(0.0, seconds)
 
 
+def header_retry_after(headers: Any) -> float | None:
+    """Seconds from the ``Retry-After`` of a response's headers (httpx's, requests', a mapping),
+    or None."""
+    try:
+        raw = headers.get("retry-after") or headers.get("Retry-After") if headers else None
+    except (AttributeError, TypeError):
+        raw = None
+    return parse_retry_after(str(raw)) if raw else None
+
+
 def retry_after(exc: BaseException) -> float | None:
     """Seconds the failing server asked to wait, or None: the error's ``retry_after`` value
     (``SearchBackendError``, parsed from Tavily's reply) or the ``Retry-After`` header of its HTTP
     response (OpenAI's and httpx's errors, langgraph_sdk's)."""
     value = getattr(exc, "retry_after", None)
     if value is None:
-        headers = getattr(getattr(exc, "response", None), "headers", None)
-        try:
-            raw = headers.get("retry-after") or headers.get("Retry-After") if headers else None
-        except (AttributeError, TypeError):
-            raw = None
-        return parse_retry_after(str(raw)) if raw else None
+        return header_retry_after(getattr(getattr(exc, "response", None), "headers", None))
     try:
         seconds = float(value)
     except (TypeError, ValueError):

@@ -18,7 +18,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from factdebate.core.errors import BackendUnavailableError, ConfigError
-from factdebate.core.retry import parse_retry_after
+from factdebate.core.retry import header_retry_after
+from factdebate.core.retry import parse_retry_after as parse_retry_after  # tests import it
 from factdebate.core.state import Evidence
 from factdebate.tools.base import RetrieverSettings, run_blocking
 
@@ -40,7 +41,7 @@ class SearchBackendError(BackendUnavailableError):
     Attributes:
         status: HTTP status code, or None when no response arrived.
         retry_after: Seconds the server asked to wait (``Retry-After``, parsed by
-            ``factdebate.core.retry.parse_retry_after``), or None.
+            ``factdebate.core.retry.header_retry_after``), or None.
         retryable: True for 429, 5xx and transport failures; False for 4xx such as a bad key.
     """
 
@@ -67,7 +68,7 @@ def _raise_for_status(response: requests.Response, *args: Any, **kwargs: Any) ->
     except ValueError:
         detail = response.text[:200]
     status = response.status_code
-    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    retry_after = header_retry_after(response.headers)
     wait = f", retry after {retry_after:g}s" if retry_after is not None else ""
     remedy = {
         401: "check TAVILY_API_KEY",

@@ -8,7 +8,10 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -105,3 +108,183 @@ def test_operator_setting_with_server_is_refused(server: str, tmp_path: Path):
     done = run_eval(out, "--server", server, "--set", "rag_backend=keyword")
     assert done.returncode != 0 and "rag_backend" in done.stderr and "operator" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# --- a hostile or busy server: a real HTTP server on 127.0.0.1 speaking the LangGraph API -------
+# (the few routes ``eval --server`` calls), whose ``runs/wait`` refuses, trickles, stays silent or
+# sends an endless reply. Every run is bounded by the subprocess timeout; rows are asserted.
+
+FINAL_STATE = {"claim": "The Eiffel Tower is in Paris.", "task": "fever", "label": "SUPPORTS",
+               "stopped_by": "consensus", "round": 1}
+
+
+class FakeLangGraph(BaseHTTPRequestHandler):
+    """``mode`` decides what ``POST /threads/<id>/runs/wait`` does; ``log`` keeps
+    ``(method, path, time)`` and ``sent`` the body bytes the wait handler managed to send."""
+
+    mode: dict = {}
+    log: list = []
+    sent: list = []
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def reply(self, status: int, body: object, headers: dict | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        for key, value in {"Content-Type": "application/json", **(headers or {})}.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        FakeLangGraph.log.append(("GET", self.path, time.monotonic()))
+        self.reply(200, {"values": {}, "next": [], "tasks": []})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        FakeLangGraph.log.append(("POST", self.path, time.monotonic()))
+        if self.path == "/assistants/search":
+            return self.reply(200, [{"assistant_id": "a", "graph_id": "tool_mad"}])
+        if not self.path.endswith("/runs/wait"):
+            return self.reply(200, {"thread_id": self.path.split("/")[-1]})
+        refusals = FakeLangGraph.mode.get("refusals", [])
+        waits = sum(1 for m, p, _ in FakeLangGraph.log if p.endswith("/runs/wait"))
+        if waits <= len(refusals) or FakeLangGraph.mode.get("busy"):
+            retry = refusals[waits - 1] if waits <= len(refusals) else "1"
+            return self.reply(429, {"detail": "alice has 1 runs pending or running"},
+                              {"Retry-After": retry() if callable(retry) else retry})
+        behaviour = FakeLangGraph.mode.get("wait", "answer")
+        if behaviour == "answer":
+            return self.reply(200, FINAL_STATE)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if behaviour == "declared":
+            self.send_header("Content-Length", str(10**9))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        sent, stop = 0, time.monotonic() + 60
+        try:
+            if behaviour == "silent":
+                self.connection.settimeout(60)
+                self.rfile.read(1)  # returns when the client hangs up
+                return
+            head = json.dumps(FINAL_STATE)[:-1].encode() + b', "pad": "'
+            self.wfile.write(head)
+            sent += len(head)
+            while time.monotonic() < stop and sent < 48 * 2**20:
+                chunk = b" " if behaviour == "trickle" else b"x" * 65536
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                sent += len(chunk)
+                if behaviour == "trickle":
+                    time.sleep(1.0)
+            self.wfile.write(b'"}')
+        except OSError:  # the client hung up: what it refused is not sent
+            pass
+        finally:
+            FakeLangGraph.sent.append(sent)
+
+
+@pytest.fixture
+def fake_server() -> Iterator[str]:
+    FakeLangGraph.mode, FakeLangGraph.log, FakeLangGraph.sent = {}, [], []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeLangGraph)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://op:SECRET-pw@127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def eval_fake(tmp_path: Path, url: str, **env: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """``eval --server URL`` of one item against the fake server; its one results row."""
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps({"id": "one-1", "dataset": "one", "claim": FINAL_STATE["claim"],
+                                "label": "SUPPORTS"}) + "\n")
+    out = tmp_path / "out"
+    full_env = {**os.environ, "FACTDEBATE_HOME": str(tmp_path / "home"), **env}
+    full_env.pop("LANGSMITH_TRACING", None)
+    done = subprocess.run(
+        [str(FACTDEBATE), "eval", "--framework", "tool_mad", "--dataset", str(data),
+         "--model", "scripted:agree", "--out", str(out), "--server", url,
+         "--server-api-key", API_KEY],
+        capture_output=True, text=True, env=full_env, timeout=120, cwd=REPO)
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()] \
+        if (out / "results.jsonl").exists() else []
+    assert len(rows) == 1, done.stderr[-3000:]
+    return done, rows[0]
+
+
+def wait_requests() -> list[float]:
+    return [t for m, p, t in FakeLangGraph.log if p.endswith("/runs/wait")]
+
+
+def test_a_busy_server_is_waited_out_after_its_retry_after_in_both_forms(fake_server, tmp_path):
+    """Three 429s (langgraph_sdk's runs.wait raises a plain httpx.HTTPStatusError for them), the
+    last with an HTTP-date Retry-After 4 s ahead: the item waits each out inside one attempt
+    (one thread create, attempts 1) and its row is a result."""
+    from email.utils import formatdate
+
+    FakeLangGraph.mode = {"refusals": ["1", "1", lambda: formatdate(time.time() + 4, usegmt=True)]}
+    done, row = eval_fake(tmp_path, fake_server)
+    assert done.returncode == 0 and row["status"] == "ok", row
+    assert row["attempts"] == 1 and row["prediction"]["label"] == "SUPPORTS"
+    creates = [p for m, p, _ in FakeLangGraph.log if m == "POST" and p == "/threads"]
+    assert len(creates) == 1, "the wait restarted the item instead of asking again"
+    times = wait_requests()
+    assert len(times) == 4
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert gaps[0] >= 0.95 and gaps[1] >= 0.95, gaps  # Retry-After: 1
+    assert gaps[2] >= 2.9, gaps  # the HTTP-date, 3-4 s ahead when it was sent
+
+
+def test_a_server_that_never_admits_ends_in_one_error_naming_the_limit(fake_server, tmp_path):
+    FakeLangGraph.mode = {"busy": True}
+    done, row = eval_fake(tmp_path, fake_server, FACTDEBATE_EVAL_ADMISSION_WAIT_S="3")
+    assert row["status"] == "error" and row["attempts"] == 1, row
+    message = row["error"]["message"]
+    assert row["error"]["type"] == "ServerAdmissionError"
+    assert "admission wait limit of 3 s (FACTDEBATE_EVAL_ADMISSION_WAIT_S)" in message, message
+    assert "alice has 1 runs pending" in message and "op:***@127.0.0.1" in message
+    assert "SECRET-pw" not in message and "SECRET-pw" not in done.stderr
+    assert 2 <= len(wait_requests()) <= 4  # Retry-After 1 (x1-1.5) within 3 s
+
+
+@pytest.mark.parametrize("behaviour", ["trickle", "silent"])
+def test_a_trickling_or_silent_server_ends_at_the_item_deadline(fake_server, tmp_path, behaviour):
+    """A byte a second (no read timeout ever fires) or nothing at all: the item is an error row at
+    its deadline naming the server and the limit, not a wait until killed."""
+    FakeLangGraph.mode = {"wait": behaviour}
+    started = time.monotonic()
+    done, row = eval_fake(tmp_path, fake_server, FACTDEBATE_EVAL_ITEM_DEADLINE_S="3")
+    assert row["status"] == "error", row
+    message = row["error"]["message"]
+    assert "within the item deadline of 3 s (FACTDEBATE_EVAL_ITEM_DEADLINE_S)" in message, message
+    assert "op:***@127.0.0.1" in message and "SECRET-pw" not in message
+    assert time.monotonic() - started < 100
+    deadline = time.monotonic() + 10  # the server's handler sees the hang-up and stops
+    while not FakeLangGraph.sent and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert FakeLangGraph.sent and FakeLangGraph.sent[0] < 200, FakeLangGraph.sent
+
+
+@pytest.mark.parametrize("behaviour", ["endless", "declared"])
+def test_a_huge_reply_is_refused_at_the_size_cap_without_reading_it(fake_server, tmp_path,
+                                                                    behaviour):
+    """A 48 MB reply (chunked, or with a declared Content-Length of 1 GB) and a 1 MB cap: an
+    error row naming the cap, and the server could hand over only a fraction of it."""
+    FakeLangGraph.mode = {"wait": behaviour}
+    done, row = eval_fake(tmp_path, fake_server, FACTDEBATE_EVAL_MAX_REPLY_BYTES=str(2**20))
+    assert row["status"] == "error", row
+    message = row["error"]["message"]
+    assert "reply size cap of 1,048,576 bytes (FACTDEBATE_EVAL_MAX_REPLY_BYTES)" in message, message
+    assert "op:***@127.0.0.1" in message and "SECRET-pw" not in message
+    deadline = time.monotonic() + 10
+    while not FakeLangGraph.sent and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert FakeLangGraph.sent and FakeLangGraph.sent[0] < 16 * 2**20, FakeLangGraph.sent

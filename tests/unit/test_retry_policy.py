@@ -1,0 +1,140 @@
+"""One retry policy (``factdebate.core.retry``), used by every path that repeats a call.
+
+Read from the source tree (``ast``): no other module has a loop that catches an exception and
+sleeps (a hand-written retry loop), reads a ``Retry-After`` header or imports tenacity; the
+policy's functions are called from the modules listed here. The policies' behaviour is tested
+where they act: model and tool calls (tests/graph/test_model_faults.py,
+tests/integration/test_tool_faults.py), the eval item runner (tests/integration/test_eval_runner.py),
+``eval --server`` (tests/unit/test_server_executor_admission.py, tests/integration/test_eval_server.py).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from factdebate.core.retry import call_with_retries, is_retryable, rate_limit_retrying
+
+REPO = Path(__file__).resolve().parents[2]
+POLICY = Path("core/retry.py")
+
+NOT_RETRIES = {
+    ("server/limits.py", "_settle"): "polls the server's own API until an admitted run shows up",
+    ("server/usage.py", "store_sweeper"): "a periodic sweep of the store, every few minutes",
+}
+"""Loops that sleep and catch exceptions without being retries of a failed call."""
+
+CALLERS = {
+    "call_with_retries": {"nodes/llm.py"},  # with_retries: nodes, retrieval, MCP tools, summaries
+    "wait_for_admission": {"evaluation/executors.py"},
+    "rate_limit_retrying": {"evaluation/items.py"},
+    "header_retry_after": {"tools/tavily_search.py"},
+}
+
+
+def sources() -> Iterator[tuple[Path, ast.Module]]:
+    for path in sorted(REPO.rglob("*.py")):
+        rel = path.relative_to(REPO)
+        if rel.parts[0] in ("tests", ".venv") or any(p.startswith(".") for p in rel.parts):
+            continue
+        yield rel, ast.parse(path.read_text(encoding="utf-8"), filename=str(rel))
+
+
+def body_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Nodes under ``node`` outside nested functions and classes (their own loops count apart)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        yield child
+        yield from body_nodes(child)
+
+
+def retry_loops(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """``(function, line)`` of each loop that both catches an exception and sleeps."""
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for loop in body_nodes(fn):
+            if not isinstance(loop, ast.For | ast.AsyncFor | ast.While):
+                continue
+            inside = list(body_nodes(loop))
+            catches = any(isinstance(n, ast.Try) and n.handlers for n in inside)
+            sleeps = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute | ast.Name)
+                         and getattr(n.func, "attr", getattr(n.func, "id", "")) == "sleep"
+                         for n in inside)
+            if catches and sleeps:
+                yield fn.name, loop.lineno
+
+
+def test_the_check_finds_a_hand_written_retry_loop():
+    loop = ast.parse(
+        "async def call(fn):\n"
+        "    for attempt in range(3):\n"
+        "        try:\n"
+        "            return await fn()\n"
+        "        except OSError:\n"
+        "            await asyncio.sleep(2 ** attempt)\n")
+    assert list(retry_loops(loop)) == [("call", 2)]
+
+
+def test_no_module_has_its_own_retry_loop():
+    found = [f"{rel}:{line} {name}" for rel, tree in sources() if rel != POLICY
+             for name, line in retry_loops(tree) if (str(rel), name) not in NOT_RETRIES]
+    assert not found, f"retry through factdebate.core.retry instead: {found}"
+
+
+def test_only_the_policy_reads_retry_after_or_uses_tenacity():
+    found = []
+    for rel, tree in sources():
+        if rel == POLICY:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                    [a.name for a in node.names]
+                if any(n.split(".")[0] == "tenacity" for n in names):
+                    found.append(f"{rel}:{node.lineno} imports tenacity")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "get" and node.args \
+                    and isinstance(node.args[0], ast.Constant) \
+                    and str(node.args[0].value).lower() == "retry-after":
+                found.append(f"{rel}:{node.lineno} reads Retry-After")
+    assert not found, found
+
+
+def test_the_policy_is_called_from_the_listed_modules():
+    calls: dict[str, set[str]] = {name: set() for name in CALLERS}
+    for rel, tree in sources():
+        if rel == POLICY:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name in calls:
+                    calls[name].add(str(rel))
+    assert calls == CALLERS
+
+
+async def test_cancellation_is_never_retried():
+    """A deadline (asyncio.timeout) cancels a call in flight: no policy may retry that."""
+    import asyncio
+
+    attempts = 0
+
+    async def cancelled() -> None:
+        nonlocal attempts
+        attempts += 1
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        await call_with_retries(cancelled, retries=3, what="t", base_delay=0, max_retry_after=0)
+    assert attempts == 1 and not is_retryable(asyncio.CancelledError())
+    with pytest.raises(asyncio.CancelledError):
+        async for attempt in rate_limit_retrying(3, 0, lambda exc: True):
+            with attempt:
+                attempts += 1
+                raise asyncio.CancelledError
+    assert attempts == 2
