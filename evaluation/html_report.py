@@ -323,6 +323,12 @@ def evidence_summary_html(rows: list[dict[str, Any]]) -> str:
         fever = ev["fever"]
         name = "FEVER score" + (" (page level)" if fever["level"] == "page" else "")
         cells.append((name, _pct_n(fever["score"], fever["n"])))
+    ceiling = ev.get("ceiling")
+    for level in ("page", "sentence"):
+        block = (ceiling or {}).get(level)
+        if block:
+            cells.append((f"Ceiling: complete gold evidence in the index at all ({level} level)",
+                          _pct_n(block["share"], block["n"])))
     if ev.get("hover"):
         cells.append(("HoVer supporting facts EM / F1 (page level)",
                       f"{_pct_n(ev['hover']['em'], ev['hover']['n'])} / "
@@ -337,6 +343,24 @@ def evidence_summary_html(rows: list[dict[str, Any]]) -> str:
     rows_html = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in cells)
     notes = "".join(f"<p class='ev'>{_e(note)}</p>" for note in ev.get("notes") or [])
     return f"<h2>Evidence</h2><table>{rows_html}</table>{notes}"
+
+
+def index_head_html(out_dir: Path) -> str:
+    """The head of an eval's report.html: the report's loud caveats (demo corpus, low retrieval
+    ceiling: ``evaluation/caveats.py``) and the index the run searched
+    (``evaluation/index_identity.py``); "" for a folder without a readable run.json."""
+    from factdebate.evaluation.caveats import loud_caveats
+    from factdebate.evaluation.index_identity import describe
+    from factdebate.evaluation.reports import summarize_run
+
+    try:
+        run = summarize_run(Path(out_dir))
+    except (OSError, ValueError, KeyError):
+        return ""
+    caveats = "".join(f"<p class='bad'><strong>Caveat:</strong> "
+                      f"{_e(line.replace('**', '').replace('`', ''))}</p>"
+                      for line in loud_caveats(run))
+    return f"{caveats}<p>Index searched: {_e(describe(run.get('index')))}</p>"
 
 
 def write_eval_html(out_dir: Path) -> Path:
@@ -356,7 +380,8 @@ def write_eval_html(out_dir: Path) -> Path:
                      f"{_evidence_cells(row)}</tr>")
         sections.append(_item_html(n, row, _final_state(db, row.get("thread_id") or "")))
     title = f"factdebate eval: {out_dir.name}"
-    body = (f"<h1>{_e(title)}</h1><p>{len(rows)} item(s)</p>{evidence_summary_html(rows)}"
+    body = (f"<h1>{_e(title)}</h1>{index_head_html(out_dir)}<p>{len(rows)} item(s)</p>"
+            f"{evidence_summary_html(rows)}"
             f"{''.join(table)}</table>{''.join(sections)}")
     path = out_dir / "report.html"
     path.write_text(page(title, body), encoding="utf-8")

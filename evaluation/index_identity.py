@@ -192,10 +192,12 @@ def index_corpus(corpus: Path, ctx: Context, console: Console | None) -> Path:
     bar; reused after), announced in one line."""
     from factdebate.tools.indexing import build_indexes
 
-    folder = corpus_index_dir(_file_sha256(corpus), ctx.embedding_model)
+    sha = _file_sha256(corpus)
+    folder = corpus_index_dir(sha, ctx.embedding_model)
     state = inspect_index(folder)
     manifest = state.manifest or {}
-    if state.status == "ok" and manifest.get("embedding_model") == ctx.embedding_model:
+    if state.status == "ok" and (manifest.get("corpus_sha256"), manifest.get(
+            "embedding_model")) == (sha, ctx.embedding_model):
         _say(console, f"index: the data folder's corpus {corpus} ({manifest.get('passages')} "
                       f"passages), indexed in {folder} at {manifest.get('created')} (reused)")
         return folder

@@ -118,15 +118,34 @@ def _evidence(summary: Any) -> dict[str, Any] | None:
     ``headline`` ({name, key, value, n}: FEVER score or page-level evidence F1), ``page`` and
     ``sentence`` ({precision, recall, f1, n}), ``fever`` ({score, n, level, ...}), ``retrieval``
     ({gold_retrieved, gold_cited, retrieved_not_cited, not_retrieved, n, level}), ``citations``
-    ({uncited_verdicts, n_verdicts, hallucinated, n_rows, ...}), ``level``, ``notes``."""
+    ({uncited_verdicts, n_verdicts, hallucinated, n_rows, ...}), ``level``, ``notes``, and
+    ``ceiling`` ({share, n, level, page, sentence}: the items whose gold evidence is in the
+    index at all; every block above carries ``ceiling``/``ceiling_n`` beside its figures)."""
     runs = summary.get("runs") if isinstance(summary, dict) else None
     first = runs[0] if isinstance(runs, list) and runs and isinstance(runs[0], dict) else {}
     evidence = first.get("evidence")
     if not isinstance(evidence, dict):
         return None
     keys = ("headline", "level", "gold_kind", "n_with_gold", "n_without_gold", "page",
-            "sentence", "fever", "hover", "retrieval", "citations", "notes")
+            "sentence", "fever", "hover", "retrieval", "citations", "notes", "ceiling")
     return {k: evidence.get(k) for k in keys}
+
+
+def _index(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The index the run searched (``run.json`` ``index``, ``evaluation/index_identity.py``): its
+    corpus by file name (no server path), SHA-256, passages, embedding model, build time and
+    whether it is the demo corpus; None when the framework searches none or run.json is
+    unreadable."""
+    if not record:
+        return None
+    identity = record["index"] if "index" in record else {"status": "unrecorded"}
+    if not isinstance(identity, dict):
+        return None
+    shown = {k: identity.get(k) for k in ("status", "corpus_sha256", "passages",
+                                          "embedding_model", "built", "demo") if k in identity}
+    if identity.get("corpus"):
+        shown["corpus"] = Path(str(identity["corpus"])).name
+    return shown
 
 
 def _summary(root: Path, folder: Path) -> dict[str, Any]:
@@ -140,6 +159,7 @@ def _summary(root: Path, folder: Path) -> dict[str, Any]:
     return {"run": folder.relative_to(root).as_posix(),
             "framework": record.get("framework", ""), "dataset": record.get("dataset", ""),
             "metrics": _metrics(summary), "evidence": _evidence(summary),
+            "index": _index(record),
             "modified": (folder / RESULTS).stat().st_mtime}
 
 

@@ -16,6 +16,23 @@ function select(label, values) {
   return el;
 }
 
+// The index a run searched (run.json "index"): corpus, SHA-256, passages, embeddings, build time.
+function indexText(index) {
+  if (index.status === "server") return "index: the server's own (not recorded)";
+  if (index.status === "unrecorded") return "index: not recorded in run.json";
+  if (index.status !== "ok") return `index: ${index.status}`;
+  const demo = index.demo ? " — the bundled DEMO corpus, not the benchmark's" : "";
+  return `index: ${index.corpus}${demo} (sha256 ${String(index.corpus_sha256 || "").slice(0, 16)}, ${index.passages} passages), embeddings ${index.embedding_model}, built ${index.built}`;
+}
+
+// The headline evidence figure with its n and its ceiling (gold evidence in the index at all).
+function evidenceText(ev) {
+  const head = ev?.headline;
+  if (!head || typeof head.value !== "number") return "";
+  const ceiling = typeof head.ceiling === "number" ? ` · ceiling (gold in index) ${fmt(head.ceiling)} (n=${head.ceiling_n})` : "";
+  return ` · ${head.name} ${fmt(head.value)} (n=${head.n})${ceiling}`;
+}
+
 export async function showEvals(root) {
   const status = h("p", { class: "muted", role: "status", text: "Loading evaluation runs…" });
   const detail = h("div", { class: "eval-detail" });
@@ -31,7 +48,8 @@ export async function showEvals(root) {
   const list = h("ul", { class: "eval-runs" }, listing.runs.map((r) => {
     const acc = r.metrics?.accuracy;
     return h("li", {}, h("button", { type: "button", class: "linklike", "data-run": r.run, onclick: () => openRun(detail, r.run) }, r.run),
-      h("span", { class: "muted small", text: ` ${r.framework} · ${r.dataset}${typeof acc === "number" ? ` · accuracy ${fmt(acc)}` : ""}` }));
+      h("span", { class: "muted small", text: ` ${r.framework} · ${r.dataset}${typeof acc === "number" ? ` · accuracy ${fmt(acc)}` : ""}${evidenceText(r.evidence)}` }),
+      r.index ? h("div", { class: "muted small", "data-index": r.run, text: indexText(r.index) }) : null);
   }));
   status.after(list);
 }
