@@ -9,8 +9,10 @@ Items run under an ``asyncio.Semaphore(concurrency)``. An item's failure becomes
 run goes on; errors whose class or message says rate limit / 429 are retried with exponential
 back-off first (the retry resumes the item's thread from its checkpoint). ``--resume`` re-reads
 ``run.json`` (same items, same run id), skips items that already have a row and resumes the others'
-threads, so completed graph steps are not re-run. Every framework is driven alike through the one
-output shape (``label`` or ``answers``).
+threads, so completed graph steps are not re-run. Rows that are not the run's (an item outside its
+sample, an earlier row of a repeated item) are set aside with a warning first
+(``results.set_aside_strays``): the progress line counts what ``summary.json`` counts. Every
+framework is driven alike through the one output shape (``label`` or ``answers``).
 
 The folder is this run's alone while it runs (``OUT/.lock``); a resume must match the recorded run
 (a larger ``--limit`` extends it); damaged files are named and ``--repair`` recovers them; a full
@@ -57,6 +59,7 @@ from factdebate.evaluation.results import (
     error_row,
     read_results,
     repair_results,
+    set_aside_strays,
 )
 from factdebate.evaluation.run_folder import (
     RUN_FILE,
@@ -216,6 +219,10 @@ async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
     items = _with_gold_in_index(spec, ctx, items)
     if spec.retry_errors and results.exists():
         drop_error_rows(results)
+    read_results(results)  # damaged lines are named before anything moves
+    stray = set_aside_strays(results, record["item_ids"])
+    if stray and console is not None:
+        console.print(stray, style="yellow", highlight=False, soft_wrap=True, markup=False)
     done = {r["item_id"]: r for r in read_results(results)}
     pending = [it for it in items if it.id not in done]
     experiment = None

@@ -172,6 +172,39 @@ def test_bad_results_line_is_one_error_and_repair_reruns_that_item(finished, tmp
     assert len(aside) == 1 and aside[0].read_bytes().count(b"\n") == 1  # (random bytes may hold \r)
 
 
+def test_rows_not_of_the_run_are_set_aside_with_a_warning_and_never_counted(finished, tmp_path):
+    """Issue #29 item 9: a row of an item outside the run's sample (pasted from another run) and
+    an earlier row of a repeated item are moved aside, named in one warning; the progress line,
+    summary.json and the kept rows then count the same items."""
+    data, out = finished
+    results = out / "results.jsonl"
+    sample = json.loads((out / "run.json").read_text())["item_ids"]
+    rows = _rows(out)
+    stranger_id = next(f"mini-{i}" for i, _, _ in CLAIMS if f"mini-{i}" not in sample)
+    stranger = dict(rows[0], item_id=stranger_id,
+                    prediction=dict(rows[0]["prediction"], label="NOT ENOUGH INFO"))
+    pending = rows[-1]["item_id"]  # one sampled item still to run
+    lines = results.read_text().splitlines()[:-1]
+    results.write_text("\n".join([*lines, json.dumps(stranger), lines[0]]) + "\n")
+    done = _cli([*_args(data, out, "--limit", "4"), "--resume"], tmp_path / "home")
+    assert done.returncode == 0, done.stderr[-2000:]
+    flat = " ".join(done.stderr.split())
+    aside = list(out.glob("results.jsonl.set-aside-*"))
+    assert len(aside) == 1, flat
+    assert (f"warning: {results}: set aside 2 row(s) into {aside[0].name} - item(s) "
+            f"{stranger_id!r} not in this run's sample") in flat, flat
+    assert f"earlier row(s) of item(s) {rows[0]['item_id']!r}" in flat, flat
+    kept = _rows(out)
+    assert sorted(r["item_id"] for r in kept) == sorted(sample) and pending in sample
+    assert [json.loads(x)["item_id"] for x in aside[0].read_text().splitlines()] == [
+        rows[0]["item_id"], stranger_id]
+    run = json.loads((out / "summary.json").read_text())["runs"][0]
+    assert run["n_done"] == 4 and run["n_items"] == 4
+    progress = [ln for ln in done.stderr.splitlines() if "standard / mini" in ln][-1]
+    assert " 4/4 " in progress, progress  # the final state of the bar, not a redraw
+    assert f"acc {run['metrics']['accuracy']:.3f}" in progress, (progress, run["metrics"])
+
+
 @pytest.mark.parametrize("damage", ["empty", "truncated", "deleted"])
 def test_damaged_run_json_is_one_error_and_repair_rebuilds_it(finished, tmp_path, damage):
     data, out = finished
