@@ -88,7 +88,8 @@ def node_names(graph: CompiledStateGraph) -> tuple[frozenset[str], tuple[str, ..
     key = graph.builder
     if key not in _NODE_NAMES:
         top = frozenset(n for n in graph.nodes if not n.startswith("__"))
-        drawn = tuple(n for n in graph.get_graph(xray=True).nodes if not n.startswith("__"))
+        drawn = tuple(n for n in graph.get_graph(xray=True).nodes
+                      if not n.rsplit(":", 1)[-1].startswith("__"))  # START/END, also a turn's
         _NODE_NAMES[key] = (top, tuple(dict.fromkeys((*sorted(top), *drawn))))
     return _NODE_NAMES[key]
 
@@ -111,8 +112,8 @@ def split_breakpoints(graph: CompiledStateGraph, names: Any, kind: str
         raise ConfigError(
             f"{kind} names node(s) {graph.get_name()} does not have: "
             f"{', '.join(map(repr, unknown))}",
-            f"its nodes: {', '.join(drawn)} (a node inside a turn also by its plain name, "
-            f"e.g. {drawn[-2].rsplit(':', 1)[-1]!r}); '*' for every top-level node")
+            f"its nodes: {', '.join(drawn)} (a node inside a turn also by its name alone, "
+            f"without 'turn:'); '*' for every top-level node")
     if ALL in names:
         return ALL, [n for n in names if n not in top and n != ALL]
     outer = [n for n in names if n in top]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 
 from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
 from factdebate.core.context import Context
 from factdebate.core.registry import Registry
@@ -104,6 +105,11 @@ def build_framework(name: str, turns: Turns = "visible") -> StateGraph:
     """The uncompiled graph of framework ``name``, its turns ``visible`` (what langgraph.json
     exports and Python users get) or ``lean`` (the CLI and ``eval``; graphs/exported.py)."""
     return FRAMEWORKS.get(name)(turns=turns)
+
+
+def exported_graph(name: str) -> CompiledStateGraph:
+    """The compiled graph langgraph.json exports for framework ``name`` (its module's ``graph``)."""
+    return importlib.import_module(FRAMEWORKS.get(name).__module__).graph
 
 
 def context_class(name: str) -> type[Context]:

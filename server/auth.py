@@ -59,7 +59,11 @@ from factdebate.server.policy import (
     check_run_kwargs,
     graph_of,
 )
-from factdebate.server.run_input import add_model_metadata, complete_run_input
+from factdebate.server.run_input import (
+    add_model_metadata,
+    check_breakpoints,
+    complete_run_input,
+)
 from factdebate.server.trace_metadata import add_trace_metadata
 
 STUDIO_IDENTITY = "langgraph-studio-user"
@@ -222,6 +226,7 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, st
     and within the user's concurrent runs (429 beyond ``FACTDEBATE_MAX_RUNS_PER_USER``)."""
     kwargs = value.get("kwargs") or {}
     _checked(check_run_kwargs, kwargs, graph_of(value.get("assistant_id")))
+    _checked(check_breakpoints, value, graph_of(value.get("assistant_id")))  # before it runs
     _stamp(ctx, value)
     if isinstance(kwargs.get("config"), dict):  # langgraph-api always sends one
         cap_recursion_limit(kwargs["config"], LIMITS)

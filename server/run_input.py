@@ -9,11 +9,17 @@
   ``model_judge`` ...), so LangSmith traces of server runs can be filtered by model like CLI runs.
   Credentials inside a URL in a spec are masked (``mask_url``): run metadata goes into traces.
 
+* ``check_breakpoints``: a run's ``interrupt_before``/``interrupt_after`` must name nodes of its
+  graph as Studio draws them (``get_graph(xray=True)``: nodes inside turns too, by plain or
+  ``turn:``-qualified name, graphs/exported.py) or ``"*"``; an unknown name is refused (422, the
+  graph's nodes listed) before the run is created, instead of failing or being ignored later.
+
 The handler mutates the ``RunsCreate`` value in place (langgraph-api stores the run from it after
 the handler returns). Wiring, in server/auth.py::
 
     @auth.on.threads.create_run
     async def on_run(ctx, value):
+        check_breakpoints(value, graph_of(value.get("assistant_id")))
         complete_run_input(value)
         add_model_metadata(value)
 """
@@ -23,7 +29,27 @@ from __future__ import annotations
 from typing import Any
 
 from factdebate.core.context import Context, mask_url
+from factdebate.core.errors import ConfigError
 from factdebate.core.state import complete_input
+from factdebate.graphs.exported import split_breakpoints
+from factdebate.graphs.registry import exported_graph
+from factdebate.server.policy import Refused
+
+
+def check_breakpoints(value: dict[str, Any], graph_id: str | None) -> None:
+    """Refuse (``Refused``, 422) breakpoints naming a node graph ``graph_id`` does not draw.
+
+    Runs of other assistants' graphs (``graph_id`` None) are checked when the run starts
+    (``DebateGraph.astream`` raises the same ``ConfigError``).
+    """
+    if graph_id is None:
+        return
+    kwargs = value.get("kwargs") or {}
+    for kind in ("interrupt_before", "interrupt_after"):
+        try:
+            split_breakpoints(exported_graph(graph_id), kwargs.get(kind), kind)
+        except ConfigError as exc:
+            raise Refused(kind, str(exc), status=422) from None
 
 
 def complete_run_input(value: dict[str, Any]) -> None:
