@@ -1,0 +1,143 @@
+"""Which index a run searches (evaluation/index_identity.py) and what its reports say about it:
+the choice without a named index, the resume comparison, the demo-corpus and low-ceiling caveats
+at the top of report.md/report.html, compare's warning. Hand-made records and rows; no index is
+built here (the end-to-end runs are in tests/integration/test_eval_index_identity.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from factdebate.core.context import Context
+from factdebate.core.errors import ConfigError, InputError
+from factdebate.evaluation.compare import compare_outputs
+from factdebate.evaluation.html_report import write_eval_html
+from factdebate.evaluation.index_identity import (
+    data_corpus,
+    describe,
+    index_change,
+    resolve_run_index,
+)
+from factdebate.evaluation.reports import render_report, summarize_run
+from factdebate.evaluation.run_folder import check_resume
+
+IDENTITY = {"index_dir": "/idx", "status": "ok", "corpus": "/data/corpus/wiki.jsonl",
+            "corpus_sha256": "a" * 64, "documents": 4, "passages": 4, "chunk_chars": 2000,
+            "embedding_model": "minilm", "dimension": 384, "metric": "COSINE",
+            "vector_index": {"index_type": "HNSW", "metric": "COSINE",
+                             "build_params": {"M": 16, "efConstruction": 200}},
+            "keyword_index": {"kind": "tantivy BM25"}, "collection": "factdebate_passages",
+            "milvus_uri": "/idx/milvus.db", "built": "2026-01-01T00:00:00+00:00", "demo": False}
+
+
+def test_a_rebuild_of_the_same_corpus_is_the_same_index_another_corpus_is_not():
+    rebuilt = dict(IDENTITY, built="2026-02-02T00:00:00+00:00", index_dir="/elsewhere")
+    assert index_change(IDENTITY, rebuilt) == ""
+    other = dict(IDENTITY, corpus="/other.jsonl", corpus_sha256="b" * 64, passages=9)
+    change = index_change(IDENTITY, other)
+    assert "/data/corpus/wiki.jsonl" in change and "/other.jsonl" in change
+    assert "corpus_sha256" in change and "passages" in change
+    record = {"run_id": "r", "framework": "tool_mad", "item_ids": ["a"], "limit": 1,
+              "index": IDENTITY}
+    with pytest.raises(InputError, match="the index changed since the run started"):
+        check_resume(record, dict(record, index=other), Path("out"))
+    assert check_resume(record, dict(record, index=rebuilt), Path("out")) is record
+
+
+def test_describe_names_corpus_sha_passages_model_and_index_kinds():
+    line = describe(IDENTITY)
+    for part in ("corpus /data/corpus/wiki.jsonl", "sha256 aaaaaaaaaaaaaaaa", "4 passages",
+                 "embeddings minilm", "HNSW", "M=16", "tantivy BM25", "Milvus /idx/milvus.db",
+                 "built 2026-01-01"):
+        assert part in line, part
+    assert "DEMO" in describe(dict(IDENTITY, demo=True))
+    assert describe(None).startswith("no index")
+
+
+def test_resolve_keeps_a_named_index_and_refuses_demo_beside_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("FACTDEBATE_INDEX_DIR", raising=False)
+    monkeypatch.delenv("FACTDEBATE_MILVUS_URI", raising=False)
+    named = Context(index_dir=str(tmp_path / "idx"))
+    assert resolve_run_index("tool_mad", named, data_dir=None, demo=False) is named
+    with pytest.raises(InputError, match="--demo-index"):
+        resolve_run_index("tool_mad", named, data_dir=None, demo=True)
+    plain = Context()
+    assert resolve_run_index("tool_mad", plain, data_dir=None, demo=True) is plain
+    assert resolve_run_index("standard", plain, data_dir=None, demo=False) is plain  # no index
+
+
+def test_no_index_and_no_corpus_is_refused_naming_the_commands(tmp_path, monkeypatch):
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("FACTDEBATE_DATA_DIR", raising=False)
+    monkeypatch.delenv("FACTDEBATE_INDEX_DIR", raising=False)
+    monkeypatch.delenv("FACTDEBATE_MILVUS_URI", raising=False)
+    (tmp_path / "data").mkdir()
+    for data_dir in (None, str(tmp_path / "data")):
+        with pytest.raises(ConfigError) as refused:
+            resolve_run_index("tool_mad", Context(), data_dir=data_dir, demo=False)
+        text = f"{refused.value} {refused.value.remedy}"
+        assert "factdebate index CORPUS.jsonl" in text and "--demo-index" in text
+    assert not (tmp_path / "home" / "index").exists()
+    (tmp_path / "data" / "corpus").mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / "data" / "corpus" / name).write_text("{}\n")
+    with pytest.raises(InputError, match="several corpora"):
+        data_corpus(tmp_path / "data")
+
+
+def write_run(folder: Path, index: dict | None, gold_in: list[bool]) -> Path:
+    folder.mkdir(parents=True)
+    rows = []
+    for i, present in enumerate(gold_in):
+        gold = {"kind": "fever", "level": "page", "sets": [[{"page": f"P{i}", "sent_id": 0}]]}
+        rows.append({"item_id": f"fever-{i}", "status": "ok", "task": "fever",
+                     "gold": {"label": "SUPPORTS", "answers": [], "wrong_answers": [],
+                              "evidence": gold},
+                     "gold_in_index": {"page": present, "sentence": None, "level": "page"},
+                     "prediction": {"label": "SUPPORTS", "answers": []},
+                     "evidence": [{"id": f"P{i}", "title": f"P{i}", "text": "t"}] if present
+                     else [], "retrieved": [], "citations": [],
+                     "ledger": {"replies_cited": 1, "replies_uncited": 0}, "rounds": 1,
+                     "wall_time_s": 0.1})
+    record = {"run_id": folder.name, "framework": "tool_mad", "dataset": "fever",
+              "dataset_version": "v", "task": "fever", "item_ids": [r["item_id"] for r in rows],
+              "seed": 0, "models": {"debater": "scripted:agree"}, "prompt_version": "p",
+              "context": {}, "index": index}
+    (folder / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows),
+                                          encoding="utf-8")
+    return folder
+
+
+def test_demo_corpus_and_a_low_ceiling_head_every_report(tmp_path):
+    folder = write_run(tmp_path / "demo", dict(IDENTITY, demo=True, passages=264),
+                       [True, False, False, False])
+    run = summarize_run(folder)
+    assert run["caveats"]["demo_index"] and run["caveats"]["low_ceiling"] == {
+        "share": 0.25, "n": 4, "level": "page"}
+    report = render_report([run], {})
+    top = report.split("\n- `demo`")[0]  # before the run list: the head of the report
+    assert "**demo corpus**" in top and "264 passages" in top
+    assert "**low retrieval ceiling**" in top and "25.0% (n=4)" in top
+    html = write_eval_html(folder).read_text(encoding="utf-8")
+    head = html.split("item(s)</p>")[0]
+    assert "Caveat:" in head and "demo corpus" in head and "low retrieval ceiling" in head
+    fine = summarize_run(write_run(tmp_path / "fine", IDENTITY, [True, True, False, False]))
+    assert "Caveat" not in render_report([fine], {}).split("\n- `fine`")[0]
+
+
+def test_compare_warns_loudly_when_the_runs_searched_different_indexes(tmp_path):
+    a = write_run(tmp_path / "a", IDENTITY, [True, True, False, False])
+    b = write_run(tmp_path / "b", dict(IDENTITY, corpus_sha256="b" * 64, corpus="/big.jsonl"),
+                  [True, True, True, True])
+    [result] = compare_outputs(a, b)
+    assert not result["same_index"]
+    assert any(w.startswith("DIFFERENT INDEXES") and "/big.jsonl" in w
+               for w in result["warnings"])
+    fever = next(e for e in result["evidence"] if e["metric"] == "fever_score")
+    assert (fever["ceiling_a"], fever["ceiling_b"], fever["ceiling_n_a"]) == (0.5, 1.0, 4)
+    [same] = compare_outputs(a, write_run(tmp_path / "c", IDENTITY, [True] * 4))
+    assert same["same_index"] and not any("DIFFERENT" in w for w in same["warnings"])
