@@ -1,7 +1,26 @@
-"""``eval --langsmith``: the sampled items as a LangSmith dataset, the run as an experiment."""
+"""``eval --langsmith``: the sampled items as a LangSmith dataset, the run as an experiment.
+
+Built with the LangSmith client's documented dataset and experiment calls (the records
+``langsmith.evaluate`` makes, with this project's own runner doing the running):
+
+* **Dataset**: one per data file version, ``factdebate-<dataset>-<version>-<sha256[:12]>``, with
+  the file's name, version and full content hash in its metadata. An item is an example keyed by
+  its item id (``metadata.item_id``, example id a UUID5 of the dataset name and the item id):
+  examples the dataset holds are reused, items it lacks are added (a ``--limit 4`` run after a
+  ``--limit 2`` run adds two), so every traced run links to an example that exists.
+* **Experiment**: a project named after the eval run, ``reference_dataset_id`` the dataset, its
+  metadata the run's framework, models, prompt version, git SHA, data file hash and index identity
+  (:func:`experiment_metadata`); its start time is set when it is created and its end time
+  (``update_project(end_time=...)``) when the run closes. A resumed run reuses its project.
+* **Runs and feedback**: each item's root run is traced into the project with its example id
+  (``LangChainTracer(example_id=...)``) and gets feedback (:func:`item_feedback`): ``correct``,
+  ``evidence_f1`` and ``fever_score`` where the item's gold evidence defines them, and the
+  citation summary of :func:`citation_feedback`.
+"""
 
 from __future__ import annotations
 
+import datetime
 import os
 import uuid
 from typing import Any
@@ -26,34 +45,85 @@ def citation_feedback(row: dict[str, Any]) -> list[tuple[str, float, str, str]]:
             ("citation_flags", float(len(flags)), str(len(flags)), flags[0] if flags else "")]
 
 
-class LangSmithExperiment:
-    """``--langsmith``: the sampled items as a LangSmith dataset, this run as an experiment.
+def item_feedback(row: dict[str, Any]) -> list[tuple[str, float, str, str]]:
+    """LangSmith feedback ``(key, score, value, comment)`` of a finished results row: the
+    evidence metrics its gold evidence defines (``evidence_f1``: page-level F1 of the cited
+    passages; ``fever_score``: label right and a complete gold set cited in the first five, FEVER
+    and FEVEROUS only), then :func:`citation_feedback`."""
+    from factdebate.evaluation.evidence_metrics import item_value
 
-    Each item's root run is traced into the experiment project with its example id (as
-    ``langsmith.evaluate`` records experiments) and gets a ``correct`` feedback score, plus the
-    citation summary of :func:`citation_feedback` (issue #22).
-    """
+    out = []
+    for key in ("evidence_f1", "fever_score"):
+        value = item_value(key)(row)
+        if value is not None:
+            out.append((key, value, "", ""))
+    return out + citation_feedback(row)
+
+
+def experiment_metadata(record: dict[str, Any]) -> dict[str, Any]:
+    """The experiment's metadata from the eval run's ``run.json`` record."""
+    keys = ("framework", "dataset", "dataset_version", "data_sha256", "prompt_version", "git_sha",
+            "models", "limit", "seed", "server", "paper", "started_at")
+    out = {k: record[k] for k in keys if record.get(k) not in (None, "")}
+    out["eval_run_id"] = record.get("run_id", "")
+    models = record.get("models") or {}
+    out |= {f"model_{role}": spec for role, spec in models.items() if spec}
+    if record.get("index"):  # evaluation/index_identity.py: the index build the run searched
+        out["index"] = record["index"]
+    return out
+
+
+class LangSmithExperiment:
+    """``--langsmith``: the run's items as examples of the data file's dataset, this run as an
+    experiment of it (module docstring)."""
 
     def __init__(self, run_id: str, dataset: str, version: str, items: list[Any],
-                 metadata: dict[str, Any]) -> None:
+                 record: dict[str, Any]) -> None:
         if not os.environ.get("LANGSMITH_API_KEY"):
             raise ConfigError("--langsmith needs LANGSMITH_API_KEY", "set it, or drop --langsmith")
         from langsmith import Client
 
         self.client = Client()
-        name = f"factdebate-{dataset}-{version}"
-        self.example_ids = {it.id: uuid.uuid5(uuid.NAMESPACE_URL, f"{name}:{it.id}") for it in items}
-        if self.client.has_dataset(dataset_name=name):
-            ds = self.client.read_dataset(dataset_name=name)
-        else:
-            ds = self.client.create_dataset(name, description=f"factdebate {dataset} ({version})")
-            self.client.create_examples(dataset_id=ds.id, examples=[
-                {"id": self.example_ids[it.id], "inputs": dict(it.input),
-                 "outputs": {"label": it.gold_label, "answers": list(it.gold_answers)},
-                 "metadata": {"item_id": it.id}} for it in items])
+        sha = str(record.get("data_sha256") or "")
+        self.dataset_name = f"factdebate-{dataset}-{version}" + (f"-{sha[:12]}" if sha else "")
+        ds = self._dataset(dataset, version, record)
+        self.example_ids = self._examples(ds.id, items)
         self.project = run_id
         self.session_id = self.client.create_project(
-            run_id, reference_dataset_id=ds.id, metadata=metadata, upsert=True).id
+            run_id, reference_dataset_id=ds.id, metadata=experiment_metadata(record),
+            description=f"factdebate eval {run_id}", upsert=True).id
+
+    def _dataset(self, dataset: str, version: str, record: dict[str, Any]) -> Any:
+        """The data file version's dataset, created when LangSmith lacks it."""
+        from langsmith.utils import LangSmithConflictError, LangSmithNotFoundError
+
+        try:
+            return self.client.read_dataset(dataset_name=self.dataset_name)
+        except LangSmithNotFoundError:
+            pass
+        try:
+            return self.client.create_dataset(
+                self.dataset_name, description=f"factdebate {dataset} ({version})",
+                metadata={"dataset": dataset, "dataset_version": version,
+                          "data_file": os.path.basename(str(record.get("data_file") or "")),
+                          "data_sha256": record.get("data_sha256", "")})
+        except LangSmithConflictError:  # another run created it meanwhile
+            return self.client.read_dataset(dataset_name=self.dataset_name)
+
+    def _examples(self, dataset_id: Any, items: list[Any]) -> dict[str, uuid.UUID]:
+        """Item id -> example id for ``items``: the dataset's own examples, the missing added."""
+        held = {str((e.metadata or {}).get("item_id")): e.id
+                for e in self.client.list_examples(dataset_id=dataset_id)}
+        ids = {it.id: held.get(it.id) or uuid.uuid5(uuid.NAMESPACE_URL,
+                                                    f"{self.dataset_name}:{it.id}")
+               for it in items}
+        missing = [it for it in items if it.id not in held]
+        if missing:
+            self.client.create_examples(dataset_id=dataset_id, examples=[
+                {"id": ids[it.id], "inputs": dict(it.input),
+                 "outputs": {"label": it.gold_label, "answers": list(it.gold_answers)},
+                 "metadata": {"item_id": it.id}} for it in missing])
+        return ids
 
     def config_for(self, item_id: str) -> dict[str, Any]:
         """Run-config callbacks tracing this item into the experiment."""
@@ -65,15 +135,17 @@ class LangSmithExperiment:
 
     def record(self, trace_id: str, correct: bool | None,
                row: dict[str, Any] | None = None) -> None:
-        """The item's ``correct`` feedback on its root run, and its results row's citations."""
+        """The item's feedback on its root run: ``correct`` and :func:`item_feedback`."""
         if correct is not None:
             self.client.create_feedback(trace_id, key="correct", score=float(correct),
                                         trace_id=trace_id, session_id=self.session_id)
-        for key, score, value, comment in citation_feedback(row or {}):
-            self.client.create_feedback(trace_id, key=key, score=score, value=value,
-                                        comment=comment, trace_id=trace_id,
+        for key, score, value, comment in item_feedback(row or {}):
+            self.client.create_feedback(trace_id, key=key, score=score, value=value or None,
+                                        comment=comment or None, trace_id=trace_id,
                                         session_id=self.session_id)
 
     def close(self) -> None:
-        """Send everything still queued."""
+        """Send everything still queued, then give the experiment its end time."""
         self.client.flush()
+        self.client.update_project(self.session_id,
+                                   end_time=datetime.datetime.now(datetime.UTC))

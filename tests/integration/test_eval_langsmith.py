@@ -1,107 +1,41 @@
 """LangSmith: eval runs carry their metadata to a tracing endpoint; ``--langsmith`` records the
 sampled items as a dataset and the run as an experiment.
 
-The endpoint is a real HTTP server on loopback that records every request and answers like the
-LangSmith API as far as the client needs (ids and timestamps echoed back). The eval runs in a
-subprocess with ``LANGSMITH_TRACING=true`` pointed at it.
+The endpoint is a real HTTP server on loopback that records every request and keeps datasets,
+examples, projects and feedback as the LangSmith API does (``langsmith_capture``). The eval runs
+in a subprocess with ``LANGSMITH_TRACING=true`` pointed at it.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import subprocess
 import sys
-import threading
-import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from factdebate.evaluation.evidence_metrics import item_value
+from tests.integration.langsmith_capture import LangSmithState, langsmith_capture, posted_runs
+
 REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
 
-Request = tuple[str, str, bytes]
-
-
-class CaptureHandler(BaseHTTPRequestHandler):
-    """Records requests in ``server.captured``; POSTs get their JSON body back plus ids."""
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _reply(self, obj: Any) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:  # noqa: N802
-        self.server.captured.append(("GET", self.path, b""))  # type: ignore[attr-defined]
-        # /info: no batch config (plain ingestion); /datasets?name=: no such dataset yet
-        self._reply({"version": "capture"} if self.path.startswith("/info") else [])
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = self.rfile.read(int(self.headers.get("content-length") or 0))
-        self.server.captured.append(("POST", self.path, body))  # type: ignore[attr-defined]
-        obj: Any = json.loads(body) if body[:1] in (b"{", b"[") else {}
-        if isinstance(obj, dict):
-            now = datetime.datetime.now(datetime.UTC).isoformat()
-            obj = {"id": str(uuid.uuid4()), "created_at": now, "modified_at": now,
-                   "start_time": now, "tenant_id": str(uuid.uuid4()), **obj}
-        self._reply(obj)
-
-    do_PATCH = do_POST
-
-
 @pytest.fixture
-def capture() -> Iterator[tuple[str, list[Request]]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), CaptureHandler)
-    server.captured = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", server.captured  # type: ignore[attr-defined]
-    finally:
-        server.shutdown()
-        server.server_close()
+def capture() -> Iterator[tuple[str, LangSmithState]]:
+    with langsmith_capture() as (endpoint, state):
+        yield endpoint, state
 
 
-def posted_runs(captured: list[Request]) -> dict[str, dict[str, Any]]:
-    """Run id -> run (with its ``extra``) from multipart or batch ingestion requests."""
-    runs: dict[str, dict[str, Any]] = {}
-    for method, path, body in captured:
-        if method == "POST" and path.startswith("/runs/multipart"):
-            boundary = body.split(b"\r\n", 1)[0]
-            for part in body.split(boundary):
-                head, _, content = part.partition(b"\r\n\r\n")
-                if b'name="post.' not in head:
-                    continue
-                name = head.split(b'name="', 1)[1].split(b'"', 1)[0].decode()
-                _, run_id, *field = name.split(".")
-                value = json.loads(content.rstrip(b"\r\n-"))
-                run = runs.setdefault(run_id, {"id": run_id})
-                if field:
-                    run[field[0]] = value
-                else:
-                    run.update(value)
-        elif method == "POST" and path.startswith("/runs/batch"):
-            for run in json.loads(body).get("post", []):
-                runs[run["id"]] = run
-    return runs
-
-
-def run_eval(out: Path, endpoint: str, index: Path, *extra: str) -> list[dict[str, Any]]:
+def run_eval(out: Path, endpoint: str, index: Path, *extra: str,
+             limit: int = 2) -> list[dict[str, Any]]:
     env = {**os.environ, "LANGSMITH_ENDPOINT": endpoint, "LANGSMITH_API_KEY": "fake",
            "LANGSMITH_TRACING": "true", "FACTDEBATE_HOME": str(out.parent / "home")}
     done = subprocess.run(
-        [str(FACTDEBATE), "eval", "--framework", "tool_mad", "--dataset", "fever", "--limit", "2",
+        [str(FACTDEBATE), "eval", "--framework", "tool_mad", "--dataset", "fever", "--limit", str(limit),
          "--model", "scripted:agree", "--out", str(out), "--set", "rag_backend=keyword",
          "--set", f"index_dir={index}", "--set", "scoring_mode=consistency", *extra],
         capture_output=True, text=True, env=env, timeout=180, cwd=REPO,
@@ -111,7 +45,8 @@ def run_eval(out: Path, endpoint: str, index: Path, *extra: str) -> list[dict[st
 
 
 def test_item_runs_reach_the_endpoint_with_eval_metadata(capture, wiki_index, tmp_path):
-    endpoint, captured = capture
+    endpoint, state = capture
+    captured = state.captured
     rows = run_eval(tmp_path / "out", endpoint, wiki_index)
     record = json.loads((tmp_path / "out" / "run.json").read_text())
     runs = posted_runs(captured)
@@ -128,20 +63,30 @@ def test_item_runs_reach_the_endpoint_with_eval_metadata(capture, wiki_index, tm
 
 
 def test_langsmith_flag_records_dataset_and_experiment(capture, wiki_index, tmp_path):
-    endpoint, captured = capture
+    endpoint, state = capture
     # cite=wrong: every reply also cites an id it was never shown (dropped and flagged)
     rows = run_eval(tmp_path / "out", endpoint, wiki_index, "--langsmith",
                     "--model", "scripted:agree?cite=wrong")
-    posts = {path.split("?")[0]: body for method, path, body in captured if method == "POST"}
-    dataset = json.loads(posts["/datasets"])
-    assert dataset["name"] == "factdebate-fever-fever-1.0-paper_dev"
-    examples = json.loads(posts["/examples/bulk"])
+    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    [dataset] = state.datasets.values()
+    assert dataset["name"] == ("factdebate-fever-fever-1.0-paper_dev-"
+                               f"{record['data_sha256'][:12]}")
+    assert dataset["metadata"]["data_sha256"] == record["data_sha256"]
+    examples = state.examples_of(dataset["id"])
     assert sorted(e["metadata"]["item_id"] for e in examples) == sorted(r["item_id"] for r in rows)
     by_item = {e["metadata"]["item_id"]: e for e in examples}
-    session = json.loads(posts["/sessions"])
-    assert session["name"] == rows[0]["run_id"] and session["reference_dataset_id"]
-    runs = posted_runs(captured)
-    feedback = [json.loads(b) for m, p, b in captured if m == "POST" and p.startswith("/feedback")]
+    [project] = state.projects.values()
+    assert project["name"] == rows[0]["run_id"]
+    assert project["reference_dataset_id"] == dataset["id"]
+    assert project["start_time"] and project["end_time"]  # the experiment was closed
+    meta = project["extra"]["metadata"]
+    assert meta["framework"] == "tool_mad" and meta["prompt_version"] == record["prompt_version"]
+    assert meta["model_debater"] == "scripted:agree?cite=wrong"
+    assert meta["git_sha"] == record["git_sha"] and meta["data_sha256"] == record["data_sha256"]
+    assert meta["index"] == record["index"] and meta["index"]["passages"]
+    runs = state.runs()
+    feedback = state.feedback
+    scored = 0
     for key in ("correct", "cited_evidence_ids", "citation_flags"):
         assert sorted(f["run_id"] for f in feedback if f["key"] == key) == sorted(
             r["trace_id"] for r in rows), key
@@ -158,3 +103,31 @@ def test_langsmith_flag_records_dataset_and_experiment(capture, wiki_index, tmp_
         flags = [f for f in row["flags"] if f.startswith("citation: ")]
         assert flags and mine["citation_flags"]["score"] == len(flags)
         assert "cited unshown" in mine["citation_flags"]["comment"]
+        # the evidence metrics the item's gold evidence defines, as the reports compute them
+        expected = {k: item_value(k)(row) for k in ("evidence_f1", "fever_score")}
+        expected = {k: v for k, v in expected.items() if v is not None}
+        assert {k: mine[k]["score"] for k in ("evidence_f1", "fever_score") if k in mine} == expected
+        scored += len(expected)
+    assert scored >= 2  # at least one item has gold evidence: the metrics were sent
+
+
+def test_a_larger_run_adds_its_new_items_to_the_dataset(capture, wiki_index, tmp_path):
+    """``--limit 2`` then ``--limit 4`` (new runs on one data file): one dataset of 4 examples,
+    each run of either experiment linked to an example the dataset holds, both experiments
+    closed."""
+    endpoint, state = capture
+    first = run_eval(tmp_path / "two", endpoint, wiki_index, "--langsmith", limit=2)
+    second = run_eval(tmp_path / "four", endpoint, wiki_index, "--langsmith", limit=4)
+    assert {r["item_id"] for r in first} < {r["item_id"] for r in second}  # prefix-stable sample
+    [dataset] = state.datasets.values()
+    examples = state.examples_of(dataset["id"])
+    assert sorted(e["metadata"]["item_id"] for e in examples) == sorted(
+        r["item_id"] for r in second)
+    held = {e["id"] for e in examples}
+    runs = state.runs()
+    by_name = {p["name"]: p for p in state.projects.values()}
+    for rows in (first, second):
+        project = by_name[rows[0]["run_id"]]
+        assert project["reference_dataset_id"] == dataset["id"] and project["end_time"]
+        for row in rows:
+            assert runs[row["trace_id"]]["reference_example_id"] in held, row["item_id"]
