@@ -40,6 +40,7 @@ from factdebate.run.claims import (
     compiled_graph,
     default_checkpoint_db,
     default_memory_db,
+    git_sha,
     model_metadata,
     open_sqlite_saver,
     open_sqlite_store,
@@ -98,7 +99,8 @@ async def run_graph(
     config: dict[str, Any] = {
         "configurable": {"thread_id": thread_id},
         "metadata": {"framework": name, "prompt_version": prompt_version,
-                     "fd_context": masked_context(ctx), **model_metadata(ctx)},
+                     "fd_context": masked_context(ctx), **model_metadata(ctx),
+                     **({"git_sha": git_sha()} if git_sha() else {})},  # the server's too
         "run_name": f"{name}:verify",
     }
     extra = dict(config_extra or {})
