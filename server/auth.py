@@ -48,6 +48,7 @@ from factdebate.server.limits import (
     exists,
     job_slots_warning,
     load_limits,
+    loopback,
     owned_count,
     quota_refusal,
 )
@@ -65,6 +66,19 @@ from factdebate.server.run_input import (
     complete_run_input,
 )
 from factdebate.server.trace_metadata import add_trace_metadata
+from factdebate.server.usage import (
+    QuotaExceeded,
+    assistant_key,
+    copied_thread,
+    cron_key,
+    current_request,
+    json_bytes,
+    ledger,
+    prune_before_write,
+    run_key,
+    store_key,
+    thread_key,
+)
 
 STUDIO_IDENTITY = "langgraph-studio-user"
 """The identity langgraph-api gives Studio's local bypass (header ``x-auth-scheme: langsmith``)."""
@@ -96,6 +110,7 @@ def _configuration() -> tuple[KeyRing, Limits]:
 auth = Auth()
 KEYS, LIMITS = _configuration()
 ADMISSION = RunAdmission()
+LEDGER = ledger(LIMITS.bytes_per_user)
 OWNER = "owner"
 SYSTEM_FILTER_KEY = "created_by"
 """langgraph-api marks the assistants it makes from ``langgraph.json`` ``created_by: system``."""
@@ -198,8 +213,48 @@ async def on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str,
     and answers 409 instead of returning another user's thread (or writing its ``supersteps``).
     """
     _stamp(ctx, value)
+    source = copied_thread()
+    if source is not None:
+        await _own_thread_or_404(ctx, source)
     await _within_quota(ctx, "threads", value.get("thread_id"))
+    if source is not None:
+        await _charge(ctx, thread_key(value.get("thread_id")),
+                      LEDGER.charged(_me(ctx), thread_key(source)) or 0, mode="new")
+    elif LEDGER.limit and (value.get("thread_id") is None
+                           or not await exists("threads", value["thread_id"])):
+        await _charge(ctx, thread_key(value.get("thread_id")), _body_or(value.get("metadata")),
+                      mode="new")
     return _mine(ctx)
+
+
+async def _own_thread_or_404(ctx: Auth.types.AuthContext, thread_id: str) -> None:
+    """A copy of a thread that is not the user's is "not found", as one of a missing id (404):
+    langgraph-api's own answer for both, 409, is not what the README promises."""
+    try:
+        mine = (await loopback().threads.get(thread_id))["metadata"].get(OWNER) == _me(ctx)
+    except Exception:  # noqa: BLE001  # not found, or not a thread id
+        mine = False
+    if not mine:
+        raise _deny(404, f"Thread {thread_id} not found")
+
+
+def _body_or(value: Any) -> int:
+    """Bytes a write keeps: ``value``'s JSON, or the request's body when that is larger (a
+    thread create's ``supersteps``, a state update's values the handlers do not see)."""
+    request = current_request()
+    return max(json_bytes(value) if value is not None else 0,
+               request.read if request is not None else 0)
+
+
+async def _charge(ctx: Auth.types.AuthContext, key: str, nbytes: int, *, mode: str = "add") -> int:
+    """Charge a write to the user's byte quota (403 beyond ``FACTDEBATE_MAX_BYTES_PER_USER``)."""
+    me = _me(ctx)
+    try:
+        return await LEDGER.charge(me, key, nbytes, mode=mode)
+    except QuotaExceeded as exc:
+        raise _deny(403, exc.detail) from None
+    except Exception as exc:  # noqa: BLE001  # the server's own API did not answer: fail closed
+        raise _deny(503, f"cannot count the bytes of {me} ({type(exc).__name__}); retry") from None
 
 
 async def _within_quota(ctx: Auth.types.AuthContext, kind: str, object_id: Any = None) -> None:
@@ -237,6 +292,14 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, st
     thread = value.get("thread_id")
     if thread is not None and value.get("if_not_exists") == "create":  # may create (and keep) one
         await _within_quota(ctx, "threads", thread)
+    kept_new = thread is None and not kwargs.get("temporary", True)  # the runtime makes one
+    if kept_new:  # a stateless run that keeps its thread (POST /runs, /runs/batch, a cron)
+        await _within_quota(ctx, "threads")
+    charge_to = thread_key(thread) if thread is not None else run_key(value.get("run_id"))
+    charged = 0
+    if thread is not None or kept_new:  # kept with the thread (a temporary one keeps nothing)
+        charged = await _charge(ctx, charge_to, json_bytes([kwargs, value.get("metadata")]))
+        await prune_before_write(thread, LIMITS.checkpoints_per_thread)
     try:
         already = await ADMISSION.admit(me, OWNER, LIMITS.runs_per_user, value.get("run_id"),
                                         None if thread is None else str(thread))
@@ -244,6 +307,7 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, st
         raise _deny(503, f"cannot count the runs of {me} ({type(exc).__name__}); retry, or the "
                     f"operator sets {RUNS_ENV}=0 to turn the per-user limit off") from None
     if already is not None:
+        LEDGER.refund(me, charge_to, charged)
         raise Auth.exceptions.HTTPException(
             status_code=429, headers={"Retry-After": "5"},
             detail=f"{me} has {already} runs pending or running on this server, its limit "
@@ -253,8 +317,15 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, st
 
 @auth.on.threads.update
 async def on_thread_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
-    """Only the owner updates (state, metadata, cancel); ownership does not move."""
+    """Only the owner updates (state, metadata, cancel); ownership does not move. What the
+    update keeps is charged to the thread (the body of a state update, which the handler does
+    not see), and an idle thread's history is pruned to its bound first."""
     _no_owner_change(ctx, value)
+    thread = value.get("thread_id")
+    if thread is not None:
+        await _charge(ctx, thread_key(thread), _body_or(value.get("metadata")))
+        if value.get("metadata") is None:  # a state update (or a cancel): a new checkpoint
+            await prune_before_write(thread, LIMITS.checkpoints_per_thread)
     return _mine(ctx)
 
 
@@ -262,8 +333,23 @@ async def on_thread_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str,
 @auth.on.threads.delete  # type: ignore[arg-type]
 @auth.on.threads.search
 async def on_thread_access(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
-    """The user's own threads and runs only."""
+    """The user's own threads and runs only; a deleted thread's bytes no longer count."""
+    if ctx.action == "delete" and not value.get("run_id") and LEDGER.limit:
+        for thread in value.get("thread_ids") or [value.get("thread_id")]:
+            await _free_thread(_me(ctx), thread)
     return _mine(ctx)
+
+
+async def _free_thread(me: str, thread: Any) -> None:
+    """Free a deleted thread's bytes, with those of the stateless runs that made it (charged to
+    the run: the runtime chooses the thread's id after the handler)."""
+    LEDGER.free(me, thread_key(thread))
+    try:
+        runs = await loopback().runs.list(str(thread), limit=100)
+    except Exception:  # noqa: BLE001  # not found or not a thread id: nothing else to free
+        return
+    for run in runs:
+        LEDGER.free(me, run_key(run["run_id"]))
 
 
 # Assistants
@@ -274,6 +360,9 @@ async def on_assistant_create(ctx: Auth.types.AuthContext, value: Any) -> dict[s
     _checked(check_assistant, value)
     _stamp(ctx, value)
     await _within_quota(ctx, "assistants", value.get("assistant_id"))
+    if LEDGER.limit and not await exists("assistants", value.get("assistant_id")):
+        await _charge(ctx, assistant_key(value.get("assistant_id")), json_bytes(value),
+                      mode="new")
     return _mine(ctx)
 
 
@@ -282,6 +371,7 @@ async def on_assistant_update(ctx: Auth.types.AuthContext, value: Any) -> dict[s
     """Only the owner updates; the graphs' own assistants have none, so nobody does."""
     _checked(check_assistant, value)
     _no_owner_change(ctx, value)
+    await _charge(ctx, assistant_key(value.get("assistant_id")), json_bytes(value))  # a version
     return _mine(ctx)
 
 
@@ -295,6 +385,7 @@ async def on_assistant_read(ctx: Auth.types.AuthContext, value: Any) -> dict[str
 @auth.on.assistants.delete
 async def on_assistant_delete(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
     """Only the owner deletes."""
+    LEDGER.free(_me(ctx), assistant_key(value.get("assistant_id")))
     return _mine(ctx)
 
 
@@ -306,6 +397,8 @@ async def on_cron_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, s
     _stamp(ctx, value)
     _run_as_me(ctx, value.get("payload"))
     await _within_quota(ctx, "crons")
+    await _charge(ctx, cron_key(value.get("cron_id")),
+                  json_bytes([value.get("payload"), value.get("metadata")]), mode="new")
     return _mine(ctx)
 
 
@@ -323,6 +416,8 @@ async def on_cron_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, s
     _checked(check_cron_payload, value.get("payload"))
     _no_owner_change(ctx, value)
     _run_as_me(ctx, value.get("payload"))
+    await _charge(ctx, cron_key(value.get("cron_id")),
+                  json_bytes([value.get("payload"), value.get("metadata")]))
     return _mine(ctx)
 
 
@@ -330,7 +425,9 @@ async def on_cron_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, s
 @auth.on.crons.delete  # type: ignore[arg-type]
 @auth.on.crons.search
 async def on_cron_access(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
-    """The user's own crons only."""
+    """The user's own crons only; a deleted cron's bytes no longer count."""
+    if ctx.action == "delete":
+        LEDGER.free(_me(ctx), cron_key(value.get("cron_id")))
     return _mine(ctx)
 
 
@@ -345,3 +442,8 @@ async def on_store(ctx: Auth.types.AuthContext, value: Any) -> None:
     if not namespace or namespace[0] != _me(ctx):
         raise _deny(403, f"store namespaces of {_me(ctx)!r} start with {_me(ctx)!r}; "
                     f"use [{_me(ctx)!r}, ...]")
+    key = store_key(namespace, value.get("key"))
+    if ctx.action == "delete" or (ctx.action == "put" and value.get("value") is None):
+        LEDGER.free(_me(ctx), key)
+    elif ctx.action == "put":  # a put replaces the item, and its charge
+        await _charge(ctx, key, json_bytes([value.get("key"), value.get("value")]), mode="set")

@@ -11,6 +11,9 @@ buffering any body (streams stay streams):
 * **Request size.** A request body above ``FACTDEBATE_MAX_REQUEST_BYTES`` (default 1 MiB) is
   refused with 413: at once when its ``Content-Length`` says so, or as soon as a chunked body
   passes the limit (the route sees a disconnect, the client gets the 413).
+* **Body bytes.** The bytes a request's body holds are counted for the byte quota of the auth
+  handlers (:class:`factdebate.server.usage.RequestInfo`): a state update's values are not
+  passed to them.
 * **Browser headers on ``/app``** (the web page and its JSON routes): a Content-Security-Policy
   that allows only the page's own files and API (the page has no inline script or style, no CDN),
   ``frame-ancestors 'none'`` and ``X-Frame-Options: DENY`` (no framing, no clickjacking),
@@ -26,6 +29,7 @@ from typing import Any
 
 from factdebate.server.auth import LIMITS, NO_KEYS, studio_bypass_refused
 from factdebate.server.limits import REQUEST_BYTES_ENV
+from factdebate.server.usage import REQUEST, RequestInfo
 
 PAGE_PREFIX = "/app"
 CONTENT_SECURITY_POLICY = (
@@ -64,16 +68,23 @@ class ServerGuard:
             return
         if scope["type"] == "http" and _is_page(scope.get("path", "")):
             send = _with_headers(send)
-        if scope["type"] == "http" and LIMITS.request_bytes:
-            await _bounded(self.app, scope, receive, send, LIMITS.request_bytes)
+        if scope["type"] == "http":
+            info = RequestInfo(method=scope.get("method", ""), path=scope.get("path", ""))
+            token = REQUEST.set(info)  # the auth handlers read the route and the body size
+            try:
+                await _bounded(self.app, scope, receive, send, LIMITS.request_bytes, info)
+            finally:
+                REQUEST.reset(token)
             return
         await self.app(scope, receive, send)
 
 
-async def _bounded(app: Any, scope: Scope, receive: Any, send: Any, limit: int) -> None:
-    """Run ``app`` reading at most ``limit`` body bytes; beyond them answer 413."""
+async def _bounded(app: Any, scope: Scope, receive: Any, send: Any, limit: int,
+                   info: RequestInfo) -> None:
+    """Run ``app`` reading at most ``limit`` body bytes (0: any number); beyond them answer 413.
+    ``info.read`` counts the bytes read."""
     declared = next((v for k, v in scope.get("headers") or () if k == b"content-length"), None)
-    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+    if limit and declared is not None and declared.strip().isdigit() and int(declared) > limit:
         await _too_large(send, limit)
         return
     state = {"read": 0, "over": False, "started": False}
@@ -84,7 +95,8 @@ async def _bounded(app: Any, scope: Scope, receive: Any, send: Any, limit: int) 
         message = await receive()
         if message["type"] == "http.request":
             state["read"] += len(message.get("body", b""))
-            if state["read"] > limit:
+            info.read = state["read"]
+            if limit and state["read"] > limit:
                 state["over"] = True
                 return {"type": "http.disconnect"}
         return message

@@ -14,6 +14,8 @@ is opened (collection, dimension, passage count against the manifest) and search
 it. On success one line names the served index, and the process holds the index's shared lock
 (``factdebate index --replace`` is refused while the server runs).
 
+While the server runs, store items older than the store TTL are swept
+(``FACTDEBATE_STORE_TTL_MINUTES``, :func:`factdebate.server.usage.store_ttl`).
 Before the index, the models a run gets when it names none (``FACTDEBATE_MODEL`` or the declared
 default) must be on the operator's allow-list (``factdebate.server.policy.check_default_models``).
 A problem stops the start with one line on stderr naming it and the remedy, e.g.
@@ -66,5 +68,16 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     except FactDebateError as exc:
         _say(f"the server cannot start: {exc}")
         os._exit(exc.exit_code)  # a raise here would bury the line under a lifespan traceback
-    yield
+    async with _store_ttl():
+        yield
+
+
+def _store_ttl() -> contextlib.AbstractAsyncContextManager[None]:
+    """The store sweep of :mod:`factdebate.server.usage` (the in-memory store has no TTL)."""
+    from factdebate.server.limits import load_limits
+    from factdebate.server.usage import ledger, store_ttl
+
+    limits = load_limits()  # valid: the auth module read the same environment at start
+    return store_ttl(limits.store_ttl_minutes, limits.store_sweep_minutes,
+                     ledger(limits.bytes_per_user))
 

@@ -23,9 +23,11 @@ Three limits, all set in the server's environment and read when the server loads
   refused with 403 naming the count, the limit and the variable; naming an object of one's own that
   exists (``if_exists: do_nothing``) still works at the limit. Counted through the server's own API
   (:func:`owned_count`); two creates of one user that arrive together can both pass (the limit is
-  exceeded by at most the requests in flight). Store items have no count in langgraph-api: they are
-  bounded by the request size and scoped per user; the operator sets the store's TTL in
-  ``langgraph.json``.
+  exceeded by at most the requests in flight). Store items have no count: their bytes do.
+* **Bytes per user**: ``FACTDEBATE_MAX_BYTES_PER_USER`` (default 100 MiB) of thread metadata,
+  state writes, run inputs, assistants, crons and store values; at most
+  ``FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD`` (100) checkpoints per thread; store items expire after
+  ``FACTDEBATE_STORE_TTL_MINUTES`` (30 days) without a write (:mod:`factdebate.server.usage`).
 * **Concurrent runs per user**: ``FACTDEBATE_MAX_RUNS_PER_USER`` (default 4, ``0`` = no limit)
   pending or running runs per identity; one more is refused with 429 until one finishes. Counted
   through the server's own API (in-process, :func:`active_runs`): the user's busy threads and
@@ -51,6 +53,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from factdebate.core.errors import ConfigError
+from factdebate.server.usage import (
+    BYTES_ENV,
+    DEFAULT_BYTES_PER_USER,
+    DEFAULT_CHECKPOINTS_PER_THREAD,
+    DEFAULT_STORE_SWEEP_MINUTES,
+    DEFAULT_STORE_TTL_MINUTES,
+    HISTORY_ENV,
+    STORE_SWEEP_ENV,
+    STORE_TTL_ENV,
+)
 
 CAP_PREFIX = "FACTDEBATE_CAP_"
 RECURSION_ENV = "FACTDEBATE_MAX_RECURSION_LIMIT"
@@ -105,6 +117,13 @@ class Limits:
     """Largest request body the server reads; 0 = no limit."""
     quotas: Mapping[str, int] = dataclasses.field(default_factory=lambda: dict(DEFAULT_QUOTAS))
     """Stored threads/assistants/crons per user (``QUOTA_ENVS``); 0 = no limit."""
+    bytes_per_user: int = DEFAULT_BYTES_PER_USER
+    """Bytes a user's writes may keep on the server (:mod:`factdebate.server.usage`); 0 = no limit."""
+    checkpoints_per_thread: int = DEFAULT_CHECKPOINTS_PER_THREAD
+    """Checkpoints a thread keeps (in-memory runtime); 0 = all."""
+    store_ttl_minutes: float = DEFAULT_STORE_TTL_MINUTES
+    """Store items not written for this long are deleted; 0 = never."""
+    store_sweep_minutes: float = DEFAULT_STORE_SWEEP_MINUTES
 
     @staticmethod
     def cap_variable(name: str) -> str:
@@ -148,7 +167,16 @@ def load_limits(env: Mapping[str, str] | None = None) -> Limits:
                   request_bytes=int(_number(env, REQUEST_BYTES_ENV, DEFAULT_REQUEST_BYTES,
                                             integer=True, low=0)),
                   quotas={kind: int(_number(env, QUOTA_ENVS[kind], default, integer=True, low=0))
-                          for kind, default in DEFAULT_QUOTAS.items()})
+                          for kind, default in DEFAULT_QUOTAS.items()},
+                  bytes_per_user=int(_number(env, BYTES_ENV, DEFAULT_BYTES_PER_USER,
+                                             integer=True, low=0)),
+                  checkpoints_per_thread=int(_number(env, HISTORY_ENV,
+                                                     DEFAULT_CHECKPOINTS_PER_THREAD,
+                                                     integer=True, low=0)),
+                  store_ttl_minutes=_number(env, STORE_TTL_ENV, DEFAULT_STORE_TTL_MINUTES,
+                                            integer=False, low=0),
+                  store_sweep_minutes=_number(env, STORE_SWEEP_ENV, DEFAULT_STORE_SWEEP_MINUTES,
+                                              integer=False, low=0.01))
 
 
 def job_slots_warning(limits: Limits, env: Mapping[str, str] | None = None) -> str | None:
@@ -171,7 +199,7 @@ def job_slots_warning(limits: Limits, env: Mapping[str, str] | None = None) -> s
 _clients: dict[int, Any] = {}
 
 
-def _loopback() -> Any:
+def loopback() -> Any:
     """langgraph_sdk's in-process client of this very server (root path ``/noauth``: the
     server's own calls; no request leaves the process). One per event loop."""
     from langgraph_sdk import get_client
@@ -182,9 +210,12 @@ def _loopback() -> Any:
     return _clients[loop]
 
 
+_loopback = loopback  # the name other modules of the server import
+
+
 async def owned_count(kind: str, identity: str, owner_key: str) -> int:
     """How many threads / assistants / crons (``kind``) carry ``identity``'s owner stamp."""
-    api = getattr(_loopback(), kind)
+    api = getattr(loopback(), kind)
     return int(await api.count(metadata={owner_key: identity}))
 
 
@@ -194,7 +225,7 @@ async def exists(kind: str, object_id: Any) -> bool:
     from langgraph_sdk.errors import NotFoundError
 
     try:
-        await getattr(_loopback(), kind).get(str(object_id))
+        await getattr(loopback(), kind).get(str(object_id))
     except NotFoundError:
         return False
     return True
@@ -212,7 +243,7 @@ async def active_runs(identity: str, owner_key: str, enough: int) -> set[str]:
     A thread with a pending or running run is ``busy`` (langgraph-api keeps it busy while runs are
     queued on it); stateless runs get a temporary thread stamped with the run's owner too.
     """
-    client = _loopback()
+    client = loopback()
     found: set[str] = set()
     offset, page = 0, 100
     while len(found) < enough:
@@ -291,7 +322,7 @@ class RunAdmission:
         deadline = time.monotonic() + self.settle_s
         pause = self.poll_s
         try:
-            client = _loopback()
+            client = loopback()
             while time.monotonic() < deadline:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 0.2)

@@ -1,0 +1,396 @@
+"""Bytes per user on the LangGraph server: a byte quota, a bounded thread history, a store TTL.
+
+Every byte a client makes the server keep is charged to the client's identity, per object, and a
+write that would take the user past ``FACTDEBATE_MAX_BYTES_PER_USER`` (default 100 MiB, ``0`` = no
+limit) is refused with 403 naming the user's bytes, the limit and the variable. What is charged is
+the serialized JSON a request stores, measured where the auth handlers see it
+(:mod:`factdebate.server.auth`), or as the request's body where they do not
+(:class:`RequestInfo`, filled by :mod:`factdebate.server.guard`):
+
+* a thread: its metadata when created (``POST /threads``: the whole body, ``supersteps``
+  included), every ``PATCH`` of its metadata, every state write (``POST /threads/{id}/state``, a
+  bulk update) and the input, command, config, context and metadata of every run on it (a
+  stateless run that keeps its thread included; one that deletes it keeps nothing); a copy is
+  charged what the source is charged;
+* an assistant: its config, context, metadata and name, again for every update (versions are
+  kept); a cron: its payload and metadata, again for every update;
+* a store item: its key and value (a put replaces the item, and its charge).
+
+Deleting a thread, assistant, cron or store item frees its charge; so does the server's store TTL
+(:func:`sweep_store`). Charges only grow otherwise (a thread's pruned history stays charged until
+the thread is deleted), so the count errs towards the user's limit, never past it. The ledger
+lives in the server process: on a user's first write after a start it is measured from what the
+server holds (threads' metadata and current values, assistants, crons, store values); several
+replicas count separately, as the other per-user limits do. What a graph computes (answers,
+evidence, MERMAID's memory) is not a client's bytes: the operator's caps bound it.
+
+**History.** The in-memory runtime of ``langgraph dev`` keeps every checkpoint of a thread (its
+checkpointer TTL and the threads prune API's ``keep_latest`` are not implemented there). Before
+each write to a thread (a state update, a run) the thread's oldest checkpoints are removed so
+that at most ``FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD`` (default 100, ``0`` = keep all) remain
+after a state update; a run adds its own steps (at most the recursion limit) on top, and the next
+write prunes them again (:func:`prune_history`). A busy thread is left alone. Deployments on the
+LangGraph Platform runtime get ``langgraph.json``'s ``checkpointer.ttl`` (``keep_latest``)
+instead; the pruning applies only to the in-memory checkpointer.
+
+**Store TTL.** Store items not written for ``FACTDEBATE_STORE_TTL_MINUTES`` (default 43,200:
+30 days; ``0`` = keep forever) are deleted by a sweep every ``FACTDEBATE_STORE_SWEEP_MINUTES``
+(default 60) that the server's lifespan starts; the in-memory store of ``langgraph dev`` ignores
+``langgraph.json``'s ``store.ttl``, which the Platform runtime applies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import datetime as dt
+import json
+import logging
+import re
+import threading
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+BYTES_ENV = "FACTDEBATE_MAX_BYTES_PER_USER"
+DEFAULT_BYTES_PER_USER = 100 * 1_048_576
+"""100 MiB: 10,000 threads (the default thread quota) of 10 KiB of claims and settings each."""
+HISTORY_ENV = "FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD"
+DEFAULT_CHECKPOINTS_PER_THREAD = 100
+"""About three runs of the largest default debate (~35 steps each), or 100 state updates."""
+STORE_TTL_ENV = "FACTDEBATE_STORE_TTL_MINUTES"
+DEFAULT_STORE_TTL_MINUTES = 43_200.0
+STORE_SWEEP_ENV = "FACTDEBATE_STORE_SWEEP_MINUTES"
+DEFAULT_STORE_SWEEP_MINUTES = 60.0
+
+log = logging.getLogger("factdebate.server")
+
+
+def json_bytes(value: Any) -> int:
+    """The size of ``value`` as compact UTF-8 JSON (what a store or checkpoint keeps of it)."""
+    text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    return len(text.encode("utf-8"))
+
+
+# --- the request being served ------------------------------------------------------------------
+@dataclass
+class RequestInfo:
+    """What the auth handlers cannot see of a request: its route and the body bytes read so far
+    (the route has read the whole body by the time it calls a handler)."""
+
+    method: str
+    path: str
+    read: int = 0
+    charged: set[str] = field(default_factory=set)
+    """Ledger keys this request has charged (one request charges an object once)."""
+
+
+REQUEST: contextvars.ContextVar[RequestInfo | None] = contextvars.ContextVar(
+    "factdebate_request", default=None)
+_COPY = re.compile(r"^/threads/([^/]+)/copy/?$")
+
+
+def current_request() -> RequestInfo | None:
+    """The request this handler serves (None for the server's own calls)."""
+    return REQUEST.get()
+
+
+def copied_thread() -> str | None:
+    """The source thread's id when the current request is ``POST /threads/{id}/copy``."""
+    request = current_request()
+    if request is None or request.method != "POST":
+        return None
+    match = _COPY.match(request.path)
+    return match.group(1) if match else None
+
+
+# --- the ledger ----------------------------------------------------------------------------------
+class QuotaExceeded(Exception):
+    """A write that would take a user past the byte quota (``detail`` names the limit)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+def thread_key(thread_id: Any) -> str:
+    """A thread's ledger key."""
+    return f"thread:{thread_id}"
+
+
+def run_key(run_id: Any) -> str:
+    """The ledger key of a stateless run's kept thread (its id is the runtime's choice)."""
+    return f"run:{run_id}"
+
+
+def assistant_key(assistant_id: Any) -> str:
+    """An assistant's ledger key."""
+    return f"assistant:{assistant_id}"
+
+
+def cron_key(cron_id: Any) -> str:
+    """A cron's ledger key."""
+    return f"cron:{cron_id}"
+
+
+def store_key(namespace: Iterable[str], key: Any) -> str:
+    """A store item's ledger key."""
+    return "store:" + json.dumps([*namespace, str(key)], ensure_ascii=False)
+
+
+class ByteLedger:
+    """Bytes charged per user and object (see the module docstring).
+
+    ``langgraph dev`` serves requests on several event loops (threads): the books are guarded by a
+    thread lock, never held across an ``await``.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._books: dict[str, dict[str, int]] = {}
+        self._lock = threading.Lock()
+
+    def total(self, identity: str) -> int:
+        """Bytes charged to ``identity``."""
+        with self._lock:
+            return sum(self._books.get(identity, {}).values())
+
+    def charged(self, identity: str, key: str) -> int | None:
+        """Bytes charged to one object of ``identity`` (None: not charged)."""
+        with self._lock:
+            return self._books.get(identity, {}).get(key)
+
+    async def _opened(self, identity: str) -> None:
+        """Measure the user's stored objects on first use in this process."""
+        with self._lock:
+            if identity in self._books:
+                return
+        measured = await measure_user(identity)
+        with self._lock:
+            self._books.setdefault(identity, measured)
+
+    async def charge(self, identity: str, key: str, nbytes: int, *, mode: str = "add") -> int:
+        """Charge ``nbytes`` to ``identity``'s object ``key``; returns the bytes charged.
+
+        ``mode``: ``add`` (a write added to the object), ``set`` (the write replaces the object:
+        a store put), ``new`` (a create: nothing if the object is charged already).
+
+        Raises:
+            QuotaExceeded: The user's total would pass the limit (nothing is charged then).
+        """
+        if not self.limit:
+            return 0
+        await self._opened(identity)
+        request = current_request()
+        with self._lock:
+            book = self._books.setdefault(identity, {})
+            old = book.get(key)
+            if (mode == "new" and old is not None) or (
+                    mode == "add" and request is not None and key in request.charged):
+                return 0
+            new = nbytes if mode != "add" else (old or 0) + nbytes
+            total = sum(book.values()) - (old or 0) + new
+            if new > (old or 0) and total > self.limit:
+                raise QuotaExceeded(
+                    f"{identity} stores {total - new + (old or 0)} bytes on this server and this "
+                    f"write adds {new - (old or 0)}, above its limit ({BYTES_ENV}={self.limit}); "
+                    "delete threads, assistants, crons or store items it no longer needs, or ask "
+                    "the operator to raise the limit")
+            book[key] = new
+        if request is not None:
+            request.charged.add(key)
+        return new - (old or 0)
+
+    def refund(self, identity: str, key: str, nbytes: int) -> None:
+        """Take back a charge of a write that was refused after it was charged."""
+        with self._lock:
+            book = self._books.get(identity, {})
+            if key in book:
+                book[key] = max(0, book[key] - nbytes)
+
+    def free(self, identity: str, key: str) -> None:
+        """The object is deleted: its bytes no longer count."""
+        with self._lock:
+            self._books.get(identity, {}).pop(key, None)
+
+    def free_everywhere(self, key: str) -> None:
+        """Free ``key`` in whichever user's books hold it (the store sweep)."""
+        with self._lock:
+            for book in self._books.values():
+                book.pop(key, None)
+
+
+_LEDGER: list[ByteLedger] = []
+_LEDGER_LOCK = threading.Lock()
+
+
+def ledger(limit: int) -> ByteLedger:
+    """The process's one ledger (langgraph-api may load the auth module twice; the books are
+    shared), created with ``limit`` on first use."""
+    with _LEDGER_LOCK:
+        if not _LEDGER:
+            _LEDGER.append(ByteLedger(limit))
+        return _LEDGER[0]
+
+
+# --- measuring what the server holds -------------------------------------------------------------
+async def _pages(fetch: Any, page: int = 500) -> AsyncIterator[Any]:
+    offset = 0
+    while True:
+        rows = await fetch(limit=page, offset=offset)
+        for row in rows:
+            yield row
+        if len(rows) < page:
+            return
+        offset += page
+
+
+async def measure_user(identity: str, owner_key: str = "owner") -> dict[str, int]:
+    """What ``identity`` stores on this server now, per ledger key (the server's own API)."""
+    from factdebate.server.limits import loopback
+
+    client = loopback()
+    owned = {owner_key: identity}
+    book: dict[str, int] = {}
+    async for thread in _pages(lambda **kw: client.threads.search(metadata=owned, **kw)):
+        book[thread_key(thread["thread_id"])] = json_bytes(
+            [thread.get("metadata"), thread.get("values")])
+    async for assistant in _pages(lambda **kw: client.assistants.search(metadata=owned, **kw)):
+        book[assistant_key(assistant["assistant_id"])] = json_bytes(
+            [assistant.get(k) for k in ("config", "context", "metadata", "name", "description")])
+    async for cron in _pages(lambda **kw: client.crons.search(**kw)):
+        if (cron.get("metadata") or {}).get(owner_key) == identity:
+            book[cron_key(cron["cron_id"])] = json_bytes([cron.get("payload"), cron.get("metadata")])
+
+    async def items(**kw: Any) -> list[dict[str, Any]]:
+        return list((await client.store.search_items([identity], **kw))["items"])
+
+    async for item in _pages(items):
+        book[store_key(item["namespace"], item["key"])] = json_bytes(
+            [item["key"], item.get("value")])
+    return book
+
+
+# --- the history bound ---------------------------------------------------------------------------
+def _memory_saver() -> Any:
+    """The in-memory runtime's checkpointer, or None on any other runtime."""
+    try:
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph_runtime.checkpoint import Checkpointer  # the runtime langgraph-api runs on
+    except Exception:  # noqa: BLE001  # another runtime, or not inside a server
+        return None
+    try:
+        saver = Checkpointer()
+    except Exception:  # noqa: BLE001
+        return None
+    return saver if isinstance(saver, InMemorySaver) else None
+
+
+def prune_history(thread_id: str, keep: int, saver: Any = None) -> int:
+    """Remove all but the newest ``keep`` checkpoints of each namespace of a thread in the
+    in-memory checkpointer, with their pending writes and the channel values no kept checkpoint
+    references. Returns the number of checkpoints removed (0 on other runtimes). ``saver``:
+    a ``langgraph.checkpoint.memory.InMemorySaver`` (default: the runtime's)."""
+    saver = saver if saver is not None else _memory_saver()
+    if saver is None or keep <= 0 or thread_id not in saver.storage:
+        return 0
+    removed = 0
+    referenced: set[tuple[str, str, Any]] = set()
+    namespaces = saver.storage[thread_id]
+    for ns, checkpoints in list(namespaces.items()):
+        ordered = sorted(list(checkpoints), reverse=True)  # ids grow with time (uuid6)
+        for checkpoint_id in ordered[keep:]:
+            checkpoints.pop(checkpoint_id, None)
+            saver.writes.pop((thread_id, ns, checkpoint_id), None)
+            removed += 1
+        for checkpoint_id in ordered[:keep]:
+            stored = checkpoints.get(checkpoint_id)
+            if stored is None:
+                continue
+            checkpoint = saver.serde.loads_typed(stored[0])
+            referenced.update((ns, ch, v) for ch, v in checkpoint["channel_versions"].items())
+    if removed:
+        for blob_key in list(saver.blobs):
+            if blob_key[0] == thread_id and tuple(blob_key[1:]) not in referenced:
+                saver.blobs.pop(blob_key, None)
+    return removed
+
+
+async def prune_before_write(thread_id: Any, keep: int) -> None:
+    """Prune an idle thread so that one more checkpoint keeps it within ``keep``."""
+    if not keep or thread_id is None or _memory_saver() is None:
+        return
+    from factdebate.server.limits import loopback
+
+    try:
+        thread = await loopback().threads.get(str(thread_id))
+    except Exception:  # noqa: BLE001  # not found: the write itself answers
+        return
+    if thread.get("status") != "busy":
+        removed = prune_history(str(thread_id), max(keep - 1, 1))
+        if removed:
+            log.debug("pruned %d checkpoints of thread %s", removed, thread_id)
+
+
+# --- the store TTL -------------------------------------------------------------------------------
+def _stale(item: dict[str, Any], cutoff: dt.datetime) -> bool:
+    stamp = item.get("updated_at") or item.get("created_at")
+    if not stamp:
+        return False
+    when = dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when < cutoff
+
+
+async def sweep_store(ttl_minutes: float, ledger: ByteLedger | None = None) -> int:
+    """Delete store items not written for ``ttl_minutes``; returns how many."""
+    from factdebate.server.limits import loopback
+
+    client = loopback()
+    cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=ttl_minutes)
+    stale: list[dict[str, Any]] = []
+
+    async def items(**kw: Any) -> list[dict[str, Any]]:
+        return list((await client.store.search_items([], **kw))["items"])
+
+    async for item in _pages(items):
+        if _stale(item, cutoff):
+            stale.append(item)
+    for item in stale:
+        await client.store.delete_item(item["namespace"], item["key"])
+        if ledger is not None:
+            ledger.free_everywhere(store_key(item["namespace"], item["key"]))
+    return len(stale)
+
+
+async def store_sweeper(ttl_minutes: float, every_minutes: float,
+                        ledger: ByteLedger | None = None) -> None:
+    """Sweep the store every ``every_minutes`` (until cancelled); a failed sweep is logged."""
+    while True:
+        await asyncio.sleep(every_minutes * 60)
+        try:
+            swept = await sweep_store(ttl_minutes, ledger)
+        except Exception as exc:  # noqa: BLE001  # the next sweep tries again
+            log.warning("the store sweep failed (%s); retrying in %g minutes",
+                        type(exc).__name__, every_minutes)
+            continue
+        if swept:
+            log.info("store TTL (%s=%g): deleted %d items", STORE_TTL_ENV, ttl_minutes, swept)
+
+
+@contextlib.asynccontextmanager
+async def store_ttl(ttl_minutes: float, every_minutes: float,
+                    ledger: ByteLedger | None = None) -> AsyncIterator[None]:
+    """Run :func:`store_sweeper` while the server runs (``ttl_minutes`` 0: no sweep)."""
+    if not ttl_minutes:
+        yield
+        return
+    task = asyncio.get_running_loop().create_task(store_sweeper(ttl_minutes, every_minutes, ledger))
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
