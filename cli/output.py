@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from factdebate.core.errors import FactDebateError
+from factdebate.core.secrets_filter import redact
 
 PIPED_WIDTH = 1000
 """Width of stdout when it is not a terminal (a pipe, a file): rich would otherwise assume 80
@@ -51,6 +52,6 @@ def quiet_libraries(quiet: bool) -> None:
 
 def fail(exc: FactDebateError) -> None:
     """Print ``error: <problem>. <remedy>`` on one line and exit with the error's code."""
-    one_line = " ".join(str(exc).split())
+    one_line = " ".join(redact(str(exc)).split())
     err.print(f"[red]error:[/red] {one_line}", highlight=False, soft_wrap=True, markup=True)
     raise typer.Exit(exc.exit_code)

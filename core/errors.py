@@ -16,13 +16,20 @@ import errno
 import os
 from collections.abc import Iterator
 
+from factdebate.core.secrets_filter import redact
+
 
 class FactDebateError(RuntimeError):
-    """Base class of errors shown to the user as one line: ``problem. remedy``."""
+    """Base class of errors shown to the user as one line: ``problem. remedy``.
+
+    The text is redacted when the error is made (``factdebate.core.secrets_filter``): a provider's
+    reply quoted in it (a 401 repeating the request's ``Authorization`` header) carries no key.
+    """
 
     exit_code = 2
 
     def __init__(self, problem: str, remedy: str = "") -> None:
+        problem, remedy = redact(problem), redact(remedy)
         self.problem = problem
         self.remedy = remedy
         super().__init__(f"{problem}. {remedy}".strip() if remedy else problem)

@@ -31,6 +31,7 @@ from dataclasses import MISSING, Field, asdict, fields
 from functools import cache
 from typing import Any, Literal, get_args, get_origin
 
+from factdebate.core import secrets_filter
 from factdebate.core.errors import ConfigError
 
 Number = int | float
@@ -159,6 +160,7 @@ def check_fields(obj: Any) -> None:
         value = coerce(f.name, getattr(obj, f.name), hint)
         check_value(f, value, hint)
         setattr(obj, f.name, value)
+    secrets_filter.register_urls(getattr(obj, f.name) for f in fields(obj))  # credentials of URLs
 
 
 _USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*+://)"

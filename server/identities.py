@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from factdebate.core import secrets_filter
 from factdebate.core.errors import ConfigError
 
 DEFAULT_IDENTITY = "default"
@@ -125,4 +126,5 @@ def load_keyring(env: Mapping[str, str] | None = None) -> KeyRing:
         if owners.setdefault(digest, identity) != identity:
             raise ConfigError(f"one API key is given to both {owners[digest]!r} and {identity!r}",
                               "give every identity its own key")
+    secrets_filter.register(*(key for _, key in pairs))  # no reply or log line shows a key
     return KeyRing(tuple((digest, identity) for digest, identity in owners.items()))

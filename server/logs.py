@@ -1,12 +1,17 @@
-"""Credentials in URLs are masked in every log line of the server process (issue #21, item 6).
+"""No secret in any log line of the server process.
 
 The operator's URLs may carry credentials (``FACTDEBATE_BASE_URL=http://user:pass@host/v1``, a
-Milvus or MCP URL). The HTTP clients log each request line with the full URL (httpx: ``HTTP
-Request: POST http://user:pass@host/v1/chat/completions "HTTP/1.1 200 OK"``), and langgraph-api
-prints those records into the server log. :func:`install` wraps the logging record factory once
-per process, so every record, from any library and through any handler (langgraph-api's structlog
-renderer included), is created with :func:`factdebate.core.context.mask_url` applied to its
-message: ``http://user:***@host``. Structured (dict) messages get their string values masked.
+Milvus or MCP URL) and a provider's error may quote the request's ``Authorization`` header (a 401
+that repeats ``Bearer sk-...`` or ``Basic base64(user:pass)``). The HTTP clients log each request
+line with the full URL, langgraph-api logs every failed run with its exception and traceback.
+:func:`install` wraps the logging record factory once per process, so every record, from any
+library and through any handler (langgraph-api's structlog renderer included), is created
+redacted by the project's one secret filter (:func:`factdebate.core.secrets_filter.redact`):
+its message (structured dict messages: their values), and, when the traceback of its exception
+holds a secret, that traceback, rendered and redacted into the message (the exception itself is
+then dropped from the record, so no handler renders it again). structlog's own records arrive
+with the traceback already rendered into the dict (``format_exc_info``), so they are covered by
+the dict case.
 
 The server's own in-process calls (``http://api/...``, the per-user run count of
 :mod:`factdebate.server.limits`) are not logged as HTTP requests: they never leave the process.
@@ -15,11 +20,12 @@ The server's own in-process calls (``http://api/...``, the per-user run count of
 from __future__ import annotations
 
 import logging
+import traceback
 from typing import Any
 
-from factdebate.core.context import mask_url
+from factdebate.core.secrets_filter import redact, redact_value
 
-_INSTALLED = "_factdebate_masks_urls"
+_INSTALLED = "_factdebate_redacts"
 LOOPBACK = " http://api/"
 """How httpx names a request of langgraph_sdk's in-process client (``get_client(url=None)``)."""
 
@@ -32,33 +38,39 @@ class _NoLoopback(logging.Filter):
             return True
 
 
-def _masked_message(record: logging.LogRecord) -> None:
+def redact_record(record: logging.LogRecord) -> None:
+    """Redact ``record`` in place: message, arguments, and the traceback it carries."""
     msg = record.msg
     if isinstance(msg, dict):
-        record.msg = {k: mask_url(v) if isinstance(v, str) else v for k, v in msg.items()}
-        return
-    if not isinstance(msg, str) and not record.args:
-        return
-    try:
-        text = record.getMessage()
-    except Exception:  # noqa: BLE001  # a malformed call: leave it to logging's own report
-        return
-    masked = mask_url(text)
-    if masked != text:
-        record.msg, record.args = masked, None
+        record.msg = redact_value(msg)
+    elif isinstance(msg, str) or record.args:
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001  # a malformed call: leave it to logging's own report
+            text = None
+        if text is not None:
+            clean = redact(text)
+            if clean != text:
+                record.msg, record.args = clean, None
+    if record.exc_info and record.exc_info[1] is not None:
+        rendered = "".join(traceback.format_exception(*record.exc_info))
+        clean = redact(rendered)
+        if clean != rendered:
+            record.msg = f"{record.getMessage()}\n{clean.rstrip()}"
+            record.args, record.exc_info, record.exc_text = None, None, None
 
 
 def install() -> None:
-    """Mask credentials in URLs of every log record created from now on (idempotent)."""
+    """Redact every log record created from now on (idempotent)."""
     factory = logging.getLogRecordFactory()
     if getattr(factory, _INSTALLED, False):
         return
 
-    def masking_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    def redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = factory(*args, **kwargs)
-        _masked_message(record)
+        redact_record(record)
         return record
 
-    setattr(masking_factory, _INSTALLED, True)
-    logging.setLogRecordFactory(masking_factory)
+    setattr(redacting_factory, _INSTALLED, True)
+    logging.setLogRecordFactory(redacting_factory)
     logging.getLogger("httpx").addFilter(_NoLoopback())

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from factdebate.core.errors import BackendUnavailableError
+from factdebate.core.secrets_filter import redact
 from factdebate.core.settings import mask_url
 from factdebate.core.state import Evidence
 from factdebate.tools.toolbox import TOOL_DESCRIPTIONS, Toolbox, ToolboxSettings
@@ -54,7 +55,8 @@ class UnknownToolError(LookupError):
 
 
 def masked_fault(exc: Exception) -> Exception:
-    """``exc``, or an error of the same kind whose message has the credentials of URLs masked.
+    """``exc``, or an error of the same kind whose message has no secret the process knows and
+    the credentials of URLs masked (``factdebate.core.secrets_filter.redact``).
 
     Tool errors become MCP error texts and MERMAID's ``tool fault`` flags (state, checkpoints,
     traces, output); an operator's ``http://user:pass@mirror`` must not travel with them (issue
@@ -63,7 +65,7 @@ def masked_fault(exc: Exception) -> Exception:
     unmasked text).
     """
     text = str(exc)
-    clean = mask_url(text)
+    clean = redact(text)
     if clean == text:
         return exc
     try:

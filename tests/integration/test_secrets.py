@@ -12,6 +12,7 @@ only in the ``Authorization`` header.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -206,3 +207,114 @@ def test_credentials_in_the_operator_base_url_stay_out_of_traces(server, index_d
     leaks = [b for b in posted if OPERATOR_SECRET.encode() in b]
     assert not leaks, [b[max(0, b.find(OPERATOR_SECRET.encode()) - 300):
                          b.find(OPERATOR_SECRET.encode()) + 50] for b in leaks][:2]
+
+
+# --- issue #29 item 1: a provider that repeats the request's credentials in its error ---------
+OP_KEY = f"sk-op-{secrets.token_hex(16)}"
+OP_PASSWORD = f"Pw{secrets.token_hex(6)}+="  # URL-special characters (encoded: %2B, %3D)
+SERVER_KEYS = {"alice": f"alice-{secrets.token_hex(10)}", "bob": f"bob-{secrets.token_hex(10)}"}
+
+
+def secret_forms() -> dict[str, bytes]:
+    """Every way the operator's secrets could show: plain, base64 (``Basic``), URL-encoded."""
+    from urllib.parse import quote
+
+    basic = base64.b64encode(f"op:{OP_PASSWORD}".encode())
+    forms = {"key": OP_KEY.encode(), "password": OP_PASSWORD.encode(),
+             "password (url-encoded)": quote(OP_PASSWORD, safe="").encode(),
+             "basic": basic, "basic (its password part)": basic[4:-4],
+             "key (base64)": base64.b64encode(OP_KEY.encode())[:-4]}
+    forms.update({f"server key {u}": k.encode() for u, k in SERVER_KEYS.items()})
+    return forms
+
+
+def found_secrets(data: bytes) -> list[str]:
+    return [name for name, form in secret_forms().items() if form in data]
+
+
+class Repeater(BaseHTTPRequestHandler):
+    """A model server whose 401 repeats the request's headers (``Authorization`` included), as
+    error texts of some providers and proxies do; each reply is recorded."""
+
+    replies: list[bytes] = []
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        said = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
+        basic = base64.b64encode(f"op:{OP_PASSWORD}".encode()).decode()
+        body = json.dumps({"error": {
+            "message": f"invalid credentials in request ({said}); also tried Basic {basic} "
+                       f"and ?api_key={OP_KEY}", "type": "invalid_request_error",
+            "code": "invalid_api_key"}}).encode()
+        Repeater.replies.append(body)
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def repeater() -> Iterator[str]:
+    """``http://op:PASSWORD@127.0.0.1:PORT/v1`` of a :class:`Repeater`."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Repeater)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://op:{OP_PASSWORD}@127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def operator_env(base_url: str) -> dict[str, str]:
+    return {"OPENAI_API_KEY": OP_KEY, "FACTDEBATE_BASE_URL": base_url,
+            "FACTDEBATE_MODEL": "openai:gpt-4o-mini", "LANGSMITH_TRACING": "false"}
+
+
+def test_cli_error_of_a_repeating_provider_holds_no_secret(repeater, tmp_path):
+    Repeater.replies.clear()
+    env = {**os.environ, **operator_env(repeater), "FACTDEBATE_HOME": str(tmp_path / "home")}
+    done = subprocess.run([str(FACTDEBATE), "verify", CLAIM, "--framework", "cot", "--model",
+                           "openai:gpt-4o-mini"], capture_output=True, env=env, cwd=REPO,
+                          timeout=240)
+    assert Repeater.replies and OP_KEY.encode() in Repeater.replies[0]  # the provider said it
+    assert done.returncode in (2, 3), done.stderr[-2000:]  # one error line, no traceback
+    assert b"HTTP 401" in done.stderr and b"Traceback" not in done.stderr, done.stderr[-2000:]
+    assert found_secrets(done.stdout + done.stderr) == [], done.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def operator_server(repeater, tmp_path_factory) -> Iterator[tuple[str, Path]]:
+    from tests.integration.servers import start_langgraph_dev, stop_server, tiny_index
+
+    work = tmp_path_factory.mktemp("secret-server")
+    proc, url = start_langgraph_dev(work, {
+        **operator_env(repeater), "FACTDEBATE_HOME": str(work / "home"),
+        "FACTDEBATE_API_KEYS": ",".join(f"{u}:{k}" for u, k in SERVER_KEYS.items()),
+        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)), "LOG_LEVEL": "DEBUG"})
+    try:
+        yield url, work / "server.log"
+    finally:
+        stop_server(proc)
+
+
+async def test_server_run_error_and_log_of_a_repeating_provider_hold_no_secret(
+        operator_server):
+    from langgraph_sdk import get_client
+
+    url, log = operator_server
+    Repeater.replies.clear()
+    bob = get_client(url=url, api_key=SERVER_KEYS["bob"])
+    thread = await bob.threads.create()
+    result = await bob.runs.wait(thread["thread_id"], "cot", input={"claim": CLAIM},
+                                 raise_error=False)
+    streamed = [part async for part in bob.runs.stream(None, "cot", input={"claim": CLAIM})]
+    state = await bob.threads.get_state(thread["thread_id"])
+    assert Repeater.replies and OP_KEY.encode() in Repeater.replies[0]
+    error = result["__error__"]
+    assert "HTTP 401" in error["message"], error  # the provider's error reached bob, readably
+    replies = json.dumps([result, [p.data for p in streamed], state], default=str).encode()
+    assert found_secrets(replies) == [], error
+    assert b"HTTP 401" in log.read_bytes()  # the log holds the failed runs ...
+    assert found_secrets(log.read_bytes()) == []  # ... and none of the secrets

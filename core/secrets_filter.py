@@ -1,0 +1,174 @@
+"""The one filter that removes every secret the process knows from what it says.
+
+What is secret (:func:`known_secrets`):
+
+* the value of every environment variable named like a credential (``OPENAI_API_KEY``,
+  ``TAVILY_API_KEY``, ``LANGSMITH_API_KEY``, ``FACTDEBATE_API_KEYS``, ``HF_TOKEN``,
+  ``PGPASSWORD`` ...: a name ending in ``KEY``, ``KEYS``, ``TOKEN``, ``SECRET``, ``PASSWORD``,
+  ``PASSWD`` or ``CREDENTIALS``);
+* the password (and ``user:password``) of every URL in the environment
+  (``FACTDEBATE_BASE_URL=http://op:SECRET@host``, ``FACTDEBATE_MILVUS_URI``, a Postgres URI) and
+  of every URL the process was given otherwise (:func:`register_urls`: a ``--base-url``, a
+  ``--set milvus_uri=...``; every Context registers its fields), and its secret query parameters;
+* what the process registers itself (:func:`register`): the LangGraph server's API keys.
+
+Each is removed in every form it travels in (:func:`forms`): as is, URL-encoded, and base64
+(standard and URL-safe alphabets, at each of the three byte alignments, so it is found inside
+``Basic base64(user:password)`` and any other base64 text that contains it). Credentials of URLs
+the process never saw are masked as well (``factdebate.core.settings.mask_url``).
+
+Where it applies - every way out passes through one of these, and each calls :func:`redact`:
+
+* errors: every ``FactDebateError`` (``factdebate.core.errors``) redacts its text when it is
+  made, so the run errors the LangGraph server shows (``__error__``), the CLI's error line and the
+  resumable run faults carry none; foreign exceptions are redacted in place
+  (:func:`redact_exception`) where they cross to a client: tool errors
+  (``factdebate.tools.tool_providers.masked_fault``, the MCP server's replies);
+* log lines of the server process (``factdebate.server.logs``): every record's message, its
+  arguments and its rendered traceback;
+* the CLI's consoles (``factdebate.cli.output``).
+
+Secrets shorter than ``MIN_SECRET_CHARS`` are not searched for (they would match ordinary words).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote, quote_plus, unquote
+
+MIN_SECRET_CHARS = 6
+"""Shortest value treated as a secret."""
+MASK = "***"
+SECRET_NAME = re.compile(r"(?:^|_)(?:[A-Z]*KEYS?|TOKENS?|SECRETS?|PASSWORD|PASSWD|CREDENTIALS?)$")
+"""Environment variable names whose values are secrets (upper case, as the project's are)."""
+_URL_CREDENTIALS = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://"
+                              r"(?P<user>[^\s/@:?#]*+)(?::(?P<password>[^\s/@?#]*+))?@")
+_SECRET_PARAM = re.compile(r"(?i)[?&](?:api[_-]?key|key|token|access[_-]?token|password|"
+                           r"passwd|secret|sig|signature)=(?P<value>[^&#\s]+)")
+_registered: set[str] = set()
+_lock = threading.Lock()
+
+
+def url_secrets(text: str) -> set[str]:
+    """Passwords, ``user:password`` pairs, tokens in user info and secret query parameters of the
+    URLs in ``text`` (raw and URL-decoded)."""
+    found: set[str] = set()
+    if "://" in text:
+        for m in _URL_CREDENTIALS.finditer(text):
+            user, password = m.group("user"), m.group("password")
+            if password is None:
+                found.add(user)  # http://token@host
+            else:
+                found.update({password, f"{user}:{password}",
+                              f"{unquote(user)}:{unquote(password)}"})
+    if "=" in text:
+        found.update(m.group("value") for m in _SECRET_PARAM.finditer(text))
+    return {unquote(s) for s in found} | found
+
+
+def register(*values: str) -> None:
+    """Add secrets the environment does not hold (e.g. the server's API keys)."""
+    with _lock:
+        _registered.update(v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_CHARS)
+
+
+def register_urls(values: Iterable[Any]) -> None:
+    """Add the credentials of the URLs among ``values`` (non-strings are skipped)."""
+    for value in values:
+        if isinstance(value, str) and ("://" in value or "=" in value):
+            register(*url_secrets(value))
+
+
+def environment_secrets(env: Mapping[str, str]) -> set[str]:
+    """Secrets held by ``env``: credential-named values and URL credentials."""
+    found: set[str] = set()
+    for name, value in env.items():
+        if SECRET_NAME.search(name):
+            found.add(value)
+            found.update(part.partition(":")[2] if name.endswith("KEYS") else part
+                         for part in value.split(","))
+        if "://" in value or "=" in value:
+            found.update(url_secrets(value))
+    return {s.strip() for s in found if len(s.strip()) >= MIN_SECRET_CHARS}
+
+
+def known_secrets() -> frozenset[str]:
+    """Every secret the process knows now (environment + registered)."""
+    with _lock:
+        registered = set(_registered)
+    return frozenset(environment_secrets(os.environ) | registered)
+
+
+def _base64_cores(data: bytes) -> set[str]:
+    """The base64 characters determined by ``data`` alone, at each byte alignment."""
+    cores = set()
+    for pad in range(3):
+        encoded = base64.b64encode(b"\0" * pad + data).decode()
+        start, end = -(-8 * pad // 6), (8 * pad + 8 * len(data)) // 6
+        core = encoded[start:end]
+        if len(core) >= MIN_SECRET_CHARS:
+            cores.update({core, core.replace("+", "-").replace("/", "_")})
+    return cores
+
+
+def forms(secret: str) -> set[str]:
+    """``secret`` as it may travel: as is, URL-encoded, and inside base64 text."""
+    data = secret.encode("utf-8")
+    return {secret, quote(secret, safe=""), quote_plus(secret), quote(secret)} | \
+        _base64_cores(data)
+
+
+@functools.lru_cache(maxsize=8)
+def _pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
+    every = {form for secret in secrets for form in forms(secret) if form}
+    if not every:
+        return None
+    return re.compile("|".join(re.escape(f) for f in sorted(every, key=len, reverse=True)))
+
+
+def redact(text: str) -> str:
+    """``text`` without any secret the process knows (in any of its :func:`forms`) and with the
+    credentials of any URL masked."""
+    if not isinstance(text, str) or not text:
+        return text
+    from factdebate.core.settings import mask_url
+
+    pattern = _pattern(known_secrets())
+    cleaned = pattern.sub(MASK, text) if pattern is not None else text
+    return mask_url(cleaned)
+
+
+def redact_value(value: Any, depth: int = 0) -> Any:
+    """``value`` (str, or dicts/lists/tuples of them) with :func:`redact` applied to every string."""
+    if isinstance(value, str):
+        return redact(value)
+    if depth > 20:
+        return value
+    if isinstance(value, Mapping):
+        return {k: redact_value(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(redact_value(v, depth + 1) for v in value) if isinstance(
+            value, list) else tuple(redact_value(v, depth + 1) for v in value)
+    return value
+
+
+def redact_exception(exc: BaseException) -> BaseException:
+    """``exc`` and every exception in its chain, redacted in place (``args`` and the string,
+    dict and list attributes such as openai's ``message`` and ``body``); returns ``exc``."""
+    from factdebate.core.errors import exception_chain
+
+    for seen in exception_chain(exc):
+        try:
+            seen.args = tuple(redact_value(a) for a in seen.args)
+            for name, value in list(vars(seen).items()):
+                if isinstance(value, str | dict | list | tuple):
+                    setattr(seen, name, redact_value(value))
+        except (AttributeError, TypeError):  # read-only attributes of a C type
+            continue
+    return exc

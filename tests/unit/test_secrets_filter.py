@@ -1,0 +1,107 @@
+"""The one secret filter (``factdebate.core.secrets_filter``) and the places that apply it."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from factdebate.core import secrets_filter
+from factdebate.core.errors import RunFaultError
+from factdebate.core.secrets_filter import redact, redact_exception
+from factdebate.server.logs import redact_record
+from factdebate.tools.tool_providers import masked_fault
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "sk-op-0123456789abcdef"
+PASSWORD = "Pw+9f3e=2a"
+
+
+@pytest.fixture(autouse=True)
+def operator_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("FACTDEBATE_BASE_URL", f"http://op:{PASSWORD}@127.0.0.1:1/v1")
+
+
+@pytest.mark.parametrize("prefix", ["", "x", "xy", "Authorization: Basic "])
+def test_every_form_of_a_secret_is_removed(prefix: str):
+    for secret in (KEY, PASSWORD, f"op:{PASSWORD}"):
+        data = (prefix + secret + "tail").encode()
+        shown = [secret, quote(secret, safe=""), base64.b64encode(data).decode(),
+                 base64.urlsafe_b64encode(data).decode()]
+        for text in shown:
+            assert secret not in redact(f"said {text} here"), text
+    basic = base64.b64encode(f"op:{PASSWORD}".encode()).decode()
+    assert basic[4:-4] not in redact(f"Authorization: Basic {basic}")
+    assert KEY not in redact(f"Bearer {KEY}") and redact(f"Bearer {KEY}") == "Bearer ***"
+
+
+def test_what_counts_as_a_secret(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FACTDEBATE_API_KEYS", "alice:alice-key-123456,bob:bob-key-1234567")
+    monkeypatch.setenv("FACTDEBATE_MILVUS_URI", "http://root:milvus-pw-1@127.0.0.1:19530")
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-abcdef")
+    monkeypatch.setenv("FACTDEBATE_MAX_ROUNDS", "3")
+    known = secrets_filter.known_secrets()
+    assert {KEY, PASSWORD, "alice-key-123456", "bob-key-1234567", "milvus-pw-1",
+            "tok-abcdef"} <= known
+    assert "3" not in known and "alice" not in known
+    secrets_filter.register("registered-server-key")
+    assert "***" == redact("registered-server-key")
+
+
+def test_urls_given_to_a_context_are_registered():
+    from factdebate.core.context import Context
+
+    Context(model_base_url="http://u:ctx-password-9@127.0.0.1:2/v1")
+    assert redact(base64.b64encode(b"u:ctx-password-9").decode()).count("***") == 1
+
+
+def test_errors_log_records_and_tool_faults_are_redacted():
+    assert KEY not in str(RunFaultError(f"the server said Bearer {KEY}", f"not {PASSWORD}"))
+    try:
+        try:
+            raise ValueError(f"upstream echoed {KEY}")
+        except ValueError as inner:
+            raise RuntimeError("wrapped") from inner
+    except RuntimeError:
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed %s", (PASSWORD,),
+                                   sys.exc_info())
+    redact_record(record)
+    rendered = logging.Formatter().format(record)
+    assert KEY not in rendered and PASSWORD not in rendered and "upstream echoed ***" in rendered
+    dict_record = logging.LogRecord("x", logging.ERROR, __file__, 1, {"event": KEY}, (), None)
+    redact_record(dict_record)
+    assert dict_record.msg == {"event": "***"}
+    assert KEY not in str(masked_fault(LookupError(f"no page; key {KEY}")))
+    exc = ConnectionError(f"refused {KEY}")
+    exc.body = {"error": {"message": f"Bearer {KEY}"}}  # type: ignore[attr-defined]
+    redact_exception(exc)
+    assert KEY not in str(exc) and KEY not in str(exc.body)  # type: ignore[attr-defined]
+
+
+def test_redaction_is_linear_in_the_text():
+    redact("a" * 2_000_000 + KEY)  # a backtracking scan would take minutes
+
+
+CALL_SITES = {
+    "core/errors.py": "every FactDebateError's text when it is made",
+    "core/secrets_filter.py": "the filter itself",
+    "server/logs.py": "every log record of the server process",
+    "cli/output.py": "the CLI's error line",
+    "tools/tool_providers.py": "tool errors (MERMAID's tool faults, the MCP server's replies)",
+}
+
+
+def test_the_places_that_apply_the_filter():
+    """Every module that applies the filter is listed here: a new way out is added knowingly."""
+    calling = {str(p.relative_to(ROOT)) for p in ROOT.glob("*/**/*.py")
+               if ".venv" not in p.parts and "tests" not in p.parts
+               and re.search(r"\bredact(?:_value|_exception|_record)?\(", p.read_text())}
+    assert calling == set(CALL_SITES)
+    mcp = (ROOT / "tools/mcp_server.py").read_text()
+    assert "masked_fault(exc)" in mcp  # MCP error replies go through the tool filter
