@@ -120,8 +120,9 @@ def compare_runs(dir_a: Path, dir_b: Path, *, seed: int = 0) -> dict[str, Any]:
     result = paired_bootstrap(a, b, seed=seed) | mcnemar_exact(a, b)
     settings_a, settings_b = differing_settings(rec_a, rec_b)
     warnings = []
-    index_a, index_b = rec_a.get("index"), rec_b.get("index")
-    if ("index" in rec_a or "index" in rec_b) and index_change(index_a, index_b):
+    unrecorded = {"status": "unrecorded"}
+    index_a, index_b = rec_a.get("index", unrecorded), rec_b.get("index", unrecorded)
+    if index_change(index_a, index_b):
         warnings.append(f"DIFFERENT INDEXES: A searched {describe(index_a)}; B searched "
                         f"{describe(index_b)}. Differences in accuracy and evidence figures may "
                         "be the indexes', not the frameworks'")
