@@ -7,6 +7,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from factdebate.core.errors import FactDebateError
 from factdebate.core.secrets_filter import redact
@@ -53,5 +54,6 @@ def quiet_libraries(quiet: bool) -> None:
 def fail(exc: FactDebateError) -> None:
     """Print ``error: <problem>. <remedy>`` on one line and exit with the error's code."""
     one_line = " ".join(redact(str(exc)).split())
-    err.print(f"[red]error:[/red] {one_line}", highlight=False, soft_wrap=True, markup=True)
+    # printed as it is: "[/rag]" and ".[local]" are text, not rich markup
+    err.print(Text.assemble(("error:", "red"), f" {one_line}"), highlight=False, soft_wrap=True)
     raise typer.Exit(exc.exit_code)
