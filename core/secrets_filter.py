@@ -15,7 +15,8 @@ What is secret (:func:`known_secrets`):
 Each is removed in every form it travels in (:func:`forms`): as is, URL-encoded, and base64
 (standard and URL-safe alphabets, at each of the three byte alignments, so it is found inside
 ``Basic base64(user:password)`` and any other base64 text that contains it). Credentials of URLs
-the process never saw are masked as well (``factdebate.core.settings.mask_url``).
+the process never saw are masked as well (:func:`mask_url`, also exported by
+``factdebate.core.settings``). This module imports no other ``factdebate`` module.
 
 Where it applies - every way out passes through one of these, and each calls :func:`redact`:
 
@@ -51,6 +52,30 @@ _URL_CREDENTIALS = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://"
                               r"(?P<user>[^\s/@:?#]*+)(?::(?P<password>[^\s/@?#]*+))?@")
 _SECRET_PARAM = re.compile(r"(?i)[?&](?:api[_-]?key|key|token|access[_-]?token|password|"
                            r"passwd|secret|sig|signature)=(?P<value>[^&#\s]+)")
+_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*+://)"
+                       r"(?P<user>[^\s/@:?#]*+)(?P<password>:[^\s/@?#]*+)?@")
+"""A URL's user info. Linear in the text: a scheme starts only where no scheme character precedes
+it and the quantifiers are possessive, so a long word is scanned once (a 2 MB one-word tool
+argument took minutes with a backtracking scheme scan)."""
+_SECRET_PARAM_MASK = re.compile(r"(?i)([?&](?:api[_-]?key|key|token|access[_-]?token|password|"
+                                r"passwd|secret|sig|signature)=)[^&#\s]*")
+
+
+def mask_url(text: str) -> str:
+    """``text`` with credentials in URLs hidden.
+
+    ``http://user:pass@host`` -> ``http://user:***@host``; ``http://token@host`` ->
+    ``http://***@host``; secret-looking query parameters (``?api_key=...``, ``token``,
+    ``password`` ...) -> ``=***``. Works on any string, e.g. a command line that contains a URL.
+    """
+    def userinfo(m: re.Match[str]) -> str:
+        if m.group("password") is not None:
+            return f"{m.group('scheme')}{m.group('user')}:***@"
+        return f"{m.group('scheme')}***@"
+
+    return _SECRET_PARAM_MASK.sub(r"\1***", _USERINFO.sub(userinfo, text))
+
+
 _registered: set[str] = set()
 _lock = threading.Lock()
 
@@ -137,8 +162,6 @@ def redact(text: str) -> str:
     credentials of any URL masked."""
     if not isinstance(text, str) or not text:
         return text
-    from factdebate.core.settings import mask_url
-
     pattern = _pattern(known_secrets())
     cleaned = pattern.sub(MASK, text) if pattern is not None else text
     return mask_url(cleaned)
@@ -158,12 +181,26 @@ def redact_value(value: Any, depth: int = 0) -> Any:
     return value
 
 
+def _chain(exc: BaseException, limit: int = 64) -> list[BaseException]:
+    """``exc``, its causes and contexts, each once (the rule of ``core.errors.exception_chain``,
+    which this bottom module cannot import)."""
+    queue, seen = [exc], []
+    while queue and len(seen) < limit:
+        current = queue.pop(0)
+        if any(current is s for s in seen):
+            continue
+        seen.append(current)
+        queue.extend(e for e in (current.__cause__, current.__context__)
+                     if isinstance(e, BaseException))
+        if isinstance(current, BaseExceptionGroup):
+            queue.extend(current.exceptions)
+    return seen
+
+
 def redact_exception(exc: BaseException) -> BaseException:
     """``exc`` and every exception in its chain, redacted in place (``args`` and the string,
     dict and list attributes such as openai's ``message`` and ``body``); returns ``exc``."""
-    from factdebate.core.errors import exception_chain
-
-    for seen in exception_chain(exc):
+    for seen in _chain(exc):
         try:
             seen.args = tuple(redact_value(a) for a in seen.args)
             for name, value in list(vars(seen).items()):

@@ -24,7 +24,6 @@ the field's type and checks types, ranges and choices, naming the field and the 
 from __future__ import annotations
 
 import math
-import re
 import typing
 from collections.abc import Mapping
 from dataclasses import MISSING, Field, asdict, fields
@@ -33,6 +32,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from factdebate.core import secrets_filter
 from factdebate.core.errors import ConfigError
+from factdebate.core.secrets_filter import mask_url
 
 Number = int | float
 _TRUE = ("1", "true", "yes", "on")
@@ -161,30 +161,6 @@ def check_fields(obj: Any) -> None:
         check_value(f, value, hint)
         setattr(obj, f.name, value)
     secrets_filter.register_urls(getattr(obj, f.name) for f in fields(obj))  # credentials of URLs
-
-
-_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*+://)"
-                       r"(?P<user>[^\s/@:?#]*+)(?P<password>:[^\s/@?#]*+)?@")
-"""A URL's user info. Linear in the text: a scheme starts only where no scheme character precedes
-it and the quantifiers are possessive, so a long word is scanned once (a 2 MB one-word tool
-argument took minutes with a backtracking scheme scan)."""
-_SECRET_PARAM = re.compile(r"(?i)([?&](?:api[_-]?key|key|token|access[_-]?token|password|"
-                           r"passwd|secret|sig|signature)=)[^&#\s]*")
-
-
-def mask_url(text: str) -> str:
-    """``text`` with credentials in URLs hidden.
-
-    ``http://user:pass@host`` -> ``http://user:***@host``; ``http://token@host`` ->
-    ``http://***@host``; secret-looking query parameters (``?api_key=...``, ``token``,
-    ``password`` ...) -> ``=***``. Works on any string, e.g. a command line that contains a URL.
-    """
-    def userinfo(m: re.Match[str]) -> str:
-        if m.group("password") is not None:
-            return f"{m.group('scheme')}{m.group('user')}:***@"
-        return f"{m.group('scheme')}***@"
-
-    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(userinfo, text))
 
 
 def mask_values(value: Any) -> Any:
