@@ -62,6 +62,10 @@ none, and the ``n`` beside every figure counts only items that do):
 * citation hygiene (every dataset): verdicts resting on no cited passage although passages were
   shown, rows where some reply cited a number it was never shown (a hallucinated citation,
   dropped), and labelled replies without a citation.
+* the retrieval ceiling (:func:`ceiling_summary`): the share of the items with gold evidence whose
+  complete gold set is in the searched index at all (the row's ``gold_in_index``, recorded by the
+  runner: ``evaluation/ceiling.py``), page level and, for gold with text, sentence level, with its
+  n; every evidence block carries it as ``ceiling``/``ceiling_n`` at its own level.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """``factdebate eval``: one framework on one dataset, concurrent, checkpointed, resumable.
 
 Per run folder ``OUT``: ``run.json`` (resolved config, sampled item ids, dataset version and file
-hash, prompt version, model specs, git SHA), ``checkpoints.sqlite`` (one LangGraph thread per item,
+hash, the index searched - ``evaluation/index_identity.py`` chooses and records it - prompt
+version, model specs, git SHA), ``checkpoints.sqlite`` (one LangGraph thread per item,
 ``<run id>:<item id>``), ``results.jsonl`` (one row per finished item, see ``evaluation/results.py``),
 then ``summary.json``, ``report.md`` and plots (``evaluation/reports.py``).
 
