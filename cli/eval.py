@@ -154,7 +154,9 @@ def eval_command(
     )] = None,
     data_dir: Annotated[str | None, typer.Option(
         help="Benchmark data folder.", show_default="$FACTDEBATE_DATA_DIR")] = None,
-    langsmith: Annotated[bool, typer.Option(help="Upload dataset + experiment.")] = False,
+    langsmith: Annotated[bool, typer.Option(
+        help="Record the items as examples of the data file's LangSmith dataset (missing ones "
+        "added) and the run as an experiment with per-item feedback (LANGSMITH_API_KEY).")] = False,
     server: Annotated[str | None, typer.Option(
         help="LangGraph server URL.", show_default="none: items run in this process")] = None,
     server_api_key: Annotated[str | None, typer.Option(

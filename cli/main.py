@@ -28,9 +28,29 @@ from factdebate.core.errors import (  # noqa: E402
 )
 from factdebate.run.setup import build_context, check_index  # noqa: E402
 
-app = typer.Typer(add_completion=False, no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # with --install-completion / --show-completion
 ls_app = typer.Typer(help="List registered names.", no_args_is_help=True)
 app.add_typer(ls_app, name="ls")
+
+
+def version_line() -> str:
+    """``factdebate <package version>``, plus ``(git <commit>)`` when run from a checkout."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from factdebate.run.claims import git_sha
+
+    try:
+        number = version("factdebate")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        number = "(not installed)"
+    sha = git_sha()
+    return f"factdebate {number}" + (f" (git {sha})" if sha else "")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(version_line(), markup=False, highlight=False)
+        raise typer.Exit()
 
 
 @app.callback()
@@ -38,6 +58,9 @@ def main(
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Show the libraries' loading output too (model-weight progress "
         "bars, Hugging Face warnings); hidden by default.")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print the version (and the git commit of a checkout) and exit.")] = False,
 ) -> None:
     """Verify claims by multi-agent debate (Tool-MAD and friends)."""
     quiet_libraries(not verbose)

