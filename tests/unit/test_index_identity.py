@@ -141,3 +141,18 @@ def test_compare_warns_loudly_when_the_runs_searched_different_indexes(tmp_path)
     assert (fever["ceiling_a"], fever["ceiling_b"], fever["ceiling_n_a"]) == (0.5, 1.0, 4)
     [same] = compare_outputs(a, write_run(tmp_path / "c", IDENTITY, [True] * 4))
     assert same["same_index"] and not any("DIFFERENT" in w for w in same["warnings"])
+
+
+def test_the_evaluation_browser_lists_each_runs_index_and_ceiling(tmp_path, monkeypatch):
+    from factdebate.evaluation.reports import write_reports
+    from factdebate.server import evals_browser
+
+    folder = write_run(tmp_path / "runs" / "a", IDENTITY, [True, True, False, False])
+    write_reports(folder, [folder])
+    monkeypatch.setenv(evals_browser.RUNS_DIR_ENV, str(tmp_path / "runs"))
+    [listed] = evals_browser._list((tmp_path / "runs").resolve())["runs"]
+    assert listed["index"] == {"status": "ok", "corpus_sha256": "a" * 64, "passages": 4,
+                               "embedding_model": "minilm", "built": IDENTITY["built"],
+                               "demo": False, "corpus": "wiki.jsonl"}  # no server path
+    assert listed["evidence"]["ceiling"]["share"] == 0.5
+    assert listed["evidence"]["headline"]["ceiling"] == 0.5
