@@ -294,3 +294,19 @@ def test_a_huge_reply_is_refused_at_the_size_cap_without_reading_it(fake_server,
     while not FakeLangGraph.sent and time.monotonic() < deadline:
         time.sleep(0.1)
     assert FakeLangGraph.sent and FakeLangGraph.sent[0] < 8 * 2**20, FakeLangGraph.sent
+
+
+@pytest.mark.parametrize("variable", ["FACTDEBATE_EVAL_ADMISSION_WAIT_S",
+                                      "FACTDEBATE_EVAL_ITEM_DEADLINE_S",
+                                      "FACTDEBATE_EVAL_MAX_REPLY_BYTES"])
+def test_a_bad_limit_is_one_error_line_naming_the_variable(fake_server, tmp_path, variable):
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps({"id": "one-1", "claim": FINAL_STATE["claim"],
+                                "label": "SUPPORTS"}) + "\n")
+    done = subprocess.run(
+        [str(FACTDEBATE), "eval", "--framework", "tool_mad", "--dataset", str(data),
+         "--model", "scripted:agree", "--out", str(tmp_path / "out"), "--server", fake_server],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+        env={**os.environ, "FACTDEBATE_HOME": str(tmp_path / "home"), variable: "0"})
+    assert done.returncode == 2 and f"{variable}='0' is not a valid limit" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "out" / "results.jsonl").exists()
