@@ -112,7 +112,8 @@ def connect(uri: str, *, create: bool = False) -> MilvusClient:
                                     grpc_options=options)
         except Exception as exc:
             raise BackendUnavailableError(
-                f"cannot connect to Milvus at {mask_url(uri)} ({type(exc).__name__}: {mask_url(str(exc))})",
+                f"cannot connect to Milvus at {mask_url(uri)} ({type(exc).__name__}: "
+                f"{mask_url(_first_line(exc))})",
                 "start the server, check the URI, or set MILVUS_TOKEN",
             ) from exc
     path = Path(uri).expanduser().absolute()

@@ -25,3 +25,11 @@ def wiki_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     build_indexes(corpus, target)
     clear_retriever_cache()
     return target
+
+
+@pytest.fixture(scope="session")
+def milvus_server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
+    """A Milvus standalone server on loopback for the whole session (``milvus_server.py``)."""
+    from tests.integration.milvus_server import session_server
+
+    yield from session_server(tmp_path_factory, getattr(request.config, "cache", None))
