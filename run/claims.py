@@ -71,14 +71,15 @@ async def open_sqlite_saver(path: Path | str) -> AsyncIterator[BaseCheckpointSav
     starts - the ``kill -9`` crash trials of ``evaluation/crash_trials.py`` run against it) and
     gives up only the last commits on power loss. Measured: aput + aput_writes p50 1.15 -> 0.37 ms.
     Writes take one trip to the database thread each (``patches/sqlite_saver.py``).
-    Checkpoints are read as data (``core/checkpoint_serde.py``): a value naming code
-    or a foreign type is ``UnsupportedDataError`` "unsupported data in PATH", never run.
+    Checkpoints are read as data (``core/checkpoint_serde.py``): a value naming code, a foreign
+    type or a row that is not a checkpoint is ``UnsupportedDataError`` "unsupported data in PATH",
+    never run.
     """
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     from factdebate import patches
-    from factdebate.core.checkpoint_serde import CheckpointSerializer
+    from factdebate.core.checkpoint_serde import CheckpointSerializer, reading_as_data
 
     saver_class = AsyncSqliteSaver
     if patches.enabled("sqlite_saver"):
@@ -86,7 +87,7 @@ async def open_sqlite_saver(path: Path | str) -> AsyncIterator[BaseCheckpointSav
 
         saver_class = OneTripSqliteSaver
     async with aiosqlite.connect(str(path)) as conn:  # as saver_class.from_conn_string, + serde
-        saver = saver_class(conn, serde=CheckpointSerializer(path))
+        saver = reading_as_data(saver_class)(conn, serde=CheckpointSerializer(path))
         await saver.setup()  # journal_mode=WAL
         await saver.conn.execute("PRAGMA synchronous=NORMAL")
         yield saver

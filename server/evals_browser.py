@@ -11,6 +11,15 @@ as absent. Messages name files relative to the root, never by their absolute ser
 
 Files are read in a worker thread: the server's event loop must not block (``langgraph dev``
 turns blocking calls in it into errors).
+
+What is served is bounded: ``FACTDEBATE_EVALS_MAX_BYTES`` (default 16 MiB) caps the result rows of
+one reply (the rest is left off and ``truncated`` says so) and any one stored checkpoint value of a
+transcript (a larger one is refused with 422 naming the limit, before it is decoded). Checkpoints
+are read as data (``core/checkpoint_serde.py``): a value naming code, a row that is not a
+checkpoint, a file without LangGraph's tables or a state the graphs never write is a 422
+"unsupported data in RUN/checkpoints.sqlite (...)". Rows of items outside ``run.json``'s sample
+are not served (``eval --resume`` sets them aside, ``evaluation/results.py``); ``strays`` counts
+them.
 """
 
 from __future__ import annotations
@@ -29,6 +38,8 @@ from factdebate.evaluation.results import RESULTS, read_results
 from factdebate.evaluation.run_folder import read_run_record
 
 RUNS_DIR_ENV = "FACTDEBATE_RUNS_DIR"
+MAX_BYTES_ENV = "FACTDEBATE_EVALS_MAX_BYTES"
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 3
 """How deep under the root run folders are looked for (a config run nests one level)."""
 MAX_ROWS = 20_000
@@ -44,6 +55,16 @@ class Refused(Exception):
         super().__init__(detail)
         self.status = status
         self.detail = detail
+
+
+def max_bytes() -> int:
+    """The operator's ``FACTDEBATE_EVALS_MAX_BYTES`` (a positive integer), else 16 MiB."""
+    raw = os.environ.get(MAX_BYTES_ENV, "").strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        return DEFAULT_MAX_BYTES
+    return value if value > 0 else DEFAULT_MAX_BYTES
 
 
 def runs_root() -> Path | None:
@@ -189,8 +210,20 @@ def _results(name: str) -> dict[str, Any]:
     except FactDebateError as exc:
         raise Refused(422, relative(str(exc), root)) from None
     record = _record(root, folder)
+    sample = record.get("item_ids")
+    strays = 0
+    if isinstance(sample, list):  # rows of other items: not the run's (evaluation/results.py)
+        wanted = set(map(str, sample))
+        kept = [r for r in rows if r["item_id"] in wanted]
+        strays, rows = len(rows) - len(kept), kept
+    served, size, limit = [], 0, max_bytes()
+    for row in rows[:MAX_ROWS]:
+        size += len(json.dumps(row, ensure_ascii=False, default=str))
+        if size > limit:
+            break
+        served.append(row)
     return {"run": name, "record": {k: record[k] for k in _RECORD_KEYS if k in record},
-            "rows": rows[:MAX_ROWS], "truncated": len(rows) > MAX_ROWS,
+            "rows": served, "truncated": len(served) < len(rows), "strays": strays,
             "transcripts": inside(root, folder / SQLITE_FILE) is not None}
 
 
@@ -202,7 +235,8 @@ async def results(name: str) -> dict[str, Any]:
 def _final_state(db: Path, thread_id: str) -> dict[str, Any] | None:
     from factdebate.core.checkpoint_serde import final_values
 
-    return final_values(db, thread_id)  # read as data: UnsupportedDataError, never code
+    # read as data: UnsupportedDataError, never code; TooLargeError above the cap
+    return final_values(db, thread_id, max_bytes=max_bytes())
 
 
 def _transcript(name: str, item: str) -> dict[str, Any]:
@@ -217,10 +251,16 @@ def _transcript(name: str, item: str) -> dict[str, Any]:
     if inside(_root(), db) is None:  # absent, or a link to a database outside the root
         raise Refused(404, f"run {name!r} keeps no transcripts here ({SQLITE_FILE} is missing: "
                       "a --server run keeps them on that server's threads)")
+    from factdebate.core.checkpoint_serde import TooLargeError
+
     try:
         values = _final_state(db, str(row.get("thread_id") or ""))
     except sqlite3.Error as exc:
         raise Refused(422, relative(f"cannot read {name}/{SQLITE_FILE} ({exc})")) from None
+    except TooLargeError as exc:
+        raise Refused(422, f"the transcript of item {item!r} in {name}/{SQLITE_FILE} holds a value "
+                      f"of {exc.size:,} bytes, more than the {exc.limit:,} this server serves; the "
+                      f"operator sets {MAX_BYTES_ENV}") from None
     except FactDebateError as exc:  # UnsupportedDataError: a value naming code, nothing run
         raise Refused(422, relative(str(exc).replace(str(db), f"{name}/{SQLITE_FILE}"))) from None
     if values is None:

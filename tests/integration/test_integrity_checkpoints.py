@@ -14,6 +14,9 @@ file ("unsupported data in FILE", exit 3).
 from __future__ import annotations
 
 import asyncio
+import collections
+import decimal
+import functools
 import json
 import os
 import shutil
@@ -246,7 +249,7 @@ def test_every_framework_writes_only_what_the_strict_reader_reads(tmp_path, monk
     ``PROJECT_TYPES`` in core/checkpoint_serde.py)."""
     from servers import tiny_index
 
-    from factdebate.core.checkpoint_serde import CheckpointSerializer
+    from factdebate.core.checkpoint_serde import CheckpointSerializer, final_values
 
     monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
     db = tmp_path / "all.sqlite"
@@ -259,6 +262,131 @@ def test_every_framework_writes_only_what_the_strict_reader_reads(tmp_path, monk
     assert threads == set(names) and len(names) >= 18
     for kind, blob in blobs:
         serde.loads_typed((kind, blob))  # raises UnsupportedDataError naming a foreign type
+    for name in names:  # the final state, checked as the reports and the browser read it
+        assert final_values(db, name), name
+
+
+# -- issue #29 item 8: crafted files that are not checkpoints, refused tidily -----------------------
+def _whole(kind: str, blob: bytes) -> Callable[[Path], None]:
+    """Every checkpoint row of the file replaced by ``blob`` stored as ``kind``."""
+    def craft(db: Path) -> None:
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE checkpoints SET type = ?, checkpoint = ?", (kind, blob))
+    return craft
+
+
+def _typed(value: object) -> Callable[[Path], None]:
+    """Every checkpoint replaced by ``value`` as LangGraph's own serializer writes it."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    return _whole(*JsonPlusSerializer().dumps_typed(value))
+
+
+def _in_turns(value: object) -> Callable[[Path], None]:
+    """The state's ``turns`` (what the report and the browser show) replaced by ``value``."""
+    def craft(db: Path) -> None:
+        with sqlite3.connect(db) as conn:
+            for rowid, blob in conn.execute("SELECT rowid, checkpoint FROM checkpoints").fetchall():
+                checkpoint = ormsgpack.unpackb(blob, ext_hook=ormsgpack.Ext,
+                                               option=ormsgpack.OPT_NON_STR_KEYS)
+                checkpoint["channel_values"]["turns"] = value
+                conn.execute("UPDATE checkpoints SET checkpoint = ? WHERE rowid = ?",
+                             (ormsgpack.packb(checkpoint, option=ormsgpack.OPT_NON_STR_KEYS), rowid))
+    return craft
+
+
+def _new_file(setup: str | None) -> Callable[[Path], None]:
+    """The file replaced by an empty one (``setup`` None) or a database made by ``setup``."""
+    def craft(db: Path) -> None:
+        for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+            path.unlink(missing_ok=True)
+        db.write_bytes(b"")
+        if setup:
+            with sqlite3.connect(db) as conn:
+                conn.executescript(setup)
+    return craft
+
+
+def _deep_metadata(db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE checkpoints SET metadata = ?", ("[" * 100_000 + "]" * 100_000,))
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+CRAFTED: dict[str, tuple[Callable[[Path], None], str]] = {
+    # name: (how the file is crafted, what the error names)
+    "bytes": (_whole("bytes", b"\x00\x01 not a checkpoint"), "a checkpoint that is bytes"),
+    "list": (_whole("msgpack", ormsgpack.packb([1, 2])), "a checkpoint that is list"),
+    "Decimal": (_typed(decimal.Decimal("1.5")), "a checkpoint that is Decimal"),
+    "deque": (_typed(collections.deque([1])), "a checkpoint that is deque"),
+    "deep JSON": (_whole("json", DEEP.encode()), "JSON nested too deeply"),
+    "deep metadata": (_deep_metadata, "metadata nested too deeply"),
+    "LangChain lc object": (_whole("json", json.dumps({
+        "lc": 1, "type": "constructor", "id": ["langchain_core", "messages", "HumanMessage"],
+        "kwargs": {"content": None}}).encode()), "a value that does not load (ValidationError)"),
+    "channel_values a list": (_whole("msgpack", ormsgpack.packb({
+        "v": 4, "id": "x", "channel_values": [1], "channel_versions": {}, "versions_seen": {}})),
+        "checkpoint channel_values that are list"),
+    "turns as bytes": (_in_turns(b"\x00"), "state.turns: bytes"),
+    "turns as a Decimal": (_in_turns(ormsgpack.Ext(0, ormsgpack.packb(
+        ["decimal", "Decimal", "1.5"]))), "state.turns: Decimal"),
+    "turns as a deque": (_in_turns(ormsgpack.Ext(1, ormsgpack.packb(
+        ["collections", "deque", [[1]]]))), "state.turns: deque"),
+    "turns of numbers": (_in_turns([1, 2]), "state.turns[0]: int, not dict"),
+    "turns nested deep": (_in_turns(functools.reduce(lambda a, _: [a], range(100), [])),
+                          "nested more than 64 levels deep"),
+    "other columns": (_new_file("CREATE TABLE checkpoints (x); CREATE TABLE writes (y);"),
+                      "no LangGraph checkpoint"),
+}
+BROWSER_ONLY: dict[str, tuple[Callable[[Path], None], str]] = {
+    # eval --resume sets up its own database in these (a new file); the browser only reads
+    "empty file": (_new_file(None), "no LangGraph checkpoint"),
+    "other tables": (_new_file("CREATE TABLE notes (text);"), "no LangGraph checkpoint"),
+}
+
+
+@pytest.fixture(scope="module")
+def eval_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """A finished 2-item ``eval`` run: (data file, run folder, home)."""
+    work = tmp_path_factory.mktemp("eval_run")
+    data, out, home = work / "mini.jsonl", work / "out", work / "home"
+    data.write_text("".join(json.dumps({"id": i, "claim": c, "label": "SUPPORTS"}) + "\n" for i, c in
+                            [("a", "Paris is in France."), ("b", "The Moon orbits the Earth.")]))
+    done = _cli(_eval_args(data, out), home)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return data, out, home
+
+
+@pytest.mark.parametrize("shape", list(CRAFTED))
+def test_eval_resume_on_a_crafted_checkpoint_is_one_error_exit_3(eval_run, tmp_path, shape):
+    """Every item finished: ``--resume`` writes the reports, which read each item's checkpoint."""
+    data, finished, home = eval_run
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    craft, named = CRAFTED[shape]
+    craft(out / "checkpoints.sqlite")
+    done = _cli([*_eval_args(data, out), "--resume"], home)
+    line = " ".join(_one_error_line(done).split())
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert f"unsupported data in {out / 'checkpoints.sqlite'} (" in line and named in line, line
+
+
+@pytest.mark.parametrize("shape", ["list", "other columns", "deep metadata"])
+def test_eval_resume_of_an_unfinished_item_on_a_crafted_checkpoint_keeps_no_error_row(
+        eval_run, tmp_path, shape):
+    """An unfinished item resumes its thread from the crafted checkpoint: the run stops with the
+    one line, and no error row is kept for a later ``--resume`` to trust."""
+    data, finished, home = eval_run
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    first = (out / "results.jsonl").read_text().splitlines()[0]
+    (out / "results.jsonl").write_text(first + "\n")
+    craft, named = CRAFTED[shape]
+    craft(out / "checkpoints.sqlite")
+    done = _cli([*_eval_args(data, out), "--resume"], home)
+    line = " ".join(_one_error_line(done).split())
+    assert done.returncode == 3 and "unsupported data in" in line and named in line, line
+    assert (out / "results.jsonl").read_text() == first + "\n"
 
 
 # -- the web page's evaluation browser, on a real server -----------------------------------------
@@ -277,9 +405,19 @@ def test_the_evals_browser_reads_a_planted_checkpoint_as_data(tmp_path):
     shutil.copytree(runs / "received", runs / "sound")  # the same run, never planted
     marker = tmp_path / "marker"
     plant(runs / "received" / "checkpoints.sqlite", PAYLOADS["os.system (one argument)"](marker))
+    crafted = {**CRAFTED, **BROWSER_ONLY}
+    for n, (craft, _) in enumerate(crafted.values()):  # issue #29 item 8
+        shutil.copytree(runs / "sound", runs / f"crafted{n}")
+        craft(runs / f"crafted{n}" / "checkpoints.sqlite")
+    shutil.copytree(runs / "sound", runs / "large")
+    plant(runs / "large" / "checkpoints.sqlite", "x" * 3_000_000)  # over the 2 MB cap set below
+    with (runs / "sound" / "results.jsonl").open("a") as fh:  # a row of an item not in the run
+        row = json.loads((runs / "sound" / "results.jsonl").read_text().splitlines()[0])
+        fh.write(json.dumps(dict(row, item_id="mini-stranger")) + "\n")
     proc, url = start_langgraph_dev(tmp_path, {
         "FACTDEBATE_HOME": str(home), "FACTDEBATE_INDEX_DIR": str(tiny_index(tmp_path)),
-        "FACTDEBATE_RUNS_DIR": str(runs), "FACTDEBATE_API_KEYS": f"alice:{key}"})
+        "FACTDEBATE_RUNS_DIR": str(runs), "FACTDEBATE_API_KEYS": f"alice:{key}",
+        "FACTDEBATE_EVALS_MAX_BYTES": "2000000"})
     try:
         got = httpx.get(f"{url}/app/api/evals/transcript",
                         params={"run": "received", "item": "mini-a"},
@@ -293,5 +431,24 @@ def test_the_evals_browser_reads_a_planted_checkpoint_as_data(tmp_path):
         got = httpx.get(f"{url}/app/api/evals/transcript", params={"run": "sound", "item": "mini-a"},
                         headers={"x-api-key": key}, timeout=30)
         assert got.status_code == 200 and got.json()["state"]["claim"] == "Paris is in France."
+        for n, (shape, (_, named)) in enumerate(crafted.items()):
+            got = httpx.get(f"{url}/app/api/evals/transcript",
+                            params={"run": f"crafted{n}", "item": "mini-a"},
+                            headers={"x-api-key": key}, timeout=30)
+            assert got.status_code == 422, (shape, got.status_code, got.text[:300])
+            detail = got.json()["detail"]
+            assert detail.startswith(f"unsupported data in crafted{n}/checkpoints.sqlite ("), \
+                (shape, detail)
+            assert named in detail and str(tmp_path) not in detail, (shape, detail)
+        got = httpx.get(f"{url}/app/api/evals/transcript", params={"run": "large", "item": "mini-a"},
+                        headers={"x-api-key": key}, timeout=30)
+        assert got.status_code == 422 and len(got.content) < 2000, got.text[:300]
+        assert "more than the 2,000,000 this server serves" in got.json()["detail"]
+        assert "FACTDEBATE_EVALS_MAX_BYTES" in got.json()["detail"]
+        got = httpx.get(f"{url}/app/api/evals/results", params={"run": "sound"},
+                        headers={"x-api-key": key}, timeout=30)
+        assert got.status_code == 200, got.text[:300]
+        assert [r["item_id"] for r in got.json()["rows"]] == ["mini-a"]
+        assert got.json()["strays"] == 1
     finally:
         stop_server(proc)
