@@ -47,8 +47,10 @@ async def test_one_trip_saver_writes_the_same_rows_as_the_base_saver(tmp_path: P
 
 async def test_the_one_trip_saver_is_what_open_sqlite_saver_gives(tmp_path: Path):
     assert patches.enabled("sqlite_saver")  # the pinned aiosqlite + checkpoint-sqlite
-    async with open_sqlite_saver(tmp_path / "x.sqlite") as saver:
-        assert type(saver) is OneTripSqliteSaver
+    from factdebate.core.checkpoint_serde import reading_as_data
+
+    async with open_sqlite_saver(tmp_path / "x.sqlite") as saver:  # reads checked as data
+        assert type(saver) is reading_as_data(OneTripSqliteSaver)
 
 
 async def test_another_aiosqlite_gets_the_plain_saver(tmp_path: Path, monkeypatch):
@@ -58,5 +60,7 @@ async def test_another_aiosqlite_gets_the_plain_saver(tmp_path: Path, monkeypatc
         "factdebate.patches.sqlite_saver", {"aiosqlite": ("0.0.0",)}))
     monkeypatch.setattr(patches, "_state", {})
     assert patches.gate("sqlite_saver") == "aiosqlite 0.22.1 is not one of 0.0.0"
+    from factdebate.core.checkpoint_serde import reading_as_data
+
     async with open_sqlite_saver(tmp_path / "x.sqlite") as saver:
-        assert type(saver) is AsyncSqliteSaver
+        assert type(saver) is reading_as_data(AsyncSqliteSaver)
