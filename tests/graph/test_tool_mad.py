@@ -15,8 +15,9 @@ from factdebate.testing.scripted import ScriptCall, ScriptFault
 CLAIM = "The Eiffel Tower is in Paris."
 
 
-async def run(ctx: Any, *, saver: Any = None, thread: str = "t1", payload: Any = None) -> dict:
-    graph = build_tool_mad().compile(checkpointer=saver or InMemorySaver())
+async def run(ctx: Any, *, saver: Any = None, thread: str = "t1", payload: Any = None,
+              turns: Any = "visible") -> dict:
+    graph = build_tool_mad(turns=turns).compile(checkpointer=saver or InMemorySaver())
     config = {"configurable": {"thread_id": thread}}
     return await graph.ainvoke(payload if payload is not None else {"claim": CLAIM}, config,
                                context=ctx)
@@ -158,8 +159,8 @@ async def test_inner_turn_nodes_stream_under_the_turn_namespace(scenario, static
 
 
 async def test_resume_mid_round_restores_state_and_redoes_only_that_round(scenario, static_ctx):
-    # turns run without inner checkpoints (graphs/turns.py): the resume point is the turn,
-    # and the sibling turn cancelled by the failing one's error is redone too
+    # the CLI's lean turns run without inner checkpoints (graphs/turns.py): the resume point is
+    # the turn, and the sibling turn cancelled by the failing one's error is redone too
     failed = {"done": False}
 
     def responder(call: ScriptCall) -> Any:
@@ -173,8 +174,8 @@ async def test_resume_mid_round_restores_state_and_redoes_only_that_round(scenar
     ctx = static_ctx(spec, max_rounds=2, llm_retries=0)
     saver = InMemorySaver()
     with pytest.raises(ScriptFault):
-        await run(ctx, saver=saver, thread="resume")
-    graph = build_tool_mad().compile(checkpointer=saver)
+        await run(ctx, saver=saver, thread="resume", turns="lean")
+    graph = build_tool_mad(turns="lean").compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "resume"}}
     snapshot = await graph.aget_state(config)
     assert snapshot.values["round"] == 2
