@@ -238,6 +238,11 @@ async def _own_thread_or_404(ctx: Auth.types.AuthContext, thread_id: str) -> Non
         raise _deny(404, f"Thread {thread_id} not found")
 
 
+def _in_batch() -> bool:
+    request = current_request()
+    return request is not None and request.path.rstrip("/") == "/runs/batch"
+
+
 def _body_or(value: Any) -> int:
     """Bytes a write keeps: ``value``'s JSON, or the request's body when that is larger (a
     thread create's ``supersteps``, a state update's values the handlers do not see)."""
@@ -298,7 +303,8 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, st
     charge_to = thread_key(thread) if thread is not None else run_key(value.get("run_id"))
     charged = 0
     if thread is not None or kept_new:  # kept with the thread (a temporary one keeps nothing)
-        charged = await _charge(ctx, charge_to, json_bytes([kwargs, value.get("metadata")]))
+        run = [kwargs, value.get("metadata")]  # a batch's body holds several runs
+        charged = await _charge(ctx, charge_to, json_bytes(run) if _in_batch() else _body_or(run))
         await prune_before_write(thread, LIMITS.checkpoints_per_thread)
     try:
         already = await ADMISSION.admit(me, OWNER, LIMITS.runs_per_user, value.get("run_id"),
@@ -361,8 +367,8 @@ async def on_assistant_create(ctx: Auth.types.AuthContext, value: Any) -> dict[s
     _stamp(ctx, value)
     await _within_quota(ctx, "assistants", value.get("assistant_id"))
     if LEDGER.limit and not await exists("assistants", value.get("assistant_id")):
-        await _charge(ctx, assistant_key(value.get("assistant_id")), json_bytes(value),
-                      mode="new")
+        await _charge(ctx, assistant_key(value.get("assistant_id")), _body_or(value),
+                      mode="new")  # the body: the handler does not see the description
     return _mine(ctx)
 
 
@@ -371,7 +377,7 @@ async def on_assistant_update(ctx: Auth.types.AuthContext, value: Any) -> dict[s
     """Only the owner updates; the graphs' own assistants have none, so nobody does."""
     _checked(check_assistant, value)
     _no_owner_change(ctx, value)
-    await _charge(ctx, assistant_key(value.get("assistant_id")), json_bytes(value))  # a version
+    await _charge(ctx, assistant_key(value.get("assistant_id")), _body_or(value))  # a version
     return _mine(ctx)
 
 
@@ -398,7 +404,7 @@ async def on_cron_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, s
     _run_as_me(ctx, value.get("payload"))
     await _within_quota(ctx, "crons")
     await _charge(ctx, cron_key(value.get("cron_id")),
-                  json_bytes([value.get("payload"), value.get("metadata")]), mode="new")
+                  _body_or([value.get("payload"), value.get("metadata")]), mode="new")
     return _mine(ctx)
 
 
@@ -417,7 +423,7 @@ async def on_cron_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, s
     _no_owner_change(ctx, value)
     _run_as_me(ctx, value.get("payload"))
     await _charge(ctx, cron_key(value.get("cron_id")),
-                  json_bytes([value.get("payload"), value.get("metadata")]))
+                  _body_or([value.get("payload"), value.get("metadata")]))
     return _mine(ctx)
 
 
@@ -446,4 +452,5 @@ async def on_store(ctx: Auth.types.AuthContext, value: Any) -> None:
     if ctx.action == "delete" or (ctx.action == "put" and value.get("value") is None):
         LEDGER.free(_me(ctx), key)
     elif ctx.action == "put":  # a put replaces the item, and its charge
-        await _charge(ctx, key, json_bytes([value.get("key"), value.get("value")]), mode="set")
+        await _charge(ctx, key, _body_or([namespace, value.get("key"), value.get("value")]),
+                      mode="set")

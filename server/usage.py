@@ -9,18 +9,21 @@ the serialized JSON a request stores, measured where the auth handlers see it
 
 * a thread: its metadata when created (``POST /threads``: the whole body, ``supersteps``
   included), every ``PATCH`` of its metadata, every state write (``POST /threads/{id}/state``, a
-  bulk update) and the input, command, config, context and metadata of every run on it (a
-  stateless run that keeps its thread included; one that deletes it keeps nothing); a copy is
+  bulk update) and the input, command, config, context and metadata of every run on it; a copy is
   charged what the source is charged;
-* an assistant: its config, context, metadata and name, again for every update (versions are
-  kept); a cron: its payload and metadata, again for every update;
-* a store item: its key and value (a put replaces the item, and its charge).
+* a stateless run that keeps its thread (``on_completion: keep``, a cron's run): the same, charged
+  to the run (the runtime picks the thread's id after the handler) and freed with the thread; a
+  stateless run that deletes its thread keeps nothing and is not charged;
+* an assistant: its request (config, context, metadata, name, description), again for every
+  update (versions are kept); a cron: its payload and metadata, again for every update;
+* a store item: its namespace, key and value (a put replaces the item, and its charge).
 
 Deleting a thread, assistant, cron or store item frees its charge; so does the server's store TTL
 (:func:`sweep_store`). Charges only grow otherwise (a thread's pruned history stays charged until
 the thread is deleted), so the count errs towards the user's limit, never past it. The ledger
 lives in the server process: on a user's first write after a start it is measured from what the
-server holds (threads' metadata and current values, assistants, crons, store values); several
+server holds (threads' metadata, assistants, crons, store items; a thread's values are mostly
+what the graph computed, so state written before the start is not counted again); several
 replicas count separately, as the other per-user limits do. What a graph computes (answers,
 evidence, MERMAID's memory) is not a client's bytes: the operator's caps bound it.
 
@@ -253,9 +256,9 @@ async def measure_user(identity: str, owner_key: str = "owner") -> dict[str, int
     client = loopback()
     owned = {owner_key: identity}
     book: dict[str, int] = {}
-    async for thread in _pages(lambda **kw: client.threads.search(metadata=owned, **kw)):
-        book[thread_key(thread["thread_id"])] = json_bytes(
-            [thread.get("metadata"), thread.get("values")])
+    async for thread in _pages(lambda **kw: client.threads.search(
+            metadata=owned, select=["thread_id", "metadata"], **kw)):
+        book[thread_key(thread["thread_id"])] = json_bytes(thread.get("metadata"))
     async for assistant in _pages(lambda **kw: client.assistants.search(metadata=owned, **kw)):
         book[assistant_key(assistant["assistant_id"])] = json_bytes(
             [assistant.get(k) for k in ("config", "context", "metadata", "name", "description")])
@@ -268,7 +271,7 @@ async def measure_user(identity: str, owner_key: str = "owner") -> dict[str, int
 
     async for item in _pages(items):
         book[store_key(item["namespace"], item["key"])] = json_bytes(
-            [item["key"], item.get("value")])
+            [item["namespace"], item["key"], item.get("value")])
     return book
 
 

@@ -79,17 +79,22 @@ def test_one_write_above_the_quota_is_refused_on_every_route(server: str):
             ("PATCH", f"/threads/{tid}", {"metadata": {"x": BIG}}),
             ("POST", f"/threads/{tid}/state", {"values": {"claim": BIG}}),
             ("POST", f"/threads/{tid}/runs", {**RUN, "metadata": {"x": BIG}}),
+            ("POST", f"/threads/{tid}/runs/wait", {"assistant_id": "cot",
+                                                   "command": {"update": {"claim": BIG}}}),
             ("POST", f"/threads/{uuid.uuid4()}/runs/wait",
              {**RUN, "if_not_exists": "create", "metadata": {"x": BIG}}),
             ("POST", "/runs/wait", {**RUN, "on_completion": "keep", "metadata": {"x": BIG}}),
+            ("POST", "/runs", {**RUN, "on_completion": "keep", "metadata": {"x": BIG}}),
             ("POST", "/runs/batch", [{**RUN, "on_completion": "keep", "metadata": {"x": BIG}}]),
             ("POST", "/assistants", {"graph_id": "cot", "metadata": {"x": BIG}}),
+            ("POST", "/assistants", {"graph_id": "cot", "description": BIG}),
             ("PATCH", f"/assistants/{aid}", {"metadata": {"x": BIG}}),
             ("POST", "/runs/crons", {**RUN, "schedule": "0 0 1 1 *", "metadata": {"x": BIG}}),
             ("POST", f"/threads/{tid}/runs/crons", {**RUN, "schedule": "0 0 1 1 *",
                                                     "metadata": {"x": BIG}}),
             ("PUT", "/store/items", {"namespace": ["routes", "notes"], "key": "k",
                                      "value": {"x": BIG}}),
+            ("PUT", "/store/items", {"namespace": ["routes", BIG], "key": "k", "value": {}}),
         ]
         for method, path, body in routes:
             refused = client.request(method, path, json=body)
@@ -125,6 +130,7 @@ def test_small_writes_add_up_per_user_and_deletes_free_them(server: str):
         over_quota(adder.post(f"/threads/{threads[0]}/state",
                               json={"values": {"claim": "c" * 60_000}, "as_node": "__input__"}),
                    "adder")
+        over_quota(adder.post(f"/threads/{threads[0]}/copy", json={}), "adder")  # a copy: 60 kB
         # another user writes the same as if adder did not exist
         for _ in range(4):
             assert other.post("/threads", json={"metadata": part}).status_code == 200

@@ -79,6 +79,9 @@ def test_threads_are_bounded_per_user_whichever_way_they_are_created(server: str
         refused(alice.post(f"/threads/{uuid.uuid4()}/runs/wait",
                            json={**RUN, "if_not_exists": "create"}), variable, 3)
         refused(alice.post("/runs/wait", json={**RUN, "on_completion": "keep"}), variable, 3)
+        # the stateless routes whose runtime picks the kept thread's id after the handler
+        refused(alice.post("/runs", json={**RUN, "on_completion": "keep"}), variable, 3)
+        refused(alice.post("/runs/batch", json=[{**RUN, "on_completion": "keep"}]), variable, 3)
         refused(alice.post(f"/threads/{mine[0]}/copy"), variable, 3)
         assert sorted(threads_of(alice)) == sorted(mine)  # nothing was created by any of them
 

@@ -360,10 +360,12 @@ def test_a_client_chosen_id_of_another_users_object_is_a_conflict(server: str):
                                            "input": {"claim": "x y z"}, "context": OK_CONTEXT}),
             (f"/threads/{tid}/runs/crons", {"assistant_id": "cot", "schedule": "0 0 1 1 *",
                                             "input": {"claim": "x y z"}}),
-            (f"/threads/{tid}/copy", {}),  # langgraph-api answers 409 for "nothing to copy"
+            (f"/threads/{tid}/copy", {}),  # 404, as for an id that does not exist
         ):
             refused = bob.post(path, json=body)
             assert refused.status_code in (404, 409) and "alice" not in refused.text, path
+            if path.endswith("/copy"):
+                assert refused.status_code == 404, refused.text
         bob.post("/threads/prune", json={"thread_ids": [tid]})
         assert all(t["metadata"].get("topic") != "alice-secret"  # nothing was copied to bob
                    for t in bob.post("/threads/search", json={"limit": 100}).json())
