@@ -1,22 +1,63 @@
-"""The CLI's two consoles and its one way to report a user error (shared by every command module)."""
+"""The CLI's two consoles and its one way to report a user error (shared by every command module).
+
+Both consoles neutralise control characters in what they print (:class:`NeutraliseControlCodes`):
+passages, titles, model replies and error texts reach the terminal as text, never as commands to
+it; rich's own styling and cursor control (its control segments) pass unchanged.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, RenderResult
+from rich.segment import Segment
 from rich.text import Text
 
+from factdebate.core.control_chars import neutralise
 from factdebate.core.errors import FactDebateError
 from factdebate.core.secrets_filter import redact
 
 PIPED_WIDTH = 1000
 """Width of stdout when it is not a terminal (a pipe, a file): rich would otherwise assume 80
 columns and cut wide tables (``compare``'s run names) into ellipses."""
-out = Console() if Console().is_terminal else Console(width=PIPED_WIDTH)
-err = Console(stderr=True)
+
+
+class _Neutralised:
+    """A renderable whose text segments have their control characters made visible."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        segments: Iterator[Segment] = iter(console.render(self.renderable, options))
+        for segment in segments:
+            if segment.control:  # rich's own cursor movement (progress displays)
+                yield segment
+            else:
+                yield Segment(neutralise(segment.text), segment.style)
+
+
+class NeutraliseControlCodes(RenderHook):
+    """Every renderable a console prints passes through :func:`neutralise` (tables, panels and
+    markup included: the hook sees the rendered text, after markup became styles)."""
+
+    def process_renderables(self, renderables: list[Any]) -> list[Any]:
+        """Wrap each renderable."""
+        return [_Neutralised(r) for r in renderables]
+
+
+def _console(**kwargs: Any) -> Console:
+    console = Console(**kwargs)
+    console.push_render_hook(NeutraliseControlCodes())
+    return console
+
+
+out = _console() if Console().is_terminal else _console(width=PIPED_WIDTH)
+err = _console(stderr=True)
 
 
 QUIET_ENV = {

@@ -22,6 +22,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from factdebate.core.control_chars import neutralise
 from factdebate.evaluation.caveats import (
     caveat_lines,
     loud_caveats,
@@ -330,6 +331,7 @@ def write_reports(out: Path, run_dirs: list[Path]) -> dict[str, Any]:
     plots = draw_plots(out, runs, rows)
     summary = {"runs": runs, "plots": plots}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
-    (out / "report.md").write_text(render_report(runs, plots), encoding="utf-8")
+    # run names, datasets and notes come from files: their control characters are shown as text
+    (out / "report.md").write_text(neutralise(render_report(runs, plots)), encoding="utf-8")
     return summary
 

@@ -105,3 +105,12 @@ def test_the_places_that_apply_the_filter():
     assert calling == set(CALL_SITES)
     mcp = (ROOT / "tools/mcp_server.py").read_text()
     assert "masked_fault(exc)" in mcp  # MCP error replies go through the tool filter
+
+
+def test_control_characters_become_visible_text():
+    from factdebate.core.control_chars import neutralise
+
+    hostile = "a\x1b[2Jb\x1b]8;;http://evil\x1b\\c\x9b31m\x07\x08\rd\u202ee\tf\ng"
+    shown = neutralise(hostile)
+    assert shown == ("a\\x1b[2Jb\\x1b]8;;http://evil\\x1b\\c\\x9b31m\\x07\\x08\\x0dd\\u202ee"
+                     "\tf\ng")
