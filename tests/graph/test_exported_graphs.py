@@ -267,3 +267,17 @@ def test_progress_events_on_the_custom_stream():
     verdict = events[-1]
     assert verdict["stopped_by"] == "judge" and verdict["label"] in ("SUPPORTS", "REFUTES")
     json.dumps(events)  # plain JSON, as the server sends it
+
+
+def test_resuming_with_the_same_breakpoints_pauses_once_per_round_as_studio_does():
+    graph = build_tool_mad().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "studio"}}
+    ctx = static("scripted:disagree", max_rounds=2, scoring_mode="consistency")
+    graph.invoke({"claim": CLAIM}, config, context=ctx, interrupt_before=["respond"])
+    rounds = []
+    while graph.get_state(config).next:
+        state = graph.get_state(config, subgraphs=True)
+        assert [t.state.next for t in state.tasks] == [("respond",), ("respond",)]
+        rounds.append(state.values["round"])
+        graph.invoke(None, config, context=ctx, interrupt_before=["respond"])
+    assert rounds == [1, 2] and graph.get_state(config).values["stopped_by"] == "judge"
