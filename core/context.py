@@ -114,7 +114,8 @@ class Context:
         "or 'openai:text-embedding-3-small'; must match the index.", operator=True,
     )
     rag_backend: str = knob(
-        "milvus", "Retriever of the 'rag' tool: 'milvus', 'keyword' or 'hybrid' (both, fused).",
+        "milvus", "Retriever of the 'rag' tool: 'milvus', 'keyword', 'hybrid' (both, fused) or "
+        "'langchain' (the retriever or vector store langchain_factory returns).",
         operator=True,
     )
     search_backend: str = knob(
@@ -130,6 +131,11 @@ class Context:
     milvus_uri: str = knob(
         "", "Milvus URI: a Milvus Lite folder or http://host:19530; empty = <index_dir>/milvus.db.",
         env="FACTDEBATE_MILVUS_URI", operator=True,
+    )
+    langchain_factory: str = knob(
+        "", "Backend 'langchain': module:callable returning a LangChain BaseRetriever or "
+        "VectorStore (a user's existing index), imported and called once per process.",
+        env="FACTDEBATE_LANGCHAIN_FACTORY", operator=True,
     )
     label_set: str = knob(
         "fever",
@@ -163,6 +169,10 @@ class Context:
         RETRIEVERS.resolve(self.rag_backend)  # unknown names fail here, with a suggestion,
         if self.search_backend != "auto":  # not in the middle of a run (or of every eval item)
             RETRIEVERS.resolve(self.search_backend)
+        if "langchain" in (self.rag_backend, self.search_backend) and not self.langchain_factory:
+            raise ConfigError("the langchain retriever backend needs langchain_factory",
+                              "set it (or FACTDEBATE_LANGCHAIN_FACTORY) to module:callable "
+                              "returning a LangChain BaseRetriever or VectorStore")
 
     @property
     def index_path(self) -> Path:

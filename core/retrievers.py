@@ -22,3 +22,4 @@ RETRIEVERS.register("local_search", "factdebate.tools.keyword:open_local_search"
 RETRIEVERS.register("tavily", "factdebate.tools.tavily_search:open_tavily_retriever", aliases=("web",))
 RETRIEVERS.register("hybrid", "factdebate.tools.hybrid:open_hybrid_retriever")
 RETRIEVERS.register("openalex", "factdebate.tools.openalex:open_openalex_retriever")
+RETRIEVERS.register("langchain", "factdebate.tools.langchain_retriever:open_langchain_retriever")

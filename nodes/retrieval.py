@@ -61,6 +61,7 @@ def retriever_settings(ctx: Context) -> RetrieverSettings:
         index_dir=str(ctx.index_path),
         milvus_uri=ctx.resolved_milvus_uri,
         embedding_model=ctx.embedding_model,
+        langchain_factory=ctx.langchain_factory,
     )
 
 

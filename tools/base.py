@@ -43,6 +43,8 @@ class RetrieverSettings:
     """Embedding spec (``minilm`` or ``openai:<model>``)."""
     collection: str = "factdebate_passages"
     """Milvus collection name."""
+    langchain_factory: str = ""
+    """``module:callable`` returning a LangChain retriever or vector store (backend ``langchain``)."""
 
 
 RetrieverFactory = Callable[[RetrieverSettings], Retriever]
