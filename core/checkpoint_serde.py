@@ -457,6 +457,18 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
+def checkpoint_tables_problem(conn: sqlite3.Connection) -> str:
+    """What makes the SQLite database on ``conn`` something other than LangGraph's checkpoint
+    database (an empty file, a database of something else, tables without LangGraph's columns),
+    or ``""``. Reads the schema only: nothing is written."""
+    for table, needed in (("checkpoints", _CHECKPOINT_COLUMNS), ("writes", _WRITES_COLUMNS)):
+        missing = needed - _columns(conn, table)
+        if missing:
+            return (f"no LangGraph {table} table" if missing == needed else
+                    f"a {table} table without {', '.join(sorted(missing))}")
+    return ""
+
+
 def final_values(db: Path, thread_id: str, *, max_bytes: int | None = None) -> dict[str, Any] | None:
     """The last checkpoint's channel values of ``thread_id`` in the SQLite file ``db``, opened
     read-only and read as data (``None`` if the thread has none). Nothing is written: the tables
@@ -472,11 +484,9 @@ def final_values(db: Path, thread_id: str, *, max_bytes: int | None = None) -> d
 
     conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
     try:
-        for table, needed in (("checkpoints", _CHECKPOINT_COLUMNS), ("writes", _WRITES_COLUMNS)):
-            missing = needed - _columns(conn, table)
-            if missing:
-                raise refused(str(db), f"no LangGraph {table} table" if missing == needed else
-                              f"a {table} table without {', '.join(sorted(missing))}")
+        problem = checkpoint_tables_problem(conn)
+        if problem:
+            raise refused(str(db), problem)
         saver = reading_as_data(SqliteSaver)(conn, serde=CheckpointSerializer(db, max_bytes=max_bytes))
         if "task_path" in _columns(conn, "writes"):
             saver.is_setup = True  # the tables are there: setup() would only try to write

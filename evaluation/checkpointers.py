@@ -18,7 +18,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from factdebate.core.errors import BackendUnavailableError, ConfigError, InputError, StorageError
+from factdebate.core.errors import (
+    BackendUnavailableError,
+    ConfigError,
+    InputError,
+    StorageError,
+    UnsupportedDataError,
+)
 from factdebate.core.settings import mask_url
 
 POSTGRES_ENV = "FACTDEBATE_POSTGRES_URI"
@@ -54,7 +60,14 @@ async def _open_sqlite(path: Path, repair: bool) -> AsyncIterator[Any]:
         raise InputError(f"{path} is damaged ({problem})",
                          "rerun with --resume --repair: it is set aside and unfinished items "
                          "start over (finished rows in results.jsonl are kept)")
-    if problem:
+    foreign = "" if problem else not_a_checkpoint_database(path)
+    if foreign and not repair:
+        raise UnsupportedDataError(
+            f"unsupported data in {path} (not a checkpoint database: {foreign})",
+            "nothing was written to it: rerun with --resume --repair to set it aside (unfinished "
+            "items start over, finished rows in results.jsonl are kept), or choose another --out",
+            source=str(path))
+    if problem or foreign:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for suffix in ("", "-wal", "-shm"):
             part = path.with_name(path.name + suffix)
@@ -86,13 +99,30 @@ def sqlite_damage(path: Path) -> str:
     return "" if verdict == "ok" else f"integrity check: {verdict}"[:200]
 
 
+def not_a_checkpoint_database(path: Path) -> str:
+    """Why the sound SQLite file at ``path`` is not LangGraph's checkpoint database (``""`` if
+    absent or it is): an empty file or a database of something else would get LangGraph's tables
+    added by the saver's setup and the run's finished items would have no transcripts. Only the
+    schema is read."""
+    from factdebate.core.checkpoint_serde import checkpoint_tables_problem
+
+    if not path.is_file():
+        return ""
+    if path.stat().st_size == 0:
+        return "an empty file"
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return checkpoint_tables_problem(conn)
+
+
 @asynccontextmanager
 async def open_checkpointer(value: str | None, out: Path, *, repair: bool = False) -> AsyncIterator[Any]:
     """The run's saver, set up and closed with the block.
 
-    A SQLite file that is not a database (or is malformed) is refused in one line; with
-    ``repair`` it is moved aside (``checkpoints.sqlite.damaged-<time>``, with its WAL) and a new
-    one is started, so unfinished items start over and finished rows stay.
+    A SQLite file that is not a database (or is malformed) is refused in one line, and so is one
+    that is not LangGraph's checkpoint database (an empty file, other tables: "unsupported data
+    in FILE", exit 3), before anything is written to it; with ``repair`` either is moved aside
+    (``checkpoints.sqlite.damaged-<time>``, with its WAL) and a new one is started, so
+    unfinished items start over and finished rows stay. An absent file is created.
     """
     if checkpointer_kind(value) == "sqlite":
         async with _open_sqlite(out / SQLITE_FILE, repair) as saver:

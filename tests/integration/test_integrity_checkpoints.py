@@ -339,9 +339,21 @@ CRAFTED: dict[str, tuple[Callable[[Path], None], str]] = {
                       "no LangGraph checkpoint"),
 }
 BROWSER_ONLY: dict[str, tuple[Callable[[Path], None], str]] = {
-    # eval --resume sets up its own database in these (a new file); the browser only reads
+    # files that are no checkpoint database at all: eval --resume refuses them before opening
+    # (test_eval_resume_refuses_a_file_that_is_no_checkpoint_database), the browser on reading
     "empty file": (_new_file(None), "no LangGraph checkpoint"),
     "other tables": (_new_file("CREATE TABLE notes (text);"), "no LangGraph checkpoint"),
+}
+NOT_A_CHECKPOINT_DB: dict[str, tuple[Callable[[Path], None], str]] = {
+    "empty file": (_new_file(None), "an empty file"),
+    "other tables": (_new_file("CREATE TABLE notes (text); INSERT INTO notes VALUES ('mine');"),
+                     "no LangGraph checkpoints table"),
+    "checkpoints table only": (_new_file(
+        "CREATE TABLE checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,"
+        " type, checkpoint, metadata);"), "no LangGraph writes table"),
+    "columns missing": (_new_file("CREATE TABLE checkpoints (thread_id, checkpoint);"
+                                  "CREATE TABLE writes (thread_id);"),
+                        "a checkpoints table without"),
 }
 
 
@@ -387,6 +399,49 @@ def test_eval_resume_of_an_unfinished_item_on_a_crafted_checkpoint_keeps_no_erro
     line = " ".join(_one_error_line(done).split())
     assert done.returncode == 3 and "unsupported data in" in line and named in line, line
     assert (out / "results.jsonl").read_text() == first + "\n"
+
+
+@pytest.mark.parametrize("shape", list(NOT_A_CHECKPOINT_DB))
+def test_eval_resume_refuses_a_file_that_is_no_checkpoint_database(eval_run, tmp_path, shape):
+    """Issue #29: an empty ``checkpoints.sqlite`` or a database of something else is refused
+    before anything is written to it (LangGraph's setup would add its tables and the finished
+    items would have no transcripts); ``--repair`` sets it aside. Half the shapes with every item
+    finished (the reports read each transcript), half with one item to run."""
+    finished = list(NOT_A_CHECKPOINT_DB).index(shape) % 2 == 0
+    data, sound, home = eval_run
+    out = tmp_path / "out"
+    shutil.copytree(sound, out)
+    rows = (out / "results.jsonl").read_text()
+    if not finished:
+        rows = rows.splitlines()[0] + "\n"
+        (out / "results.jsonl").write_text(rows)
+    craft, named = NOT_A_CHECKPOINT_DB[shape]
+    db = out / "checkpoints.sqlite"
+    craft(db)
+    before = db.read_bytes()
+    done = _cli([*_eval_args(data, out), "--resume"], home)
+    line = " ".join(_one_error_line(done).split())
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert f"unsupported data in {db} (not a checkpoint database: {named}" in line, line
+    assert "--resume --repair" in line and "another --out" in line, line
+    assert db.read_bytes() == before  # not a byte written: no tables added
+    assert not db.with_name(db.name + "-wal").exists()
+    assert (out / "results.jsonl").read_text() == rows
+    done = _cli([*_eval_args(data, out), "--resume", "--repair"], home)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [p.name for p in out.glob("checkpoints.sqlite.damaged-*")], list(out.iterdir())
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_fresh_eval_run_creates_its_checkpoint_database(eval_run, tmp_path):
+    data, _, home = eval_run
+    out = tmp_path / "new"
+    done = _cli(_eval_args(data, out), home)
+    assert done.returncode == 0, done.stderr[-2000:]
+    from factdebate.core.checkpoint_serde import final_values
+
+    assert final_values(out / "checkpoints.sqlite", next(
+        json.loads(r)["thread_id"] for r in (out / "results.jsonl").read_text().splitlines()))
 
 
 # -- the web page's evaluation browser, on a real server -----------------------------------------
