@@ -25,6 +25,8 @@ patch               copies internals of                         what it saves (s
 ``ragas_relevancy`` ragas (``AnswerRelevancy.ascore`` body)     3 sequential question calls -> 1
 ``ragas_prompts``   ragas (``BasePrompt.to_string`` template)   a 2nd copy of the schema per call
 ``llama_decode``    llama-cpp-python (``Llama._model/_ctx``)    grammar over 49k tokens per pick
+``inmem_history``   langgraph-checkpoint (``InMemorySaver``     no bound on a thread's checkpoints
+                    storage), langgraph-runtime-inmem           in ``langgraph dev`` -> a bound
 ==================  ==========================================  =====================================
 """
 
@@ -53,6 +55,8 @@ PATCHES: dict[str, Patch] = {
     "ragas_relevancy": Patch("factdebate.patches.ragas_relevancy", {"ragas": ("0.4.3",)}),
     "ragas_prompts": Patch("factdebate.patches.ragas_prompts", {"ragas": ("0.4.3",)}),
     "llama_decode": Patch("factdebate.patches.llama_decode", {"llama-cpp-python": ("0.3.36",)}),
+    "inmem_history": Patch("factdebate.patches.inmem_history", {
+        "langgraph-checkpoint": ("4.3.2",), "langgraph-runtime-inmem": ("0.36.7",)}),
 }
 
 _state: dict[str, bool] = {}

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from factdebate.core.errors import ConfigError
+from factdebate.server.loopback import loopback
 from factdebate.server.usage import (
     BYTES_ENV,
     DEFAULT_BYTES_PER_USER,
@@ -196,21 +197,6 @@ def job_slots_warning(limits: Limits, env: Mapping[str, str] | None = None) -> s
 
 
 # --- counting a user's runs --------------------------------------------------------------------
-_clients: dict[int, Any] = {}
-
-
-def loopback() -> Any:
-    """langgraph_sdk's in-process client of this very server (root path ``/noauth``: the
-    server's own calls; no request leaves the process). One per event loop."""
-    from langgraph_sdk import get_client
-
-    loop = id(asyncio.get_running_loop())
-    if loop not in _clients:
-        _clients[loop] = get_client(url=None, api_key=None)
-    return _clients[loop]
-
-
-_loopback = loopback  # the name other modules of the server import
 
 
 async def owned_count(kind: str, identity: str, owner_key: str) -> int:

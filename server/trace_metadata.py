@@ -49,7 +49,7 @@ def _settings(source: Mapping[str, Any] | None) -> dict[str, Any]:
 
 async def _assistant(assistant_id: object) -> tuple[str | None, dict[str, Any]]:
     """The graph and stored settings of an assistant a client made (None, {} if unreadable)."""
-    from factdebate.server.limits import _loopback
+    from factdebate.server.loopback import loopback as _loopback
 
     try:
         assistant = await _loopback().assistants.get(str(assistant_id))

@@ -48,6 +48,7 @@ import asyncio
 import contextlib
 import contextvars
 import datetime as dt
+import functools
 import json
 import logging
 import re
@@ -55,6 +56,8 @@ import threading
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from factdebate import patches
 
 BYTES_ENV = "FACTDEBATE_MAX_BYTES_PER_USER"
 DEFAULT_BYTES_PER_USER = 100 * 1_048_576
@@ -251,7 +254,7 @@ async def _pages(fetch: Any, page: int = 500) -> AsyncIterator[Any]:
 
 async def measure_user(identity: str, owner_key: str = "owner") -> dict[str, int]:
     """What ``identity`` stores on this server now, per ledger key (the server's own API)."""
-    from factdebate.server.limits import loopback
+    from factdebate.server.loopback import loopback
 
     client = loopback()
     owned = {owner_key: identity}
@@ -276,55 +279,41 @@ async def measure_user(identity: str, owner_key: str = "owner") -> dict[str, int
 
 
 # --- the history bound ---------------------------------------------------------------------------
-def _memory_saver() -> Any:
-    """The in-memory runtime's checkpointer, or None on any other runtime."""
-    try:
-        from langgraph.checkpoint.memory import InMemorySaver
-        from langgraph_runtime.checkpoint import Checkpointer  # the runtime langgraph-api runs on
-    except Exception:  # noqa: BLE001  # another runtime, or not inside a server
-        return None
-    try:
-        saver = Checkpointer()
-    except Exception:  # noqa: BLE001
-        return None
-    return saver if isinstance(saver, InMemorySaver) else None
-
-
 def prune_history(thread_id: str, keep: int, saver: Any = None) -> int:
     """Remove all but the newest ``keep`` checkpoints of each namespace of a thread in the
-    in-memory checkpointer, with their pending writes and the channel values no kept checkpoint
-    references. Returns the number of checkpoints removed (0 on other runtimes). ``saver``:
-    a ``langgraph.checkpoint.memory.InMemorySaver`` (default: the runtime's)."""
-    saver = saver if saver is not None else _memory_saver()
-    if saver is None or keep <= 0 or thread_id not in saver.storage:
+    in-memory checkpointer (``saver``, default: the runtime's), with their pending writes and the
+    channel values no kept checkpoint references; 0 on other runtimes and while the gate of
+    ``factdebate.patches.inmem_history`` (the checkpointer's storage layout) is closed."""
+    if not patches.enabled("inmem_history"):
+        _history_gate_closed_once()
         return 0
-    removed = 0
-    referenced: set[tuple[str, str, Any]] = set()
-    namespaces = saver.storage[thread_id]
-    for ns, checkpoints in list(namespaces.items()):
-        ordered = sorted(list(checkpoints), reverse=True)  # ids grow with time (uuid6)
-        for checkpoint_id in ordered[keep:]:
-            checkpoints.pop(checkpoint_id, None)
-            saver.writes.pop((thread_id, ns, checkpoint_id), None)
-            removed += 1
-        for checkpoint_id in ordered[:keep]:
-            stored = checkpoints.get(checkpoint_id)
-            if stored is None:
-                continue
-            checkpoint = saver.serde.loads_typed(stored[0])
-            referenced.update((ns, ch, v) for ch, v in checkpoint["channel_versions"].items())
-    if removed:
-        for blob_key in list(saver.blobs):
-            if blob_key[0] == thread_id and tuple(blob_key[1:]) not in referenced:
-                saver.blobs.pop(blob_key, None)
-    return removed
+    from factdebate.patches import inmem_history
+
+    saver = saver if saver is not None else inmem_history.runtime_saver()
+    return 0 if saver is None else inmem_history.prune(saver, thread_id, keep)
+
+
+def _prunable_runtime() -> bool:
+    """The server runs on the in-memory runtime and the pruning's gate is open."""
+    if not patches.enabled("inmem_history"):
+        _history_gate_closed_once()
+        return False
+    from factdebate.patches import inmem_history
+
+    return inmem_history.runtime_saver() is not None
+
+
+@functools.cache
+def _history_gate_closed_once() -> None:
+    log.warning("thread history is not bounded: %s (patches/inmem_history.py)",
+                patches.gate("inmem_history"))
 
 
 async def prune_before_write(thread_id: Any, keep: int) -> None:
     """Prune an idle thread so that one more checkpoint keeps it within ``keep``."""
-    if not keep or thread_id is None or _memory_saver() is None:
+    if not keep or thread_id is None or not _prunable_runtime():
         return
-    from factdebate.server.limits import loopback
+    from factdebate.server.loopback import loopback
 
     try:
         thread = await loopback().threads.get(str(thread_id))
@@ -349,7 +338,7 @@ def _stale(item: dict[str, Any], cutoff: dt.datetime) -> bool:
 
 async def sweep_store(ttl_minutes: float, ledger: ByteLedger | None = None) -> int:
     """Delete store items not written for ``ttl_minutes``; returns how many."""
-    from factdebate.server.limits import loopback
+    from factdebate.server.loopback import loopback
 
     client = loopback()
     cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=ttl_minutes)

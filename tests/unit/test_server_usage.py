@@ -46,6 +46,24 @@ def test_pruning_keeps_the_newest_checkpoints_and_a_readable_state():
     assert len(list(saver.list(other))) > 0 and graph.get_state(other).values["text"] == "other"
 
 
+def test_pruning_stays_off_when_the_checkpointer_s_layout_gate_is_closed(monkeypatch):
+    """The pruning reads InMemorySaver's storage layout (patches/inmem_history.py): with another
+    langgraph-checkpoint version it removes nothing."""
+    from factdebate import patches
+
+    saver = InMemorySaver()
+    graph = _graph(saver)
+    config = {"configurable": {"thread_id": "t1"}}
+    for n in range(4):
+        graph.invoke({"text": f"v{n}"}, config)
+    before = len(list(saver.list(config)))
+    monkeypatch.setitem(patches.PATCHES, "inmem_history", patches.Patch(
+        "factdebate.patches.inmem_history", {"langgraph-checkpoint": ("9.9.9",)}))
+    monkeypatch.setattr(patches, "_state", {})
+    assert prune_history("t1", 1, saver) == 0
+    assert len(list(saver.list(config))) == before
+
+
 async def test_the_ledger_refuses_past_the_limit_and_frees_on_delete(monkeypatch):
     async def nothing_stored(identity: str) -> dict[str, int]:
         return {}
