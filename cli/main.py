@@ -200,7 +200,7 @@ def index(
 @app.command()
 def bench(
     names: Annotated[list[str], typer.Argument(
-        help="overhead | scaling | retrieval | embedded | floor | tokens")],
+        help="overhead | scaling | retrieval | index | embedded | floor | tokens")],
     out_raw: Annotated[str, typer.Option(
         "--out", help="Folder for <bench>.json and work files.")] = "bench-results",
     data_dir_raw: Annotated[str | None, typer.Option(
@@ -215,6 +215,8 @@ def bench(
         show_default="1")] = None,
     limit: Annotated[int, typer.Option(help="Retrieval: claims per gold set.")] = 300,
     pad_to: Annotated[int, typer.Option(help="Retrieval: passages for the latency run.")] = 100_000,
+    sizes: Annotated[str, typer.Option(
+        help="Index: synthetic passage counts, comma-separated.")] = "10000,100000",
     markdown_raw: Annotated[str | None, typer.Option(
         "--markdown", help="Markdown file whose sections to regenerate (e.g. BENCHMARKS.md); "
         "without it only OUT/<name>.json is written.")] = None,
@@ -237,8 +239,15 @@ def bench(
             BENCHES.resolve(name)
         folder = data_dir or (Path(os.environ["FACTDEBATE_DATA_DIR"])
                               if os.environ.get("FACTDEBATE_DATA_DIR") else None)
+        try:
+            counts = tuple(int(x) for x in sizes.split(",") if x.strip())
+        except ValueError:
+            counts = ()
+        if not counts or min(counts) < 1:
+            raise InputError(f"--sizes {sizes!r} is not a comma-separated list of counts above 0",
+                             "e.g. --sizes 10000,100000,1000000")
         kwargs: dict[str, Any] = {"data_dir": folder, "latency": latency, "limit": limit,
-                                  "pad_to": pad_to}
+                                  "pad_to": pad_to, "sizes": counts}
         if claims is not None:
             kwargs["claims"] = claims
         if workers is not None:

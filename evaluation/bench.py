@@ -23,6 +23,8 @@ the default test suite except smoke tests on tiny inputs.
   warm pool of N processes instead (the old 100 ms multi-process figure is kept in BENCHMARKS.md
   as a record, not a budget).
 * ``retrieval`` - see ``evaluation/bench_retrieval.py``.
+* ``index`` - index build (passages/s) and search (p50/p99) at 10k-1M passages into Milvus Lite
+  and a Milvus server, embedding excluded and included (``evaluation/bench_index.py``).
 * ``embedded`` - seconds and LLM calls per claim of Tool-MAD with ``local:smollm2``, and a new
   user's first ``verify`` and ``check`` with no flags as processes (budgets 60 s and 3 min).
 * ``floor`` - CPU per Tool-MAD claim of ours next to a bare LangGraph graph of the same shape and
@@ -339,6 +341,19 @@ def bench_tokens(work_dir: Path, *, claims: int = 5, rounds: int = 3, seed: int 
     return {**run_tokens_bench(work_dir, demo_index(work_dir), _claims(DEMO_CLAIMS, claims, seed),
                                rounds=rounds, seed=seed, frameworks=frameworks),
             "claims_from": DEMO_CLAIMS.name, "peak_rss_mb": peak_rss_mb()}
+
+
+@BENCHES.decorator("index")
+def bench_index(work_dir: Path, *, sizes: tuple[int, ...] = (10_000, 100_000), **_: Any
+                ) -> dict[str, Any]:
+    """Index build and search at scale into Milvus Lite and a Milvus server (bench_index.py)."""
+    from factdebate.evaluation.bench_index import run_index_bench
+
+    result = run_index_bench(work_dir, sizes=tuple(sizes))
+    result["budget"] = "demo build (264 passages) into a Milvus server <= 2x Milvus Lite"
+    result["budget_met"] = result["demo_build_ratio"] <= 2.0
+    result["peak_rss_mb"] = peak_rss_mb()
+    return result
 
 
 @BENCHES.decorator("retrieval")
