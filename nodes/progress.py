@@ -10,7 +10,9 @@ Each event is a small JSON dict with an ``"event"`` key, written with LangGraph'
 * ``{"event": "scores", "round": 2, "scores": {"rag": {"faithfulness": 0.9, ...}, ...}}`` -
   the round's per-agent scores (Tool-MAD's ``check_consensus``);
 * ``{"event": "stop_decision", "round": 2, "stop": false, "by": null}`` - whether the debate
-  ends after this round (``by``: ``consensus``, ``convergence``; null to go on);
+  ends after this round (``by``: ``consensus``, ``max_rounds``, ``no_change``, ``no_documents``;
+  null to go on; Tool-MAD's ``check_consensus``, MADKE's ``judge_consensus``, MADAM-RAG's
+  ``check_convergence``);
 * ``{"event": "verdict", "label": "SUPPORTS", "answers": [], "stopped_by": "consensus",
   "cited": ["doc-7", ...]}`` - the final verdict and the passages behind it (``cite_verdict``).
 """
@@ -33,6 +35,14 @@ def emit(event: str, **fields: Any) -> None:
     except RuntimeError:  # called outside a LangGraph run (a node function tested on its own)
         return
     writer({"event": event, **fields})
+
+
+def stop_decision(round_: int | None, update: dict[str, Any]) -> dict[str, Any]:
+    """``update`` (a node's return value) after a ``stop_decision`` event read from its
+    ``stopped_by`` (absent: the debate goes on)."""
+    by = update.get("stopped_by")
+    emit("stop_decision", round=round_, stop=by is not None, by=by)
+    return update
 
 
 def turns_finished(node: str, turns: Iterable[Mapping[str, Any]]) -> None:

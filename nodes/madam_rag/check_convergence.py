@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 
 from factdebate.nodes.madam_rag.aggregate import final_citation, key
 from factdebate.nodes.madam_rag.state import DocResponse, MadamRagContext, MadamRagState
+from factdebate.nodes.progress import stop_decision
 from factdebate.nodes.routing import END, rounds_done, rounds_used, run_context
 
 
@@ -32,13 +33,14 @@ def unchanged(responses: list[DocResponse], round_: int) -> bool:
 
 def check_convergence(state: MadamRagState, runtime: Runtime[MadamRagContext]) -> dict[str, Any]:
     """Set ``stopped_by`` when this round ends the debate."""
+    update: dict[str, Any] = {}
     if not state.get("agent_documents"):
-        return {"stopped_by": "no_documents"}
-    if unchanged(state.get("responses") or [], state["round"]):
-        return {"stopped_by": "no_change", **final_citation(state)}
-    if rounds_used(state, rounds_done(state)) >= runtime.context.max_rounds:  # from turns (#21)
-        return {"stopped_by": "max_rounds", **final_citation(state)}
-    return {}
+        update = {"stopped_by": "no_documents"}
+    elif unchanged(state.get("responses") or [], state["round"]):
+        update = {"stopped_by": "no_change", **final_citation(state)}
+    elif rounds_used(state, rounds_done(state)) >= runtime.context.max_rounds:  # from turns (#21)
+        update = {"stopped_by": "max_rounds", **final_citation(state)}
+    return stop_decision(state.get("round"), update)  # progress event (nodes/progress.py)
 
 
 def route_after_check_convergence(

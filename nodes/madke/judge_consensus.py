@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.madke.speak import render_stances
 from factdebate.nodes.madke.state import MadkeContext, MadkeState
+from factdebate.nodes.progress import stop_decision
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.routing import round_turns, rounds_done, rounds_used, run_context
 
@@ -52,10 +53,10 @@ async def judge_consensus(state: MadkeState, runtime: Runtime[MadkeContext]) -> 
     if agreed is None:
         calls.flags.append(f"judge: round {state['round']} verdict unreadable; counted as [No]")
     if agreed:
-        return {"stopped_by": "consensus", **calls.update()}
+        return stop_decision(state["round"], {"stopped_by": "consensus", **calls.update()})
     if rounds_used(state, rounds_done(state)) >= ctx.max_rounds:  # counted from the turns (#21)
-        return {"stopped_by": "max_rounds", **calls.update()}
-    return calls.update()
+        return stop_decision(state["round"], {"stopped_by": "max_rounds", **calls.update()})
+    return stop_decision(state["round"], calls.update())  # progress event (nodes/progress.py)
 
 
 def route_after_judge_consensus(

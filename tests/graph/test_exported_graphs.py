@@ -281,3 +281,23 @@ def test_resuming_with_the_same_breakpoints_pauses_once_per_round_as_studio_does
         rounds.append(state.values["round"])
         graph.invoke(None, config, context=ctx, interrupt_before=["respond"])
     assert rounds == [1, 2] and graph.get_state(config).values["stopped_by"] == "judge"
+
+
+@pytest.mark.parametrize(("graph_id", "expected"), [
+    ("madke", ["round_opened", "turn_finished", "stop_decision", "verdict"]),
+    ("madam_rag", ["round_opened", "stop_decision", "verdict"]),
+    ("multi_agent_debate", ["round_opened", "turn_finished", "verdict"]),
+])
+def test_progress_events_of_the_other_debates(graph_id: str, expected: list[str]):
+    from tests.graph.test_scripted_every_framework import DOCUMENTS as ITEM_DOCUMENTS
+    from tests.graph.test_scripted_every_framework import context_for
+
+    graph = build_framework(graph_id).compile(checkpointer=InMemorySaver())
+    events = list(graph.stream({"claim": CLAIM, "documents": ITEM_DOCUMENTS},
+                               {"configurable": {"thread_id": graph_id}},
+                               context=context_for(graph_id, "scripted:agree"),
+                               stream_mode="custom"))
+    assert [e for e in dict.fromkeys(e["event"] for e in events)] == expected
+    assert events[-1]["event"] == "verdict" and events[-1]["stopped_by"]
+    stops = [e for e in events if e["event"] == "stop_decision"]
+    assert not stops or (stops[-1]["stop"] and stops[-1]["by"] == events[-1]["stopped_by"])
