@@ -137,10 +137,11 @@ async def open_checkpointer(value: str | None, out: Path, *, repair: bool = Fals
     import psycopg
 
     try:
-        from factdebate.core.checkpoint_serde import CheckpointSerializer
+        from factdebate.core.checkpoint_serde import CheckpointSerializer, reading_as_data
 
-        # read as data: a value naming code is UnsupportedDataError, never run
-        manager = AsyncPostgresSaver.from_conn_string(
+        # read as data, checked as the SQLite saver's reads are: a value naming code or a row
+        # that is not a checkpoint is UnsupportedDataError naming the database, never run
+        manager = reading_as_data(AsyncPostgresSaver).from_conn_string(
             uri, serde=CheckpointSerializer(f"the PostgreSQL checkpointer at {mask_url(uri)}"))
         saver = await manager.__aenter__()
         await saver.setup()

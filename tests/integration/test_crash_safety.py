@@ -81,3 +81,79 @@ async def test_a_thread_killed_before_its_input_was_written_starts_over():
     again = await run_graph("standard", {"claim": "The tower is in Paris."}, ctx,
                             checkpointer=saver, thread_id="t", resume="auto")
     assert again["label"] == "SUPPORTS" and again["ledger"]["llm_calls"] == 1  # not rerun
+
+
+# -- issue #29: the Postgres checkpointer reads checkpoints as data, as the SQLite one does ---------
+def _pg_eval(data: Path, out: Path, uri: str, home: Path, *extra: str):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FACTDEBATE_HOME": str(home)}
+    for name in ("LANGSMITH_TRACING", "LANGGRAPH_STRICT_MSGPACK", "FACTDEBATE_POSTGRES_URI"):
+        env.pop(name, None)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "factdebate"), "eval", "--framework", "standard",
+         "--dataset", str(data), "--model", "scripted:agree", "--out", str(out),
+         "--checkpointer", uri, *extra], capture_output=True, text=True, env=env, timeout=180)
+
+
+def _os_system_blob(marker: Path) -> bytes:
+    import ormsgpack
+
+    # a msgpack extension as LangGraph's serializer writes an object: module, name, argument
+    return ormsgpack.packb(ormsgpack.Ext(0, ormsgpack.packb(["os", "system", f"touch {marker}"])))
+
+
+PG_CRAFTED = {
+    # name: (SQL run on the run's rows, its parameters given the marker file, what the error names)
+    "a blob naming os.system": (
+        "UPDATE checkpoint_blobs SET type = 'msgpack', blob = %s WHERE thread_id LIKE %s",
+        lambda marker: [_os_system_blob(marker)], "a value naming os.system"),
+    "a checkpoint that is a list": (
+        "UPDATE checkpoints SET checkpoint = '[1, 2]'::jsonb WHERE thread_id LIKE %s",
+        lambda marker: [], "a checkpoint that does not load (TypeError)"),
+    "metadata that is a number": (
+        "UPDATE checkpoints SET metadata = '5'::jsonb WHERE thread_id LIKE %s",
+        lambda marker: [], "checkpoint metadata that is int, not a mapping"),
+    "channel_values that are a list": (
+        "UPDATE checkpoints SET checkpoint = jsonb_set(checkpoint, '{channel_values}', '[1]')"
+        " WHERE thread_id LIKE %s", lambda marker: [], "a checkpoint that does not load"),
+}
+
+
+@pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL server binaries are not installed "
+                    "(apt-get install -y postgresql; .ci/run does it)")
+def test_postgres_checkpoints_are_read_as_data(tmp_path):
+    """A crafted value planted in a real local PostgreSQL server's checkpoint tables: ``eval
+    --resume`` of the unfinished item stops with one line "unsupported data in the PostgreSQL
+    checkpointer at URI (...)", exit 3, runs nothing the value names and keeps no error row."""
+    import psycopg
+
+    from factdebate.core.secrets_filter import mask_url
+    from factdebate.evaluation.local_postgres import local_postgres
+
+    data, home = tmp_path / "mini.jsonl", tmp_path / "home"
+    data.write_text("".join(json.dumps({"id": i, "claim": c, "label": "SUPPORTS"}) + "\n" for i, c in
+                            [("a", "Paris is in France."), ("b", "The Moon orbits the Earth.")]))
+    with local_postgres() as uri:  # in the system temp folder, which the server user can reach
+        for n, (shape, (sql, params, named)) in enumerate(PG_CRAFTED.items()):
+            out, marker = tmp_path / f"run{n}", tmp_path / f"marker{n}"
+            done = _pg_eval(data, out, uri, home)
+            assert done.returncode == 0, done.stderr[-2000:]
+            run_id = json.loads((out / "run.json").read_text())["run_id"]
+            first = (out / "results.jsonl").read_text().splitlines()[0]
+            (out / "results.jsonl").write_text(first + "\n")
+            with psycopg.connect(uri, autocommit=True) as conn:
+                changed = conn.execute(sql, [*params(marker), f"{run_id}:%"]).rowcount
+            assert changed, shape
+            done = _pg_eval(data, out, uri, home, "--resume")
+            assert not marker.exists(), f"{shape}: the planted command ran"
+            lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+            assert len(lines) == 1 and "Traceback" not in done.stderr, (shape, done.stderr[-3000:])
+            line = " ".join(lines[0].split())
+            assert done.returncode == 3, (shape, done.stderr[-2000:])
+            assert f"unsupported data in the PostgreSQL checkpointer at {mask_url(uri)} (" in line, \
+                (shape, line)
+            assert named in line, (shape, line)
+            assert (out / "results.jsonl").read_text() == first + "\n", shape
