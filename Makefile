@@ -2,6 +2,7 @@
 #   make demo   - create .venv, install everything, verify a claim offline with the embedded model
 #   make test   - create .venv, install everything, check the import layers, run the test suite
 #   make lint   - ruff (style + docstrings), import-linter (one-way layers, no cycles), mypy
+#   make docs   - the documentation site (mkdocs, --strict) into .cache/site
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # llama-cpp-python has no wheel on PyPI: build a portable CPU library without the extras.
@@ -13,7 +14,7 @@ export HF_HUB_OFFLINE := 1
 export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGGRAPH_NO_VERSION_CHECK := true
 
-.PHONY: install demo test test-slow lint lint-imports
+.PHONY: install demo test test-slow lint lint-imports docs
 install: $(VENV)/.installed
 
 # pyproject.toml declares compatible ranges; constraints.txt is the exact set the tests ran with.
@@ -52,3 +53,12 @@ lint-imports: install
 lint: install lint-imports
 	$(VENV)/bin/ruff check .
 	$(PY) .ci/typecheck.py
+
+# The documentation site (mkdocs.yml): graph pictures are laid out by Graphviz's dot (Debian's
+# graphviz, installed here when missing and possible); the API reference reads the package from a
+# link named factdebate to the checkout (the repository root is the package).
+docs: install
+	@if ! command -v dot >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; fi
+	mkdir -p .cache/docs-src && ln -sfn "$(CURDIR)" .cache/docs-src/factdebate
+	DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs build --strict --quiet

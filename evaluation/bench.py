@@ -379,6 +379,27 @@ def bench_retrieval(work_dir: Path, *, data_dir: Path | None = None, limit: int 
     return result
 
 
+def machine() -> str:
+    """What the figures were measured on: cores, memory, CPU model, Python, OS."""
+    import os
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        memory = 0.0
+    return (f"{os.cpu_count()} cores, {memory:.0f} GiB, {cpu}, Python "
+            f"{platform.python_version()}, {platform.system()} {platform.release()}")
+
+
 def run_bench(name: str, out_dir: Path, command: str, **kwargs: Any) -> dict[str, Any]:
     """Run benchmark ``name``, write ``OUT/<name>.json`` and its BENCHMARKS.md section."""
     fn = BENCHES.get(name)
@@ -387,6 +408,7 @@ def run_bench(name: str, out_dir: Path, command: str, **kwargs: Any) -> dict[str
     start = time.perf_counter()
     result = fn(work, **kwargs)
     result = {"benchmark": name, "command": command, "git_sha": git_sha(),
+              "date": time.strftime("%Y-%m-%d", time.gmtime()), "machine": machine(),
               "event_loop": event_loop_kind(),
               "seconds": round(time.perf_counter() - start, 1), **result}
     (out_dir / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))

@@ -26,11 +26,12 @@ machine - the ratios are measured within one run, the latencies are not ratios.
 def _section(result: dict[str, Any]) -> str:
     name = result["benchmark"]
     lines = [f"## {name}", "", f"Command: `{result['command']}` (git {result['git_sha']}, "
-             f"{result['seconds']} s)", "", f"Budget: {result.get('budget', '-')} - met: "
-             f"**{result.get('budget_met')}**", ""]
+             f"{result.get('date', 'date not recorded')}, {result['seconds']} s)", "",
+             f"Machine: {result.get('machine', 'not recorded')}", "",
+             f"Budget: {result.get('budget', '-')} - met: **{result.get('budget_met')}**", ""]
     body = {k: v for k, v in result.items()
-            if k not in ("benchmark", "command", "git_sha", "seconds", "budget", "budget_met",
-                         "claims", "per_claim", "profile", "frameworks")}
+            if k not in ("benchmark", "command", "git_sha", "date", "machine", "seconds", "budget",
+                         "budget_met", "claims", "per_claim", "profile", "frameworks")}
     if isinstance(result.get("claims"), int):
         body = {"claims": result["claims"], **body}
     lines.append("| figure | value |")
