@@ -38,7 +38,7 @@ from factdebate.core.caching import ProcessCache
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.core.registry import Registry
 from factdebate.evaluation.evidence_metrics import gold_evidence
-from factdebate.evaluation.formats import ANSWERS_TASK, Item, read_records, to_item
+from factdebate.evaluation.formats import ANSWERS_TASK, Item, describe, read_records, to_item
 
 DATA_DIR_ENV = "FACTDEBATE_DATA_DIR"
 
@@ -117,11 +117,13 @@ def dataset_spec(name: str, data_dir: Path | None = None) -> tuple[DatasetSpec, 
 
 
 def _infer_task(record: dict, default: str) -> str:
-    """Task of an ad-hoc file's record: its registered dataset's task, else from its ``task``."""
-    if record.get("dataset") in DATASETS:
-        return DATASETS.get(record["dataset"]).task
+    """Task of an ad-hoc file's record: its registered dataset's task, else from its ``task``
+    (fields that are not strings are left to ``formats.check_fields`` to name)."""
+    dataset, task = record.get("dataset"), record.get("task")
+    if isinstance(dataset, str) and dataset in DATASETS:
+        return DATASETS.get(dataset).task
     return {"qa_mc": "medqa", "qa_yesno": "pubmedqa",
-            "qa_conflict": ANSWERS_TASK}.get(record.get("task", ""), default)
+            "qa_conflict": ANSWERS_TASK}.get(task if isinstance(task, str) else "", default)
 
 
 _loaded: ProcessCache[tuple[Any, ...], list[Item]] = ProcessCache("parsed datasets", maxsize=8)
@@ -149,10 +151,10 @@ def load_items(name: str, data_dir: Path | str | None = None) -> list[Item]:
 def _parse_items(spec: Any, path: Path, name: str) -> list[Item]:
     items, seen = [], set()
     for where, record in read_records(path):
-        if spec.num_hops is not None and int(record.get("num_hops") or 0) != spec.num_hops:
-            continue
         task = spec.task or _infer_task(record, "fever")
-        item = to_item(record, dataset=spec.name, task=task, where=where)
+        item = to_item(record, dataset=spec.name, task=task, where=where)  # every field checked
+        if spec.num_hops is not None and item.subset != f"{spec.num_hops}hop":
+            continue
         check_gold_evidence(record, spec.name, f"{where}, item {item.id!r}")
         gold = gold_evidence(record, spec.name)
         if gold is not None:  # kept for scoring the cited evidence, never shown to the model
@@ -175,14 +177,8 @@ _MISSING = object()
 
 
 def _what(value: Any) -> str:
-    """A value as an error names it: its JSON type and a short excerpt."""
-    if value is _MISSING or value is None:
-        return "missing" if value is _MISSING else "null"
-    kind = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            type(None): "null"}.get(type(value), "a number" if isinstance(value, int | float)
-                                    else type(value).__name__)
-    text = repr(value)
-    return f"{kind} ({text[:40]}{'...' if len(text) > 40 else ''})"
+    """A value as an error names it (``formats.describe``)."""
+    return "missing" if value is _MISSING else describe(value)
 
 
 def _bad(where: str, field: str, value: Any, expected: str) -> InputError:

@@ -46,10 +46,11 @@ def test_malformed_line_names_file_and_line(tmp_path):
     with pytest.raises(InputError, match=r"bad\.jsonl, line 3: not valid JSON"):
         load_items(str(path))
     path.write_text('{"id": "a", "claim": "x", "label": "MAYBE"}\n', encoding="utf-8")
-    with pytest.raises(InputError, match=r"line 1: label 'MAYBE' is not on the 'fever' label set"):
+    with pytest.raises(InputError,
+                       match=r"line 1, item 'bad-a': label 'MAYBE' is not on the 'fever' label set"):
         load_items(str(path))
     path.write_text('{"id": "a", "label": "SUPPORTS"}\n', encoding="utf-8")
-    with pytest.raises(InputError, match="line 1: no claim or question"):
+    with pytest.raises(InputError, match="line 1, item 'bad-a': no claim or question"):
         load_items(str(path))
     path.write_text('[1, 2]\n', encoding="utf-8")
     with pytest.raises(InputError, match="line 1: expected a JSON object"):
@@ -251,4 +252,162 @@ def test_eval_on_malformed_gold_evidence_is_one_error_line(tmp_path, monkeypatch
     flat = " ".join(done.output.split())
     assert lines[0].startswith("error:") and "Traceback" not in done.output, done.output
     assert "line 2, item 'gold-f-2': gold evidence evidence_sets is a number (5)" in flat, flat
+    assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+# -- issue #29: every field a reader uses is checked at load, one line naming file, line, item ----
+_HUGE = "x" * 100_000
+MALFORMED_FIELDS = [
+    # (record fields over a good claim record, what the error says after "FILE, line 2, item ID: ")
+    ({"options": 5}, 'options is a number (5), not answer options {"A": text, ...}'),
+    ({"options": [1]}, "options is a list ([1]), not answer options"),
+    ({"options": "ABCD"}, "options is a string ('ABCD'), not answer options"),
+    ({"options": True}, "options is a boolean (True), not answer options"),
+    ({"options": {"A": 5}}, "options['A'] is a number (5), not an option text (a string)"),
+    ({"options": {"A": None}}, "options['A'] is null, not an option text"),
+    ({"options": {"A": ["x"]}}, "options['A'] is a list (['x']), not an option text"),
+    ({"options": {"A": {"t": 1}}}, "options['A'] is an object ({'t': 1}), not an option text"),
+    ({"options": {"A": _HUGE}}, "options['A'] has 100,000 characters, over the limit of 4000"),
+    ({"documents": 5}, 'documents is a number (5), not a list of documents {"text": ..., '),
+    ({"documents": "some text"}, "documents is a string ('some text'), not a list of documents"),
+    ({"documents": {"text": "x"}}, "documents is an object ({'text': 'x'}), not a list of docum"),
+    ({"documents": [5]}, 'documents[0] is a number (5), not a document {"text": ..., "title": ...}'),
+    ({"documents": ["doc"]}, "documents[0] is a string ('doc'), not a document"),
+    ({"documents": [None]}, "documents[0] is null, not a document"),
+    ({"documents": [{"text": 5}]}, "documents[0].text is a number (5), not the document's text"),
+    ({"documents": [{"title": "t"}]}, "documents[0].text is missing, not the document's text"),
+    ({"documents": [{"text": "t"}, {"text": "t", "title": [1]}]},
+     "documents[1].title is a list ([1]), not a string"),
+    ({"documents": [{"text": "t", "url": {}}]}, "documents[0].url is an object ({}), not a string"),
+    ({"answers": 5}, "answers is a number (5), not a list of strings"),
+    ({"answers": "abc"}, "answers is a string ('abc'), not a list of strings"),
+    ({"answers": {"a": 1}}, "answers is an object ({'a': 1}), not a list of strings"),
+    ({"answers": [1]}, "answers[0] is a number (1), not a string"),
+    ({"answers": ["a", None]}, "answers[1] is null, not a string"),
+    ({"answers": [["x"]]}, "answers[0] is a list (['x']), not a string"),
+    ({"wrong_answers": 5}, "wrong_answers is a number (5), not a list of strings"),
+    ({"wrong_answers": "abc"}, "wrong_answers is a string ('abc'), not a list of strings"),
+    ({"claim": 5}, "claim is a number (5), not a claim or question (a string)"),
+    ({"claim": ["c"]}, "claim is a list (['c']), not a claim or question"),
+    ({"claim": {"c": 1}}, "claim is an object ({'c': 1}), not a claim or question"),
+    ({"claim": True}, "claim is a boolean (True), not a claim or question"),
+    ({"claim": _HUGE}, "claim has 100,000 characters, over the limit of 4000"),
+    ({"claim": " "}, "no claim or question text"),
+    ({"claim": None, "question": 5}, "question is a number (5), not a claim or question"),
+    ({"claim": None, "question": _HUGE}, "question has 100,000 characters, over the limit"),
+    ({"label": 5}, "label is a number (5), not a label (a string)"),
+    ({"label": ["SUPPORTS"]}, "label is a list (['SUPPORTS']), not a label (a string)"),
+    ({"label": {"l": "SUPPORTS"}}, "label is an object ({'l': 'SUPPORTS'}), not a label"),
+    ({"label": None}, "label None is not on the 'fever' label set"),
+    ({"label": _HUGE}, "label a string ('xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..., 100,000 "
+                       "characters) is not on the 'fever' label set"),
+    ({"num_hops": "x"}, "num_hops is a string ('x'), not a hop count (an integer)"),
+    ({"num_hops": [2]}, "num_hops is a list ([2]), not a hop count"),
+    ({"num_hops": 2.5}, "num_hops is a number (2.5), not a hop count"),
+    ({"num_hops": True}, "num_hops is a boolean (True), not a hop count"),
+    ({"num_hops": -1}, "num_hops is a number (-1), not a hop count"),
+    ({"split": {"a": 1}}, "split is an object ({'a': 1}), not a string"),
+    ({"split": 5}, "split is a number (5), not a string"),
+    ({"task": {"t": 1}}, "task is an object ({'t': 1}), not a string"),
+    ({"task": ["qa_mc"]}, "task is a list (['qa_mc']), not a string"),
+    ({"dataset": 5}, "dataset is a number (5), not a string"),
+    # official release formats: MedQA, RAMDocs, PubMedQA
+    ({"answer_idx": "A"}, 'options is missing, not answer options {"A": text, ...}'),
+    ({"answer_idx": "A", "options": {}}, "options is an object ({}), not answer options"),
+    ({"answer_idx": 5, "options": {"A": "a"}}, "answer_idx is a number (5), not a label"),
+    ({"answer_idx": "A", "options": {"A": "a"}, "answer": ["a"]}, "answer is a list (['a'])"),
+    ({"gold_answers": 5, "documents": []}, "gold_answers is a number (5), not a list of strings"),
+    ({"gold_answers": "x", "documents": []}, "gold_answers is a string ('x'), not a list of"),
+    ({"gold_answers": [1], "documents": []}, "gold_answers[0] is a number (1), not a string"),
+    ({"gold_answers": ["x"], "documents": [{"text": 1}]}, "documents[0].text is a number (1)"),
+    ({"QUESTION": "Q?", "CONTEXTS": 5, "final_decision": "yes"},
+     "CONTEXTS is a number (5), not a list of strings"),
+    ({"QUESTION": "Q?", "final_decision": "yes"}, "CONTEXTS is missing, not a list of strings"),
+    ({"QUESTION": "Q?", "CONTEXTS": ["c", 2], "final_decision": "yes"},
+     "CONTEXTS[1] is a number (2), not a string"),
+    ({"QUESTION": "Q?", "CONTEXTS": ["c"], "LABELS": "BACKGROUND", "final_decision": "yes"},
+     "LABELS is a string ('BACKGROUND'), not a list of strings"),
+    ({"QUESTION": 5, "CONTEXTS": ["c"], "final_decision": "yes"}, "QUESTION is a number (5)"),
+    ({"QUESTION": "Q?", "CONTEXTS": ["c"], "final_decision": 1}, "final_decision is a number (1)"),
+]
+MALFORMED_IDS = [
+    ({"id": [1]}, "id is a list ([1]), not an item id (a string or integer)"),
+    ({"id": {"a": 1}}, "id is an object ({'a': 1}), not an item id"),
+    ({"id": None}, "id is null, not an item id"),
+    ({"id": True}, "id is a boolean (True), not an item id"),
+    ({"id": 1.5}, "id is a number (1.5), not an item id"),
+    ({"id": ""}, "id is a string (''), not an item id"),
+    ({"id": _HUGE}, "id has 100,000 characters, over the limit of 200"),
+    ({"id": None, "uid": ["u"]}, "id is null, not an item id"),
+]
+
+
+def _load_second(tmp_path: Path, fields: dict) -> str:
+    good = {"id": "fever-1", "claim": "The Moon orbits the Earth.", "label": "SUPPORTS"}
+    bad = {"id": "fever-2", "claim": "The Moon is made of cheese.", "label": "REFUTES", **fields}
+    path = write_jsonl(tmp_path / "rec.jsonl", [good, bad])
+    with pytest.raises(InputError) as caught:
+        load_items(str(path))
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < 400, message[:600]
+    return message
+
+
+@pytest.mark.parametrize("fields,says", MALFORMED_FIELDS,
+                         ids=[f"{i}-{next(iter(f))}" for i, (f, _) in enumerate(MALFORMED_FIELDS)])
+def test_wrong_typed_fields_name_file_line_item_and_field(tmp_path, fields, says):
+    message = _load_second(tmp_path, fields)
+    prefix = re.escape(f"{tmp_path / 'rec.jsonl'}, line 2, item ") + "'(rec-)?fever-2': "
+    assert re.match(prefix + re.escape(says), message), message  # "dataset" drops the prefix
+
+
+@pytest.mark.parametrize("fields,says", MALFORMED_IDS,
+                         ids=[f"{i}-id" for i in range(len(MALFORMED_IDS))])
+def test_wrong_typed_ids_name_file_line_and_field(tmp_path, fields, says):
+    message = _load_second(tmp_path, fields)
+    assert message.startswith(f"{tmp_path / 'rec.jsonl'}, line 2: {says}"), message
+
+
+def test_hop_filter_checks_every_line(tmp_path):
+    (tmp_path / "hover").mkdir()
+    write_jsonl(tmp_path / "hover" / "dev.jsonl", [
+        {"id": "hover-1", "claim": "c", "label": "SUPPORTS", "num_hops": 3},
+        {"id": "hover-2", "claim": "c", "label": "SUPPORTS", "num_hops": "two"}])
+    with pytest.raises(InputError, match=r"line 2, item 'hover-2': num_hops is a string \('two'\)"):
+        load_items("hover_3hop", tmp_path)
+
+
+def test_well_typed_fields_load(tmp_path):
+    records = [
+        {"id": 7, "claim": "c", "label": "SUPPORTS", "answers": [], "options": {},
+         "documents": [{"text": "t", "title": None, "url": None}], "num_hops": 2, "split": None},
+        {"id": "m-1", "dataset": "medqa", "task": "qa_mc", "question": "Q?", "label": "B",
+         "options": {"A": "a", "B": "b"}, "answers": ["b"]},
+        {"id": "r-1", "dataset": "ramdocs", "task": "qa_conflict", "question": "Q?", "label": None,
+         "answers": ["x"], "wrong_answers": [], "documents": [{"text": "d", "type": "correct"}]},
+        {"id": "f-1", "claim": "c", "label": True},  # FIRE release: a boolean label
+    ]
+    items = load_items(str(write_jsonl(tmp_path / "ok.jsonl", records)))
+    assert [i.gold_label for i in items] == ["SUPPORTS", "B", None, "SUPPORTS"]
+    assert items[0].subset == "2hop" and items[1].input["options"] == {"A": "a", "B": "b"}
+    assert items[2].gold_answers == ("x",) and items[2].input["documents"][0]["text"] == "d"
+
+
+@pytest.mark.parametrize("fields,says", [
+    ({"options": 5}, "options is a number (5)"), ({"documents": 5}, "documents is a number (5)")])
+def test_eval_on_wrong_typed_fields_is_one_error_line(tmp_path, monkeypatch, fields, says):
+    from typer.testing import CliRunner
+
+    from factdebate.cli.main import app
+
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    path = write_jsonl(tmp_path / "rec.jsonl", [
+        {"id": "f-1", "claim": "The Moon orbits the Earth.", "label": "SUPPORTS"},
+        {"id": "f-2", "claim": "The Moon is cheese.", "label": "REFUTES", **fields}])
+    done = CliRunner().invoke(app, ["eval", "--framework", "standard", "--dataset", str(path),
+                                    "--model", "scripted:agree", "--out", str(tmp_path / "out")])
+    assert done.exit_code == InputError.exit_code, done.output
+    flat = " ".join(done.output.split())
+    assert done.output.lstrip().startswith("error:") and "Traceback" not in done.output, flat
+    assert f"line 2, item 'rec-f-2': {says}" in flat, flat
     assert not (tmp_path / "out" / "results.jsonl").exists()
