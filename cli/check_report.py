@@ -19,7 +19,11 @@ from rich.table import Table
 from rich.text import Text
 
 from factdebate.cli.report import citation_problems, print_notes, retrieved_line
+from factdebate.core.readable import excerpt
 from factdebate.evaluation.html_report import citing_claims, retrieved_not_cited
+
+CLAIM_CHARS = 70
+"""Characters of a claim shown in the live progress table (cut at a word)."""
 
 STYLES = {"supported": "green", "refuted": "bold red", "unverifiable": "yellow",
           "no_verdict": "yellow", "skipped": "magenta", "not_check_worthy": "dim",
@@ -84,7 +88,8 @@ def print_check(console: Console, result: dict[str, Any]) -> None:
     console.print(f"LLM calls {ledger.get('llm_calls', 0)}, tokens "
                   f"{ledger.get('prompt_tokens', 0)} in / {ledger.get('completion_tokens', 0)} "
                   f"out; thread {result.get('thread_id')}", highlight=False)
-    print_notes(console, result.get("flags") or [])
+    turns = sum(len(c.get("turns") or []) for c in check.get("claims") or [])
+    print_notes(console, result.get("flags") or [], turns=turns)
 
 
 def uncited_claims(check: dict[str, Any]) -> list[int]:
@@ -152,6 +157,5 @@ class CheckProgress:
             result = self.results.get(c["key"])
             status = (result.get("label") or "no verdict") if result else (
                 "debating…" if c["status"] == "verify" else c["status"].replace("_", " "))
-            claim = c["claim"] if len(c["claim"]) <= 70 else c["claim"][:67] + "..."
-            table.add_row(str(n), claim, status)
+            table.add_row(str(n), excerpt(c["claim"], CLAIM_CHARS), status)
         return Group(head, table)

@@ -4,7 +4,9 @@ Issue #22: the evidence behind the verdict is what the deciding replies *cited* 
 ``evidence``: numbered, with who cited each passage and with which stance); passages that were only
 retrieved are listed apart under "Retrieved, not cited" and never called cited. One line sums up
 the citation checks (hallucinated ids dropped, uncited replies, an uncited verdict) from the ledger
-and the ``citation: `` flags, which ``--json`` lists one by one.
+and the ``citation: `` flags. The flags are notes, one readable line per kind with its counts
+(``core/notes.summarise``); ``--json`` lists each flag as it was recorded. Passage text is an
+excerpt cut at a word (``core/readable.excerpt``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from rich.table import Table
 from rich.text import Text
 
 from factdebate.core.citations import passage_key
+from factdebate.core.notes import summarise
+from factdebate.core.readable import excerpt
 
 CITATION_FLAG = "citation: "
 """Prefix of the flags the citation checks raise (``nodes/citations.py``)."""
@@ -61,11 +65,6 @@ def citation_problems(result: dict[str, Any], uncited_verdicts: str = "") -> tup
     return "Citation checks: " + "; ".join(parts), bool(uncited_verdicts or single or uncited or unshown)
 
 
-def _snippet(text: str) -> str:
-    one_line = " ".join((text or "").split())
-    return one_line if len(one_line) <= SNIPPET_CHARS else one_line[:SNIPPET_CHARS - 1] + "…"
-
-
 def cited_lines(evidence: Iterable[dict[str, Any]]) -> list[Text | Padding]:
     """The numbered passages behind a verdict: title (source), cited by, stance, URL, snippet."""
     lines = []
@@ -81,7 +80,8 @@ def cited_lines(evidence: Iterable[dict[str, Any]]) -> list[Text | Padding]:
         if e.get("url"):
             lines.append(Padding(Text(str(e["url"]), style="blue"), (0, 0, 0, 4), expand=False))
         if e.get("text"):
-            lines.append(Padding(Text(_snippet(e["text"]), style="dim"), (0, 0, 0, 4), expand=False))
+            snippet = Text(excerpt(e["text"], SNIPPET_CHARS), style="dim")
+            lines.append(Padding(snippet, (0, 0, 0, 4), expand=False))
     return lines
 
 
@@ -143,22 +143,17 @@ def print_result(console: Console, result: dict[str, Any]) -> None:
     console.print(f"LLM calls {ledger['llm_calls']}, tokens {ledger['prompt_tokens']} in / "
                   f"{ledger['completion_tokens']} out, tool calls: {tools or 'none'}; "
                   f"thread {result['thread_id']}")
-    print_notes(console, result.get("flags") or [])
+    print_notes(console, result.get("flags") or [], turns=len(result.get("turns") or []))
 
 
-SHOWN_CITATION_FLAGS = 3
-"""Citation flags printed one by one; more are counted (``--json`` lists every flag)."""
-
-
-def print_notes(console: Console, flags: list[str]) -> None:
-    """The flags as notes; past a few, the citation checks' flags are counted, not listed."""
-    cites = [f for f in flags if is_citation_flag(f)]
-    for flag in flags:
-        if not is_citation_flag(flag) or len(cites) <= SHOWN_CITATION_FLAGS:
-            console.print(_note(flag))
-    if len(cites) > SHOWN_CITATION_FLAGS:
-        console.print(_note(f"{len(cites)} citation flags, e.g. {cites[0]} "
-                            "(--json lists every flag)"))
+def print_notes(console: Console, flags: list[str], *, turns: int | None = None) -> None:
+    """The flags as notes, one readable line per kind with its counts (``core/notes``);
+    ``--json`` lists every flag. ``turns`` is the run's count of debater turns."""
+    lines = summarise(flags, turns=turns or None)
+    for line in lines:
+        console.print(_note(line))
+    if len(lines) < len(flags):
+        console.print(Text(f"({len(flags)} flags in all: --json lists each)", style="dim"))
 
 
 def _note(text: str) -> Text:

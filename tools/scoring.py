@@ -37,8 +37,9 @@ stability scores inside a LangGraph node, together with the model-path trims in
 ``factdebate.core.models`` (see the report there).
 
 Failures: a metric whose reply is still unparsable, whose provider call fails, or which returns NaN
-(no statements) is ``None`` with an entry ``{"metric", "error", "message"}`` in ``errors``; the
-other metric is unaffected and nothing is raised, so the debate goes on with a recorded fault. No
+(no statements) is ``None`` with an entry ``{"metric", "error", "message"}`` in ``errors`` (as one
+line of text: :func:`fault_text`); the other metric is unaffected and nothing is raised, so the
+debate goes on with a recorded fault. No
 contexts (a tool-less debater): faithfulness is ``None`` by design (nothing to be faithful to; no
 fault) and relevancy is still computed.
 
@@ -66,6 +67,7 @@ from pydantic import BaseModel, ValidationError
 
 from factdebate.core.caching import ProcessCache
 from factdebate.core.models import completions, negotiation
+from factdebate.core.readable import one_line
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -86,6 +88,31 @@ class ScoringFault(TypedDict):
     """Exception class name (``ScoringError`` for unparsable output)."""
     message: str
     """The exception message."""
+
+
+NAN_REASONS = {FAITHFULNESS: "the scorer found no statements",
+               ANSWER_RELEVANCY: "the scorer returned no value"}
+"""Why a metric returned NaN (ragas' faithfulness: no statements drawn from the answer)."""
+
+UNREADABLE = "the scorer's reply was unreadable"
+"""The reason of a ``ScoringError`` fault (no schema-valid reply after the re-ask)."""
+
+
+def fault_text(fault: ScoringFault) -> str:
+    """One line for a fault: ``METRIC could not be scored (REASON[: DETAIL])``.
+
+    REASON is short and shared by the faults of one cause (what the CLI's notes group by); DETAIL
+    is the exception's first line (a pydantic dump condensed, ``core/readable.one_line``).
+    """
+    error, detail = fault["error"], one_line(fault["message"])
+    if error == "NaN":
+        reason = detail or NAN_REASONS.get(fault["metric"], "the scorer returned no value")
+    elif error == "ScoringError":
+        reason = f"{UNREADABLE}: {detail}"
+    else:
+        reason = f"the scoring call failed: {error}: {detail}" if detail else (
+            f"the scoring call failed: {error}")
+    return f"{fault['metric']} could not be scored ({reason})"
 
 
 class StabilityScores(TypedDict):
@@ -317,8 +344,7 @@ async def _run_metric(
     finally:
         _CALL.reset(token)
     if math.isnan(value):
-        fault = ScoringFault(metric=name, error="NaN", message="ragas returned NaN (no statements)")
-        return None, fault
+        return None, ScoringFault(metric=name, error="NaN", message=NAN_REASONS[name])
     return min(1.0, max(0.0, value)), None
 
 

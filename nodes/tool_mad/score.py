@@ -7,8 +7,9 @@
   evidence); a cross-encoder when one is configured, else bundled-embedding cosine.
 * ``none``: nothing is computed.
 
-Scoring faults never stop a debate: the value is left out (None), the fault is flagged, and the
-consensus check treats a missing score as not cleared.
+Scoring faults never stop a debate: the value is left out (None), the fault is flagged on one line
+(``score: agent A round R: METRIC could not be scored (REASON)``, ``tools/scoring.fault_text``),
+and the consensus check treats a missing score as not cleared.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from factdebate.core.readable import one_line
 from factdebate.core.state import DebaterState, RoundScore
 from factdebate.nodes.llm import CallLog, call_config, model_for
 from factdebate.nodes.tool_mad.state import ToolMadContext
@@ -64,7 +66,8 @@ async def score(state: DebaterState, runtime: Runtime[ToolMadContext]) -> dict[s
             row["faithfulness"] = result.get("faithfulness")  # type: ignore[typeddict-item]
             row["answer_relevancy"] = result.get("answer_relevancy")  # type: ignore[typeddict-item]
             for err in result.get("errors") or []:
-                calls.flags.append(f"score: agent {state['agent']} round {state['round']}: {err}")
+                calls.flags.append(f"score: agent {state['agent']} round {state['round']}: "
+                                   f"{scoring.fault_text(err)}")
         else:
             row["consistency"] = await scoring.consistency_score(  # type: ignore[typeddict-item]
                 answer=answer,
@@ -74,7 +77,7 @@ async def score(state: DebaterState, runtime: Runtime[ToolMadContext]) -> dict[s
             )
     except Exception as exc:  # a scoring fault must not end the debate
         calls.flags.append(
-            f"score: agent {state['agent']} round {state['round']} failed "
-            f"({type(exc).__name__}: {str(exc)[:200]})"
+            f"score: agent {state['agent']} round {state['round']}: the scores could not be "
+            f"computed ({type(exc).__name__}: {one_line(str(exc), 200)})"
         )
     return {"scores": {state["agent"]: [row]}, **calls.update()}
