@@ -3,6 +3,11 @@
 Frameworks, retriever backends, model providers, scripted scenarios (and later datasets and metrics)
 are registered by name; the CLI, the runner and ``ls`` read them, so nothing dispatches on
 ``if name == ...`` chains.
+
+Code outside the package registers its own (a framework of a researcher's, docs/extending.md) from
+a *plugin module*: a module that calls ``register`` when imported. :func:`load_plugins` imports the
+modules named in ``$FACTDEBATE_PLUGINS`` and by the ``factdebate.plugins`` entry-point group, once
+per process, before any registry first lists its names or misses one.
 """
 
 from __future__ import annotations
@@ -10,13 +15,65 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from factdebate.core.errors import ConfigError
+from factdebate.core.errors import ConfigError, FactDebateError
 
 T = TypeVar("T")
+
+PLUGINS_ENV = "FACTDEBATE_PLUGINS"
+"""Environment variable naming plugin modules, comma-separated (``my_protocol,lab.graphs``)."""
+PLUGINS_GROUP = "factdebate.plugins"
+"""Entry-point group of installed plugin modules (``name = "module"``; the name is free)."""
+
+_plugins = {"loaded": False}
+
+
+def plugin_modules() -> list[str]:
+    """The plugin modules to import: ``$FACTDEBATE_PLUGINS``'s, then the entry-point group's."""
+    named = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
+    installed = [p.value for p in importlib.metadata.entry_points(group=PLUGINS_GROUP)]
+    return list(dict.fromkeys([*named, *installed]))
+
+
+def import_plugin(module: str) -> None:
+    """Import the plugin module ``module`` (it registers what it adds when imported).
+
+    Raises:
+        ConfigError: It cannot be imported or fails at import (its error named, one line).
+    """
+    try:
+        importlib.import_module(module)
+    except FactDebateError:
+        raise
+    except ImportError as exc:
+        raise ConfigError(
+            f"plugin module {module!r} cannot be imported: {exc}",
+            f"put its folder on PYTHONPATH or install it; ${PLUGINS_ENV} lists module names, "
+            "comma-separated") from exc
+    except Exception as exc:  # noqa: BLE001  # a researcher's module: any error, one line
+        raise ConfigError(f"plugin module {module!r} failed at import: "
+                          f"{type(exc).__name__}: {exc}", "fix the module") from exc
+
+
+def load_plugins() -> None:
+    """Import every plugin module (:func:`plugin_modules`) once per process.
+
+    A module that fails raises (:func:`import_plugin`) and is tried again at the next call; a
+    plugin that reads a registry while it is imported does not load the plugins again.
+    """
+    if _plugins["loaded"]:
+        return
+    _plugins["loaded"] = True
+    try:
+        for module in plugin_modules():
+            import_plugin(module)
+    except BaseException:
+        _plugins["loaded"] = False
+        raise
 
 
 @dataclass
@@ -50,7 +107,9 @@ class Registry(Generic[T]):
         the core register themselves without the core importing them)."""
 
     def _load_entry_points(self) -> None:
-        """Register this registry's entry-point group once (lazy ``"module:attr"`` entries)."""
+        """Import the plugin modules (:func:`load_plugins`, once per process), then register
+        this registry's entry-point group once (lazy ``"module:attr"`` entries)."""
+        load_plugins()
         group, self._group = self._group, ""
         if not group:
             return
