@@ -20,6 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.core.citations import passage_key
+from factdebate.core.readable import excerpt
+
+TURN_EXCERPT_CHARS = 600
+"""Characters of a passage shown in a turn (cut at a word, ``core/readable.excerpt``)."""
+
+CITED_EXCERPT_CHARS = 400
+"""Characters of a passage shown under "Evidence behind the verdict"."""
 
 MARKS = {"supported": "✓", "refuted": "✗", "unverifiable": "?", "no_verdict": "?",
          "skipped": "…", "not_check_worthy": "–", "no_claim": ""}
@@ -93,7 +100,7 @@ def _evidence(evidence: Iterable[dict[str, Any]], cited: Iterable[str] | None = 
     for e in evidence:
         mark = ("<li class='cited'><span class='cited-mark'>✓ cited</span> "
                 if passage_key(e) in keys else "<li>")
-        text = " ".join(str(e.get("text") or e.get("snippet") or "").split())[:600]
+        text = excerpt(str(e.get("text") or e.get("snippet") or ""), TURN_EXCERPT_CHARS)
         items.append(f"{mark}<b>{_e(e.get('title'))}</b> ({_e(e.get('source'))}) "
                      f"{_link(e.get('url') or '')}<br>{_e(text)}</li>")
     return f"<ul class='ev'>{''.join(items)}</ul>" if items else ""
@@ -113,7 +120,7 @@ def verdict_evidence_html(result: dict[str, Any]) -> str:
     for e in cited:
         who = f" cited by {_e(', '.join(e['cited_by']))}" if e.get("cited_by") else ""
         stance = f" · <span class='stance'>{_e(e['stance'])}</span>" if e.get("stance") else ""
-        text = " ".join(str(e.get("text") or e.get("snippet") or "").split())[:400]
+        text = excerpt(str(e.get("text") or e.get("snippet") or ""), CITED_EXCERPT_CHARS)
         items.append(f"<li><b>{_e(e.get('title') or e.get('id'))}</b> ({_e(e.get('source'))}) "
                      f"{_link(e.get('url') or '')}{who}{stance}<br><span class='ev'>{_e(text)}</span></li>")
     uncited = ("<p class='bad'>Uncited verdict: no reply behind it cited a passage it was shown.</p>"

@@ -11,6 +11,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from factdebate.core.readable import excerpt
 from factdebate.core.state import Evidence
 from factdebate.nodes.check_text.state import (
     CheckTextContext,
@@ -50,7 +51,7 @@ def aggregate_claims(state: CheckTextState, runtime: Runtime[CheckTextContext]) 
             cite = citations.setdefault(_evidence_key(e), {
                 "n": len(citations) + 1, "title": e.get("title", ""), "source": e.get("source", ""),
                 "url": e.get("url", ""), "id": e.get("id", ""),
-                "snippet": " ".join((e.get("text") or "").split())[:SNIPPET_CHARS]})
+                "snippet": excerpt(e.get("text"), SNIPPET_CHARS)})
             numbers.append(cite["n"])
         claims.append({**entry, **result, "number": n, "category": category,
                        "citations": numbers})
