@@ -24,6 +24,7 @@ import pytest
 from tests.integration.langsmith_capture import LangSmithState, langsmith_capture
 from tests.integration.servers import (
     LANGGRAPH,
+    REPO,
     free_port,
     langgraph_dev_command,
     server_env,
@@ -141,6 +142,10 @@ async def test_a_server_trace_has_the_clis_root_name_and_metadata(server):
     from factdebate.prompts import load_prompts
     from factdebate.run.claims import git_sha
 
+    def is_commit(sha: str) -> bool:
+        return subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}"],
+                              cwd=REPO, capture_output=True).returncode == 0
+
     url, langsmith = server
     client = sdk(url)
     thread = await client.threads.create()
@@ -150,11 +155,29 @@ async def test_a_server_trace_has_the_clis_root_name_and_metadata(server):
     expected = {"framework": "tool_mad", "prompt_version": load_prompts("tool_mad").version,
                 "model_debater": "scripted:agree", "model_judge": "scripted:agree",
                 "model_embeddings": "minilm"}
-    if git_sha():
-        expected["git_sha"] = git_sha()
     assert {k: run["metadata"].get(k) for k in expected} == expected
+    if git_sha():  # the commit the server runs (others may commit while it runs: not HEAD's)
+        assert is_commit(run["metadata"]["git_sha"])
+        expected["git_sha"] = run["metadata"]["git_sha"]
     assert run["metadata"]["fd_context"]["max_rounds"] == 1
     [root] = root_runs(langsmith, thread["thread_id"])
     assert root["name"] == "tool_mad:verify"  # the CLI's root name, not the graph's "Tool-MAD"
     metadata = root["extra"]["metadata"]
     assert {k: metadata.get(k) for k in expected} == expected
+
+
+async def test_a_client_made_assistants_runs_carry_its_graph_and_settings(server):
+    """The graph of an assistant a client made is read from the assistant, with its settings."""
+    url, langsmith = server
+    client = sdk(url)
+    assistant = await client.assistants.create(
+        "tool_mad", context={"max_rounds": 1, "scoring_mode": "consistency"})
+    thread = await client.threads.create()
+    await client.runs.wait(thread["thread_id"], assistant["assistant_id"],
+                           input={"claim": CLAIM})
+    [run] = await client.runs.list(thread["thread_id"])
+    assert run["status"] == "success"
+    assert run["metadata"]["framework"] == "tool_mad"
+    assert run["metadata"]["fd_context"]["max_rounds"] == 1  # the assistant's stored setting
+    [root] = root_runs(langsmith, thread["thread_id"])
+    assert root["name"] == "tool_mad:verify"
