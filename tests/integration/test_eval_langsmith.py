@@ -58,6 +58,7 @@ def test_item_runs_reach_the_endpoint_with_eval_metadata(capture, wiki_index, tm
         assert meta["framework"] == "tool_mad" and meta["dataset"] == "fever"
         assert meta["item_id"] == row["item_id"] and meta["prompt_version"] == "tool_mad-3"
         assert meta["eval_run_id"] == record["run_id"]
+        assert meta["git_sha"] == record["git_sha"]  # as on a server run's trace
         children = [r for r in runs.values() if r.get("trace_id") == row["trace_id"]]
         assert len(children) > 5  # the graph's nodes and model calls are traced under it
 
