@@ -1,9 +1,10 @@
 """The framework registry: name -> graph factory (lazy), with the paper, prompt set and Context.
 
-A framework added later is one graph file, a prompts folder and one ``register`` line here. A
-framework whose knobs go beyond the shared ``Context`` declares a ``Context`` subclass (a
-dataclass adding fields with defaults and descriptions) as ``context="module:Class"``; the CLI and
-the runner build that class for it.
+A framework added to the package is one graph file, a prompts folder and one ``register`` line
+here; one that lives outside it registers from a plugin module of its own (``FACTDEBATE_PLUGINS``,
+core/registry.py; docs/extending.md walks through one). A framework whose knobs go beyond the
+shared ``Context`` declares a ``Context`` subclass (a dataclass adding fields with defaults and
+descriptions) as ``context="module:Class"``; the CLI and the runner build that class for it.
 """
 
 from __future__ import annotations
