@@ -25,6 +25,11 @@ Where it applies - every way out passes through one of these, and each calls :fu
   resumable run faults carry none; foreign exceptions are redacted in place
   (:func:`redact_exception`) where they cross to a client: tool errors
   (``factdebate.tools.tool_providers.masked_fault``, the MCP server's replies);
+* exceptions a node of any graph raises, foreign ones included, redacted in place before
+  LangGraph records them (the checkpointed task error, the run's ``__error__``): the node policy
+  ``factdebate.graphs.exported.NODE_ERRORS``;
+* LangSmith traces (``factdebate.core.trace_filter``): every run the process posts - inputs,
+  outputs, error, metadata, extra, events;
 * log lines of the server process (``factdebate.server.logs``): every record's message, its
   arguments and its rendered traceback;
 * the CLI's consoles (``factdebate.cli.output``).

@@ -81,9 +81,9 @@ class LangSmithExperiment:
                  record: dict[str, Any]) -> None:
         if not os.environ.get("LANGSMITH_API_KEY"):
             raise ConfigError("--langsmith needs LANGSMITH_API_KEY", "set it, or drop --langsmith")
-        from langsmith import Client
+        from factdebate.core.trace_filter import trace_client
 
-        self.client = Client()
+        self.client = trace_client()  # what it posts passes the secret filter
         sha = str(record.get("data_sha256") or "")
         self.dataset_name = f"factdebate-{dataset}-{version}" + (f"-{sha[:12]}" if sha else "")
         ds = self._dataset(dataset, version, record)

@@ -104,9 +104,9 @@ class _WorkerTracing:
     """LangSmith tracing of one run's items inside a worker; feedback is the coordinator's."""
 
     def __init__(self, project: str, example_ids: dict[str, str]) -> None:
-        from langsmith import Client
+        from factdebate.core.trace_filter import trace_client
 
-        self.client = Client()
+        self.client = trace_client()  # the traces hold no secret (core/trace_filter.py)
         self.project = project
         self.example_ids = example_ids
 

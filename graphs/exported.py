@@ -44,8 +44,11 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import RetryPolicy
 
+from factdebate.core import trace_filter
 from factdebate.core.errors import ConfigError
+from factdebate.core.secrets_filter import redact_exception
 
 Turns = Literal["visible", "lean"]
 """How a graph runs its turn subgraphs: ``visible`` (checkpointed, drawn, interruptible; Studio,
@@ -65,9 +68,27 @@ def check_turns(turns: str) -> Turns:
     return turns  # type: ignore[return-value]
 
 
+def _redacted_not_retried(exc: Exception) -> bool:
+    """Remove every secret from ``exc`` (in place, its chain included); never a retry."""
+    redact_exception(exc)
+    return False
+
+
+NODE_ERRORS = RetryPolicy(max_attempts=1, retry_on=_redacted_not_retried)
+"""The node policy of every graph builder (``new_builder``, the turn subgraphs of
+graphs/turns.py): LangGraph hands each exception a node raises to ``retry_on`` before it records
+it anywhere - the checkpointed task error, the run's ``__error__`` langgraph-api shows a client,
+its log line - so a library's exception (a ``ValueError`` quoting a provider's ``Authorization``
+header) is redacted there by the one secret filter (``factdebate.core.secrets_filter``), as a
+``FactDebateError`` is when it is made. Nothing is retried: retries are the nodes' own
+(``factdebate.core.retry``)."""
+
+
 def new_builder(turns: Turns, *args: Any, **kwargs: Any) -> StateGraph:
-    """A graph builder of variant ``turns``: a :class:`DebateBuilder` when visible."""
-    return (DebateBuilder if check_turns(turns) == "visible" else StateGraph)(*args, **kwargs)
+    """A graph builder of variant ``turns``: a :class:`DebateBuilder` when visible; its nodes'
+    errors pass the secret filter (:data:`NODE_ERRORS`)."""
+    builder = (DebateBuilder if check_turns(turns) == "visible" else StateGraph)(*args, **kwargs)
+    return builder.set_node_defaults(retry_policy=NODE_ERRORS)
 
 
 class DebateBuilder(StateGraph):
@@ -156,6 +177,7 @@ class DebateGraph(CompiledStateGraph):
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """``CompiledStateGraph.astream`` with inner breakpoints and flat messages (module doc)."""
+        trace_filter.install()  # the run's traces hold no secret (core/trace_filter.py)
         before, inner_before = split_breakpoints(self, interrupt_before, "interrupt_before")
         after, inner_after = split_breakpoints(self, interrupt_after, "interrupt_after")
         if inner_before or inner_after:

@@ -49,7 +49,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
 
-from factdebate.graphs.exported import Turns, check_turns, turn_breakpoints
+from factdebate.graphs.exported import NODE_ERRORS, Turns, check_turns, turn_breakpoints
 from factdebate.nodes.progress import turns_finished
 
 TURN_DURABILITY = "exit"
@@ -71,6 +71,7 @@ def turn_node(subgraph: StateGraph, name: str, *, turns: Turns) -> Any:
     ``turn_finished`` progress event per returned turn goes to the ``custom`` stream
     (nodes/progress.py). The compiled subgraph is the function's ``compiled`` attribute.
     """
+    subgraph.set_node_defaults(retry_policy=NODE_ERRORS)  # errors redacted (graphs/exported.py)
     if check_turns(turns) == "lean":
         compiled = subgraph.compile(name=name, checkpointer=False)
 

@@ -23,6 +23,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from langgraph.types import StateSnapshot
 
+from factdebate.core import trace_filter
 from factdebate.core.context import Context, masked_context
 from factdebate.core.errors import (
     BackendUnavailableError,
@@ -92,6 +93,7 @@ async def run_graph(
             input (named); a fresh run on a thread that already holds one.
     """
     name = FRAMEWORKS.resolve(framework)
+    trace_filter.install()  # the traces of the run hold no secret (core/trace_filter.py)
     graph = compiled_graph(name, checkpointer, store)
     known_new = thread_id is None  # a thread id made here holds nothing: no read to check it
     thread_id = thread_id or uuid.uuid4().hex

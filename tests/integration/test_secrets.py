@@ -19,6 +19,7 @@ import secrets
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -28,6 +29,7 @@ import pytest
 
 from factdebate.tools.base import clear_retriever_cache
 from factdebate.tools.indexing import build_indexes
+from tests.integration.langsmith_capture import LangSmithState, langsmith_capture, posted_runs
 
 REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
@@ -234,23 +236,28 @@ def found_secrets(data: bytes) -> list[str]:
 
 class Repeater(BaseHTTPRequestHandler):
     """A model server whose 401 repeats the request's headers (``Authorization`` included), as
-    error texts of some providers and proxies do; each reply is recorded."""
+    error texts of some providers and proxies do; each reply is recorded. With ``in_a_reply``
+    the same error comes in an HTTP 200 completion (as some OpenAI-compatible servers send
+    them), which ``langchain_openai`` raises as a plain ``ValueError`` of the error's text."""
 
     replies: list[bytes] = []
+    in_a_reply = False
 
     def log_message(self, *args: Any) -> None:
         """Quiet."""
 
     def do_POST(self) -> None:  # noqa: N802
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
         said = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
         basic = base64.b64encode(f"op:{OP_PASSWORD}".encode()).decode()
-        body = json.dumps({"error": {
-            "message": f"invalid credentials in request ({said}); also tried Basic {basic} "
-                       f"and ?api_key={OP_KEY}", "type": "invalid_request_error",
-            "code": "invalid_api_key"}}).encode()
+        error = {"message": f"invalid credentials in request ({said}); also tried Basic {basic} "
+                            f"and ?api_key={OP_KEY}", "type": "invalid_request_error",
+                 "code": "invalid_api_key"}
+        reply = {**Servers._completion(request), "error": error} if Repeater.in_a_reply else {
+            "error": error}
+        body = json.dumps(reply).encode()
         Repeater.replies.append(body)
-        self.send_response(401)
+        self.send_response(200 if Repeater.in_a_reply else 401)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -267,9 +274,39 @@ def repeater() -> Iterator[str]:
     httpd.server_close()
 
 
-def operator_env(base_url: str) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def langsmith() -> Iterator[tuple[str, LangSmithState]]:
+    """A LangSmith stand-in on loopback recording every trace post."""
+    with langsmith_capture() as (endpoint, state):
+        yield endpoint, state
+
+
+def operator_env(base_url: str, langsmith_endpoint: str | None = None) -> dict[str, str]:
+    tracing = {"LANGSMITH_TRACING": "true", "LANGSMITH_ENDPOINT": langsmith_endpoint,
+               "LANGSMITH_API_KEY": KEYS["LANGSMITH_API_KEY"],
+               "LANGSMITH_PROJECT": "operator"} if langsmith_endpoint else {
+        "LANGSMITH_TRACING": "false"}
     return {"OPENAI_API_KEY": OP_KEY, "FACTDEBATE_BASE_URL": base_url,
-            "FACTDEBATE_MODEL": "openai:gpt-4o-mini", "LANGSMITH_TRACING": "false"}
+            "FACTDEBATE_MODEL": "openai:gpt-4o-mini", **tracing}
+
+
+def traced(state: LangSmithState) -> tuple[bytes, dict[str, dict[str, Any]]]:
+    """Every byte posted to the LangSmith stand-in, and the runs read back from it."""
+    with state.lock:
+        captured = list(state.captured)
+    return b"".join(body for _, _, body in captured), posted_runs(captured)
+
+
+def traced_error(state: LangSmithState, text: str) -> tuple[bytes, dict[str, dict[str, Any]]]:
+    """:func:`traced` once a run whose error holds ``text`` has arrived (a server posts its
+    traces in the background); fails after 60 s without one."""
+    deadline = time.monotonic() + 60
+    while True:
+        posted, runs = traced(state)
+        if any(text in (run.get("error") or "") for run in runs.values()):
+            return posted, runs
+        assert time.monotonic() < deadline, f"no traced run with error {text!r}"
+        time.sleep(0.5)
 
 
 def test_cli_error_of_a_repeating_provider_holds_no_secret(repeater, tmp_path):
@@ -285,12 +322,12 @@ def test_cli_error_of_a_repeating_provider_holds_no_secret(repeater, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def operator_server(repeater, tmp_path_factory) -> Iterator[tuple[str, Path]]:
+def operator_server(repeater, langsmith, tmp_path_factory) -> Iterator[tuple[str, Path]]:
     from tests.integration.servers import start_langgraph_dev, stop_server, tiny_index
 
     work = tmp_path_factory.mktemp("secret-server")
     proc, url = start_langgraph_dev(work, {
-        **operator_env(repeater), "FACTDEBATE_HOME": str(work / "home"),
+        **operator_env(repeater, langsmith[0]), "FACTDEBATE_HOME": str(work / "home"),
         "FACTDEBATE_API_KEYS": ",".join(f"{u}:{k}" for u, k in SERVER_KEYS.items()),
         "FACTDEBATE_INDEX_DIR": str(tiny_index(work)), "LOG_LEVEL": "DEBUG"})
     try:
@@ -318,3 +355,55 @@ async def test_server_run_error_and_log_of_a_repeating_provider_hold_no_secret(
     assert found_secrets(replies) == [], error
     assert b"HTTP 401" in log.read_bytes()  # the log holds the failed runs ...
     assert found_secrets(log.read_bytes()) == []  # ... and none of the secrets
+
+
+def test_traces_of_a_repeating_provider_hold_no_secret(repeater, langsmith, tmp_path):
+    """The model call's traced run records the provider's exception before any project error is
+    made: every run posted to LangSmith (inputs, outputs, error, extra, events) is redacted."""
+    endpoint, state = langsmith
+    state.captured.clear()
+    Repeater.replies.clear()
+    env = {**os.environ, **operator_env(repeater, endpoint),
+           "FACTDEBATE_HOME": str(tmp_path / "home")}
+    done = subprocess.run([str(FACTDEBATE), "verify", CLAIM, "--framework", "cot", "--model",
+                           "openai:gpt-4o-mini"], capture_output=True, env=env, cwd=REPO,
+                          timeout=240)
+    assert done.returncode in (2, 3), done.stderr[-2000:]
+    assert Repeater.replies and OP_KEY.encode() in Repeater.replies[0]
+    posted, runs = traced(state)
+    errors = [run["error"] for run in runs.values() if run.get("error")]
+    assert any("401" in e and "invalid credentials" in e for e in errors), errors  # traced
+    assert found_secrets(posted) == [], found_secrets(posted)
+    assert found_secrets(json.dumps(runs).encode()) == []
+
+
+async def test_foreign_error_of_a_server_run_holds_no_secret(operator_server, langsmith):
+    """A library's own exception (langchain_openai's ``ValueError`` of an error in a 200 reply)
+    is not a FactDebateError: its text is redacted where the node raised it, so the run's error,
+    the checkpointed task error, the streamed error, the server log and the traces hold none."""
+    from langgraph_sdk import get_client
+
+    url, log = operator_server
+    endpoint, state = langsmith
+    Repeater.replies.clear()
+    Repeater.in_a_reply = True
+    try:
+        bob = get_client(url=url, api_key=SERVER_KEYS["bob"])
+        thread = await bob.threads.create()
+        result = await bob.runs.wait(thread["thread_id"], "cot", input={"claim": CLAIM},
+                                     raise_error=False)
+        streamed = [p async for p in bob.runs.stream(None, "cot", input={"claim": CLAIM})]
+        history = await bob.threads.get_history(thread["thread_id"])
+    finally:
+        Repeater.in_a_reply = False
+    assert Repeater.replies and OP_KEY.encode() in Repeater.replies[0]
+    error = result["__error__"]
+    assert error["error"] == "ValueError" and "invalid credentials" in error["message"], error
+    tasks = [t for snapshot in history for t in snapshot["tasks"] if t.get("error")]
+    assert tasks, history  # the failed node's error is checkpointed
+    replies = json.dumps([result, [p.data for p in streamed], history], default=str).encode()
+    assert found_secrets(replies) == [], error
+    assert b"invalid credentials" in log.read_bytes()
+    assert found_secrets(log.read_bytes()) == []
+    posted, runs = traced_error(state, "invalid credentials")
+    assert found_secrets(posted) == []

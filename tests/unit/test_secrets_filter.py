@@ -94,6 +94,8 @@ CALL_SITES = {
     "server/logs.py": "every log record of the server process",
     "cli/output.py": "the CLI's error line",
     "tools/tool_providers.py": "tool errors (MERMAID's tool faults, the MCP server's replies)",
+    "graphs/exported.py": "every exception a node of any graph raises (NODE_ERRORS)",
+    "core/trace_filter.py": "every run posted to LangSmith",
 }
 
 
