@@ -268,7 +268,11 @@ def ls_frameworks() -> None:
     """Registered frameworks, one per line."""
     from factdebate.graphs.registry import FRAMEWORKS
 
-    for name in FRAMEWORKS.names():
+    try:
+        names = FRAMEWORKS.names()  # loads FACTDEBATE_PLUGINS first: a broken one is one line
+    except FactDebateError as exc:
+        fail(exc)
+    for name in names:
         print(name)
 
 

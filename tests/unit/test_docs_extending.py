@@ -154,6 +154,10 @@ def test_the_command_line_finds_it_through_factdebate_plugins(tmp_path: Path):
     assert bad.stderr.startswith("error: plugin module 'my_protocl' cannot be imported: No "
                                  "module named 'my_protocl'"), bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+    listed = _factdebate(tmp_path, "my_protocl", "ls", "frameworks")
+    assert listed.returncode == 2 and "Traceback" not in listed.stderr, listed.stderr
+    assert listed.stderr.startswith("error: plugin module 'my_protocl' cannot be imported")
+    assert "devils_advocate" in _factdebate(tmp_path, "my_protocol", "ls", "frameworks").stdout
 
 
 # -- the public pieces: add_prompt_sets, plugin modules ----------------------------------------
