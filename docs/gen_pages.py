@@ -247,6 +247,9 @@ def benchmarks_page() -> None:
              "`docs/benchmarks/` (`factdebate bench NAME --out docs/benchmarks`). A figure states "
              "its value, the command, the commit, the date and the machine it was measured on; "
              "ratios are measured within one run.", ""]
+    from factdebate.evaluation import bench
+
+    lines += ["## What each benchmark measures", "", doc_text(bench.__doc__), ""]
     results = sorted((ROOT / "docs" / "benchmarks").glob("*.json"))
     if not results:
         lines.append("No bench results are committed yet.")
@@ -269,8 +272,15 @@ def benchmarks_page() -> None:
     mkdocs_gen_files.open("benchmarks.md", "w").write("\n".join(lines))
 
 
+def web_page_picture() -> None:
+    """The web page's screenshot (taken by tests/integration/test_webapp_browser.py)."""
+    shot = ROOT / "server" / "static" / "screenshot.png"
+    mkdocs_gen_files.open("img/web-page.png", "wb").write(shot.read_bytes())
+
+
 def main() -> None:
     """Write every generated page (mkdocs-gen-files runs this module at build time)."""
+    web_page_picture()
     names = framework_pages()
     index = ["# Frameworks", "", "Every framework is a LangGraph state graph; each page shows the "
              "graph as LangGraph Studio draws it, the paper's algorithm as implemented, where it "
@@ -283,4 +293,21 @@ def main() -> None:
     benchmarks_page()
 
 
-main()
+def write_picture(framework: str, target: Path) -> None:
+    """The SVG picture of one exported graph into ``target`` (the README's picture):
+    ``python docs/gen_pages.py tool_mad docs/img/tool_mad.svg``."""
+    from factdebate.graphs.registry import FRAMEWORKS
+
+    config = json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))
+    path = config["graphs"][framework].removeprefix("./").split(":")[0]
+    module = importlib.import_module(f"{PACKAGE}." + path.removesuffix(".py").replace("/", "."))
+    title = FRAMEWORKS.entry(framework).meta.get("title") or framework
+    target.write_text(svg_of(graph_dot(module.graph, title)) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    import sys
+
+    write_picture(sys.argv[1], Path(sys.argv[2]))
+else:  # mkdocs-gen-files runs this file with runpy under another name
+    main()
