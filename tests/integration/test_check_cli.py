@@ -192,7 +192,8 @@ def test_terminal_report_keeps_cited_and_retrieved_apart():
     assert any(ln.startswith("│ 3 ") and "uncited" in ln for ln in lines)
     assert ("Citation checks: claim 3 has an uncited verdict; 3 of 4 labelled replies cited a "
             "passage; 1 cited id(s) never shown were dropped (hallucinated citations)") in lines
-    assert "note: claim 2: citation: judge cited unshown [9] (dropped)" in lines
+    assert ("note: citation checks: 1 reply cited passages never shown to them (dropped); "
+            "1 labelled reply cited no passage (claims 2, 3)") in lines
 
 
 def test_html_report_keeps_cited_and_retrieved_apart(tmp_path):
