@@ -6,7 +6,6 @@ User errors print one line ``error: <problem>. <remedy>`` and exit non-zero, wit
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import uuid
@@ -22,6 +21,7 @@ import typer  # noqa: E402
 from factdebate.cli.output import err, fail, out, quiet_libraries  # noqa: E402
 from factdebate.cli.verify_checks import read_claim  # noqa: E402
 from factdebate.core.context import context_fields  # noqa: E402
+from factdebate.core.control_chars import json_text  # noqa: E402
 from factdebate.core.errors import (  # noqa: E402
     FactDebateError,
     InputError,
@@ -92,7 +92,8 @@ def verify(
     debaters: Annotated[str | None, typer.Option(
         help="Comma list, e.g. rag,search.", show_default=_tm("debaters"))] = None,
     scoring: Annotated[str | None, typer.Option(
-        help="auto | stability | consistency | none (auto: consistency with the embedded evaluator).", show_default=_tm("scoring_mode"))] = None,
+        help="auto | stability | consistency | none (auto: consistency with the embedded "
+        "evaluator).", show_default=_tm("scoring_mode"))] = None,
     query_formulation: Annotated[bool | None, typer.Option(
         "--query-formulation/--no-query-formulation", help="Reformulate queries per round.",
         show_default=_tm("query_formulation"))] = None,
@@ -150,7 +151,7 @@ def verify(
         fail(exc)
         return
     if as_json:
-        print(json.dumps(result, ensure_ascii=False, default=str))
+        print(json_text(result, default=str))  # no control character raw (core/control_chars.py)
     else:
         from factdebate.cli.report import print_result
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.core.citations import passage_key
+from factdebate.core.notes import summarise
 from factdebate.core.readable import excerpt
 
 TURN_EXCERPT_CHARS = 600
@@ -147,7 +148,8 @@ def debate_html(result: dict[str, Any]) -> str:
                          f"{_e(t.get('label') or 'no label')}{query}<br>{_e(t.get('answer'))}"
                          f"{_evidence(t.get('evidence') or [], t.get('cited'))}</div>")
     parts.append(_scores(result.get("scores") or {}))
-    parts += [f"<p class='flag'>note: {_e(f)}</p>" for f in result.get("flags") or []]
+    parts += [f"<p class='flag'>note: {_e(line)}</p>"
+              for line in summarise(result.get("flags") or [], turns=len(turns) or None)]
     return "".join(parts)
 
 
@@ -235,7 +237,9 @@ def retrieved_not_cited(check: dict[str, Any]) -> list[dict[str, Any]]:
 def render_check_html(result: dict[str, Any]) -> str:
     """The report page of ``factdebate check`` for its result object."""
     check = result.get("check") or {}
-    flags = "".join(f"<p class='flag'>note: {_e(f)}</p>" for f in result.get("flags") or [])
+    turns = sum(len(c.get("turns") or []) for c in check.get("claims") or [])
+    flags = "".join(f"<p class='flag'>note: {_e(line)}</p>"
+                    for line in summarise(result.get("flags") or [], turns=turns or None))
     ledger = result.get("ledger") or {}
     foot = (f"<p class='ev'>LLM calls {_e(ledger.get('llm_calls', 0))}, thread "
             f"{_e(result.get('thread_id'))}, models {_e(json.dumps(result.get('models') or {}))}"

@@ -128,6 +128,12 @@ def test_check_with_debris_and_a_faulty_scorer_notes_per_kind(index_dir, scenari
     assert len(notes) < len(flags)
     assert f"({len(flags)} flags in all: --json lists each)" in shown.stdout
     assert notes == summarise(flags, turns=turns)
+    report = tmp_path / "report.html"  # the HTML report shows the same grouped notes
+    run("check", str(source), index_dir, model, *args, "--out", str(report))
+    shown_html = [html.unescape(n) for n in
+                  re.findall(r"<p class='flag'>note: ([^<]*)</p>", report.read_text("utf-8"))]
+    assert shown_html[-len(notes):] == notes  # after each claim's own grouped notes
+    assert_readable(shown_html)
 
 
 _EXCERPT = re.compile(r"<br>([^<]+)</li>")  # a turn's passage text after its title line
