@@ -14,7 +14,6 @@ a text without check-worthy claims is a result ("no check-worthy claims"); claim
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import uuid
@@ -25,6 +24,7 @@ from typing import Annotated, Any
 import typer
 
 from factdebate.cli.output import err, fail, out
+from factdebate.core.control_chars import json_text
 from factdebate.core.errors import FactDebateError, InputError
 from factdebate.nodes.check_text.state import MAX_TEXT_CHARS, CheckTextContext
 
@@ -139,7 +139,7 @@ def check(
         fail(exc)
         return
     if as_json:
-        print(json.dumps(result, ensure_ascii=False, default=str))
+        print(json_text(result, default=str))  # no control character raw (core/control_chars.py)
     else:
         from factdebate.cli.check_report import print_check
 

@@ -28,6 +28,7 @@ INJECTED = {
     "clear screen": "\x1b[2J", "OSC 8 link": "\x1b]8;;http://evil.example\x1b\\",
     "cursor up + erase line": "\x1b[9A\x1b[2K", "C1 CSI": "\x9b31m", "BEL": "\x07",
     "backspace": "\x08", "carriage return": "\rFAKE VERDICT: REFUTES",
+    "bidi override": "\u202e",
 }
 HOSTILE = "".join(INJECTED.values())
 
@@ -91,3 +92,28 @@ def test_check_in_a_terminal(index_dir: Path, tmp_path: Path):
                          "--index-dir", str(index_dir), "--rag-backend", "keyword"],
                         tmp_path / "home")
     assert_neutralised(shown)
+
+
+@pytest.mark.parametrize("command", ["verify", "check"])
+def test_json_output_in_a_terminal(index_dir: Path, tmp_path: Path, command: str):
+    """``--json`` prints the passages too: JSON escapes C0 characters itself, the C1 ones and the
+    bidi overrides it would write raw are escaped, and the text parses to the corpus's value."""
+    claim = tmp_path / "text.txt"
+    claim.write_text("The Eiffel Tower is in Paris.\n")
+    what = ["The Eiffel Tower is in Paris."] if command == "verify" else [str(claim)]
+    shown = in_terminal([command, *what, "--json", "--model", "scripted:agree", "--index-dir",
+                         str(index_dir), "--rag-backend", "keyword"], tmp_path / "home")
+    for name, sequence in INJECTED.items():
+        assert sequence.encode() not in shown, name
+    assert "\x9b".encode() not in shown and "\u202e".encode() not in shown
+    start = shown.index(b"{")
+    result = json.loads(shown[start:shown.rindex(b"}") + 1].replace(b"\r\n", b"\n"))
+    assert any(f"Paris.{HOSTILE}" in text for text in strings(result))  # parsed back: the same
+
+
+def strings(value: object) -> list[str]:
+    """Every string in a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [s for item in items for s in strings(item)]
