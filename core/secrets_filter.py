@@ -189,7 +189,8 @@ def redact_value(value: Any, depth: int = 0) -> Any:
 def _chain(exc: BaseException, limit: int = 64) -> list[BaseException]:
     """``exc``, its causes and contexts, each once (the rule of ``core.errors.exception_chain``,
     which this bottom module cannot import)."""
-    queue, seen = [exc], []
+    queue: list[BaseException] = [exc]
+    seen: list[BaseException] = []
     while queue and len(seen) < limit:
         current = queue.pop(0)
         if any(current is s for s in seen):
