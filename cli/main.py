@@ -20,6 +20,7 @@ import typer  # noqa: E402
 
 from factdebate.cli.output import err, fail, out, quiet_libraries  # noqa: E402
 from factdebate.cli.verify_checks import read_claim  # noqa: E402
+from factdebate.core import log_redaction  # noqa: E402
 from factdebate.core.context import context_fields  # noqa: E402
 from factdebate.core.control_chars import json_text  # noqa: E402
 from factdebate.core.errors import (  # noqa: E402
@@ -63,6 +64,7 @@ def main(
         help="Print the version (and the git commit of a checkout) and exit.")] = False,
 ) -> None:
     """Verify claims by multi-agent debate (Tool-MAD and friends)."""
+    log_redaction.install()  # no secret in any log line on stderr (core/log_redaction.py)
     quiet_libraries(not verbose)
 
 

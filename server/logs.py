@@ -1,31 +1,17 @@
-"""No secret in any log line of the server process.
+"""No secret in any log line of the server process, and no log line of its own loopback calls.
 
-The operator's URLs may carry credentials (``FACTDEBATE_BASE_URL=http://user:pass@host/v1``, a
-Milvus or MCP URL) and a provider's error may quote the request's ``Authorization`` header (a 401
-that repeats ``Bearer sk-...`` or ``Basic base64(user:pass)``). The HTTP clients log each request
-line with the full URL, langgraph-api logs every failed run with its exception and traceback.
-:func:`install` wraps the logging record factory once per process, so every record, from any
-library and through any handler (langgraph-api's structlog renderer included), is created
-redacted by the project's one secret filter (:func:`factdebate.core.secrets_filter.redact`):
-its message (structured dict messages: their values), and, when the traceback of its exception
-holds a secret, that traceback, rendered and redacted into the message (the exception itself is
-then dropped from the record, so no handler renders it again). structlog's own records arrive
-with the traceback already rendered into the dict (``format_exc_info``), so they are covered by
-the dict case.
-
-The server's own in-process calls (``http://api/...``, the per-user run count of
-:mod:`factdebate.server.limits`) are not logged as HTTP requests: they never leave the process.
+:func:`install` installs the project's log redaction (``core/log_redaction.py``: every record of
+the process created redacted by the one secret filter) and drops httpx's request lines of the
+server's own in-process calls (``http://api/...``, the per-user run count of
+:mod:`factdebate.server.limits`): they never leave the process.
 """
 
 from __future__ import annotations
 
 import logging
-import traceback
-from typing import Any
 
-from factdebate.core.secrets_filter import redact, redact_value
+from factdebate.core import log_redaction
 
-_INSTALLED = "_factdebate_redacts"
 LOOPBACK = " http://api/"
 """How httpx names a request of langgraph_sdk's in-process client (``get_client(url=None)``)."""
 
@@ -38,39 +24,9 @@ class _NoLoopback(logging.Filter):
             return True
 
 
-def redact_record(record: logging.LogRecord) -> None:
-    """Redact ``record`` in place: message, arguments, and the traceback it carries."""
-    msg = record.msg
-    if isinstance(msg, dict):
-        record.msg = redact_value(msg)
-    elif isinstance(msg, str) or record.args:
-        try:
-            text = record.getMessage()
-        except Exception:  # noqa: BLE001  # a malformed call: leave it to logging's own report
-            text = None
-        if text is not None:
-            clean = redact(text)
-            if clean != text:
-                record.msg, record.args = clean, None
-    if record.exc_info and record.exc_info[1] is not None:
-        rendered = "".join(traceback.format_exception(*record.exc_info))
-        clean = redact(rendered)
-        if clean != rendered:
-            record.msg = f"{record.getMessage()}\n{clean.rstrip()}"
-            record.args, record.exc_info, record.exc_text = None, None, None
-
-
 def install() -> None:
-    """Redact every log record created from now on (idempotent)."""
-    factory = logging.getLogRecordFactory()
-    if getattr(factory, _INSTALLED, False):
-        return
-
-    def redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = factory(*args, **kwargs)
-        redact_record(record)
-        return record
-
-    setattr(redacting_factory, _INSTALLED, True)
-    logging.setLogRecordFactory(redacting_factory)
-    logging.getLogger("httpx").addFilter(_NoLoopback())
+    """Redact every log record created from now on; no loopback request lines (idempotent)."""
+    log_redaction.install()
+    httpx_log = logging.getLogger("httpx")
+    if not any(isinstance(f, _NoLoopback) for f in httpx_log.filters):
+        httpx_log.addFilter(_NoLoopback())

@@ -13,8 +13,8 @@ import pytest
 
 from factdebate.core import secrets_filter
 from factdebate.core.errors import RunFaultError
+from factdebate.core.log_redaction import redact_record
 from factdebate.core.secrets_filter import redact, redact_exception
-from factdebate.server.logs import redact_record
 from factdebate.tools.tool_providers import masked_fault
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_redaction_is_linear_in_the_text():
 CALL_SITES = {
     "core/errors.py": "every FactDebateError's text when it is made",
     "core/secrets_filter.py": "the filter itself",
-    "server/logs.py": "every log record of the server process",
+    "core/log_redaction.py": "every log record of the CLI's and the server's process",
     "cli/output.py": "the CLI's error line",
     "tools/tool_providers.py": "tool errors (MERMAID's tool faults, the MCP server's replies)",
     "graphs/exported.py": "every exception a node of any graph raises (NODE_ERRORS)",
