@@ -1,7 +1,7 @@
 """Run mypy (``[tool.mypy]`` in pyproject.toml) over the checkout as the ``factdebate`` package.
 
-The repository root is the ``factdebate`` package (``package-dir = {"factdebate" = "."}``, README
-"Architecture"). Python, import-linter (grimp) and the wheel find it through the install; mypy does
+The repository root is the ``factdebate`` package (``package-dir = {"factdebate" = "."}``,
+docs/architecture_text.md). Python, import-linter (grimp) and the wheel find it through the install; mypy does
 not follow setuptools' editable-install finder and looks for a folder named ``factdebate`` on its
 search path instead, so this script points a link of that name at the checkout from a temporary
 folder and runs mypy there. Nothing is copied: mypy reads the checkout's own files.

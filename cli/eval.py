@@ -18,7 +18,7 @@ from factdebate.cli.output import err, fail, out
 from factdebate.core.errors import FactDebateError
 
 EXIT_ITEM_ERRORS = 4
-"""``eval`` finished, but at least one item ended in an error row (README "Reliability")."""
+"""``eval`` finished, but at least one item ended in an error row (docs/reliability.md)."""
 
 
 def _print_summary(summary: dict[str, Any], folder: Path) -> None:

@@ -17,7 +17,7 @@ them, with precomputed vectors (embedding excluded), timed by stage:
 Embedding included: the smallest size's passages embedded with the bundled MiniLM once (its time
 measured), so ``passages_per_s_with_embedding`` = passages / (embed + build) per target. The demo
 build - ``factdebate index``'s own :func:`build_indexes` of the 264-passage demo corpus into Lite
-and into the server - gives the ratio the README states (budget: the server within 2x of Lite).
+and into the server - gives the ratio docs/deployment.md states (budget: the server within 2x of Lite).
 Synthetic passages: ``s<n>`` ids, titles and ~300-character texts of words drawn with a fixed
 seed; vectors: normalised Gaussian draws around 64 cluster centres (a clustered distribution as
 real embeddings are; uniform random vectors make HNSW look worse than it is).

@@ -216,7 +216,7 @@ def _evidence_section(runs: list[dict[str, Any]]) -> list[str]:
         return []
     lines = ["## Evidence: cited passages vs gold evidence (%)", "",
              "Precision/recall/F1 of the passages the verdict cites against the benchmark's gold "
-             "evidence (README \"Evidence: citations and how they are scored\"). n = finished "
+             "evidence (docs/evaluation.md, \"Evidence: citations and how they are scored\"). n = finished "
              "items with gold evidence and citation data. The ceiling beside each figure is the "
              "share of those items whose complete gold evidence set is in the searched index at "
              "all (no framework can cite more), with its own n.", ""]

@@ -26,7 +26,7 @@ What: every resource action has a handler below; anything without one is refused
 
 Under ``langgraph dev``, Studio's local bypass (header ``x-auth-scheme: langsmith``) skips
 ``authenticate`` and acts as identity ``langgraph-studio-user``; the handlers below still apply to
-it. Deployments set ``"disable_studio_auth": true`` (README, "Deployment").
+it. Deployments set ``"disable_studio_auth": true`` (docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ async def on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str,
 
 async def _own_thread_or_404(ctx: Auth.types.AuthContext, thread_id: str) -> None:
     """A copy of a thread that is not the user's is "not found", as one of a missing id (404):
-    langgraph-api's own answer for both, 409, is not what the README promises."""
+    langgraph-api's own answer for both, 409, is not what docs/deployment.md promises."""
     try:
         mine = (await loopback().threads.get(thread_id))["metadata"].get(OWNER) == _me(ctx)
     except Exception:  # noqa: BLE001  # not found, or not a thread id

@@ -2,7 +2,7 @@
 
 For graph-logic tests and orchestration benchmarks only: never a default, never a result (the
 CLI's and the server's model checks refuse it outside test suites). It sits in its own layer above
-``nodes`` (README "Architecture") and is registered like any provider from outside the core, as a
+``nodes`` (docs/architecture_text.md) and is registered like any provider from outside the core, as a
 ``factdebate.providers`` entry point in ``pyproject.toml`` (``factdebate.core.models.PROVIDERS``
 loads that group), so ``scripted:*`` works from the CLI, the server and tests while nothing in
 core, tools or nodes imports it.

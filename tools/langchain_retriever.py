@@ -23,7 +23,7 @@ the first ``k`` are kept). Each ``Document`` becomes an ``Evidence`` passage:
 A collection written by ``factdebate index`` opens in ``langchain_milvus.Milvus`` unchanged
 (``text`` is its text field, ``vector`` its vector field; ``id``, ``title`` and ``url`` come back
 as metadata); pass ``primary_field="id"`` for the calls that address rows by key (``get_pks``,
-``delete``, ``upsert``) - see the README's "Scaling out".
+``delete``, ``upsert``) - see docs/deployment.md, "Scaling out".
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ directly rather than ``langchain_milvus.Milvus``: one client per retriever, one 
 query, no document-object round trip, and the errors (missing collection, a Lite database held by
 another process) can be translated into messages that say what to do.
 The collections it writes open in ``langchain_milvus.Milvus`` unchanged (``text`` and ``vector``
-are its default field names; README "Scaling out").
+are its default field names; docs/deployment.md, "Scaling out").
 
 Vectors are L2-normalised at build time and searched with the COSINE metric, so scores are cosine
 similarities in [-1, 1], higher is better.

@@ -117,7 +117,7 @@ def missing_package(provider: str) -> ConfigError | None:
     if importlib.util.find_spec(package.replace("-", "_")) is not None:
         return None
     return ConfigError(f"model provider {provider!r} needs the package {package}",
-                       f"pip install {package} (see README: Model providers)")
+                       f"pip install {package} (see docs/usage.md: Model providers)")
 
 
 @cache

@@ -4,7 +4,7 @@ Real server (in-memory runtime, two users' API keys), real Milvus Lite + keyword
 corpus, a real evaluation run folder made by `factdebate eval`; the scripted model double is
 chosen in the page's model picker (FACTDEBATE_ALLOW_SCRIPTED=1). Screenshots of the main views go
 to each test's tmp_path; ``FACTDEBATE_UPDATE_SCREENSHOT=1`` also copies the side-by-side view to
-``server/static/screenshot.png`` (the README's picture).
+``server/static/screenshot.png`` (the picture of docs/web-page.md).
 """
 
 from __future__ import annotations

@@ -89,7 +89,8 @@ def test_consensus_rule_thresholds():
                                  {"rag": [good], "search": [good]}, ctx)
     assert not consensus_reached([_turn("rag", None), _turn("search", None)], {}, ToolMadContext(
         scoring_mode="none"))
-    assert consensus_reached(turns, {"rag": [low], "search": [low]}, ToolMadContext(scoring_mode="stability", score_feedback=False))
+    assert consensus_reached(turns, {"rag": [low], "search": [low]},
+                             ToolMadContext(scoring_mode="stability", score_feedback=False))
     assert consensus_reached(turns, {}, ToolMadContext(scoring_mode="consistency"))
 
 

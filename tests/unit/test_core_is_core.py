@@ -1,6 +1,6 @@
 """``factdebate.core`` holds only what every framework shares, and no test double (issue #23).
 
-The import graph is grimp's over the installed package (the checkout itself, README
+The import graph is grimp's over the installed package (the checkout itself, docs/architecture_text.md
 "Architecture"). A framework is a folder of ``nodes/`` (``nodes/tool_mad`` ...) or a graph module
 (``graphs/madke.py``; the baselines' graphs count as one framework family with their nodes).
 """

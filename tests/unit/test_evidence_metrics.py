@@ -46,7 +46,7 @@ def row(item_id: str, gold_label: str, predicted: str | None, gold: dict | None,
     return out
 
 
-# -- the README worked example ("Evidence: citations and how they are scored") ------------------
+# -- the worked example of docs/evaluation.md ("Evidence: citations and how they are scored") --
 EIFFEL_S1 = ("The tower was built by the company of [[Gustave_Eiffel|Gustave Eiffel]] for the "
              "[[Exposition_Universelle_(1889)|1889 World's Fair]].")
 EIFFEL_S2 = "It is 330 metres tall."

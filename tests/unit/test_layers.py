@@ -1,4 +1,4 @@
-"""The one-way layers (README "Architecture"): import-linter's contracts, an independent check of
+"""The one-way layers (docs/architecture_text.md): import-linter's contracts, an independent check of
 the import graph, and no library-private imports outside ``factdebate.patches``.
 
 The graph is grimp's (what import-linter uses: every ``import``, including those inside functions
