@@ -87,11 +87,9 @@ def _existing_sections(target: Path) -> dict[str, str]:
 
 
 def write_markdown(out_dir: Path, target: Path) -> None:
-    """Rewrite ``target``: a section per benchmark JSON in ``out_dir``, other sections kept.
-
-    Sections of benchmarks not run this time, and record sections (any other ``## `` title, e.g.
-    figures kept for history), stay as they were.
-    """
+    """Rewrite ``target``: a section per benchmark JSON in ``out_dir``; the sections of benchmarks
+    not run this time stay as they were. Nothing else is kept: each figure states its command,
+    commit, date and machine, and history is in git."""
     existing = _existing_sections(target)
     sections = []
     for name in ORDER:
@@ -100,5 +98,4 @@ def write_markdown(out_dir: Path, target: Path) -> None:
             sections.append(_section(json.loads(path.read_text())))
         elif name in existing:
             sections.append(existing[name])
-    sections += [text for title, text in existing.items() if title not in ORDER]
     target.write_text(HEADER + "\n" + "\n".join(sections), encoding="utf-8")

@@ -28,9 +28,14 @@ def test_overhead_bench_tiny(tmp_path: Path):
     # 2 agents x (query + answer + 3 RAGAS requests: statements, verdicts, 3 questions with n=3)
     # + judge
     assert result["claims"][0]["calls"] == 11
-    write_markdown(tmp_path, tmp_path / "BENCHMARKS.md")
-    text = (tmp_path / "BENCHMARKS.md").read_text()
+    target = tmp_path / "BENCHMARKS.md"
+    target.write_text("# Benchmarks\n\n## floor\n\nkept\n\n## notes of an earlier run\n\nold\n")
+    write_markdown(tmp_path, target)
+    text = target.read_text()
     assert "## overhead" in text and "factdebate bench overhead (test)" in text
+    assert "Machine: " in text and f"{result['date']}" in text  # each figure says where and when
+    assert "## floor\n\nkept" in text  # a benchmark not run this time stays
+    assert "earlier run" not in text  # nothing but benchmark sections
 
 
 def _tiny_data_dir(root: Path) -> Path:
