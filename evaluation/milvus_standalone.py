@@ -50,6 +50,29 @@ def milvus_unavailable() -> str | None:
     return None
 
 
+
+def unpack_binaries(bin_dir: Path) -> None:
+    """Unpack the Milvus binaries the ``milvus`` package ships (``milvus/data/bin/*.lzma``, its
+    package data) into ``bin_dir``, each unless the copy there comes from the same archive
+    (its MD5 recorded beside it)."""
+    import hashlib
+    import lzma
+    from importlib import resources
+
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for archive in resources.files("milvus").joinpath("data", "bin").iterdir():
+        if not archive.name.endswith(".lzma"):
+            continue
+        target = bin_dir / archive.name.removesuffix(".lzma")
+        stamp = target.with_name(target.name + ".lzma.md5")
+        packed = archive.read_bytes()
+        digest = hashlib.md5(packed, usedforsecurity=False).hexdigest()
+        if target.is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
+            continue
+        target.write_bytes(lzma.decompress(packed))
+        target.chmod(0o755)
+        stamp.write_text(digest, encoding="utf-8")
+
 class MilvusStandalone:
     """One Milvus standalone process on loopback ports, its data in ``data_dir``."""
 
@@ -90,12 +113,10 @@ class MilvusStandalone:
 
     def start(self, timeout: float = START_TIMEOUT_S) -> None:
         """Start the server and return once its proxy answers; raise with its log tail if not."""
-        from milvus import _initialize_data_files
-
         if not self._configured:  # a restart keeps them (its ports may still be in TIME_WAIT)
             self._config.resolve()  # writes configs/milvus.yaml with the chosen ports and folders
             self._configured = True
-        _initialize_data_files(str(self.bin_dir.parent))  # unpacks <bin_dir> unless up to date
+        unpack_binaries(self.bin_dir)  # unless up to date
         binary = self.bin_dir / "milvus"
         # The embedded etcd listens on 2379/2380 unless told otherwise: its own config file
         etcd = self.data_dir / "configs" / "embedEtcd.yaml"

@@ -24,6 +24,8 @@ POLICY = Path("core/retry.py")
 NOT_RETRIES = {
     ("server/limits.py", "_settle"): "polls the server's own API until an admitted run shows up",
     ("server/usage.py", "store_sweeper"): "a periodic sweep of the store, every few minutes",
+    ("evaluation/milvus_standalone.py", "_wait_ready"): "polls a starting Milvus server until "
+    "its proxy answers (readiness, not a retry of a failed call)",
 }
 """Loops that sleep and catch exceptions without being retries of a failed call."""
 
