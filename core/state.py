@@ -75,15 +75,17 @@ class Turn(TypedDict):
 
 @described
 class RoundScore(TypedDict, total=False):
-    """Scores of one debater's answer in one round (keys depend on the scoring mode)."""
+    """Scores of one debater's answer in one round (keys depend on the scoring mode; ``None``
+    where the score could not be computed: the fault is flagged, the consensus check treats it
+    as not cleared)."""
 
     round: int
     """Round the scored answer belongs to."""
-    faithfulness: float
+    faithfulness: float | None
     """RAGAS faithfulness of the answer w.r.t. its evidence (stability mode)."""
-    answer_relevancy: float
+    answer_relevancy: float | None
     """RAGAS answer relevancy of the answer w.r.t. the claim (stability mode)."""
-    consistency: float
+    consistency: float | None
     """Similarity(evidence, answer) (consistency mode)."""
     verifier: float
     """Speculative RAG: the verifier's score of a draft (0 = unsupported, 1 = fully supported)."""
