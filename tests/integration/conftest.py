@@ -33,3 +33,15 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixt
     from tests.integration.milvus_server import session_server
 
     yield from session_server(tmp_path_factory, getattr(request.config, "cache", None))
+
+
+HEAVY_FIXTURES = frozenset({"milvus_server"})
+"""Fixtures whose tests run in the slow tier (``make test-slow``, which CI runs too): a Milvus
+standalone server takes a core for the whole session."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests using a heavy fixture are marked ``slow``: the default run stays well under 15 min."""
+    for item in items:
+        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

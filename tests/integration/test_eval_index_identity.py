@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # corpus indexing and several evaluations: the slow tier (CI runs it)
+
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
 CORPUS = [("Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris."),
           ("Mount Everest", "Mount Everest is Earth's highest mountain above sea level."),

@@ -136,7 +136,7 @@ def test_debate_over_a_collection_langchain_milvus_built(keyword_index, milvus_s
     check_citations(out, "u-eiffel")
 
 
-@pytest.mark.parametrize("where", ["lite", "server"])
+@pytest.mark.parametrize("where", ["lite", pytest.param("server", marks=pytest.mark.slow)])
 def test_a_factdebate_index_opens_in_langchain_milvus_unchanged(where, tmp_path, request):
     from langchain_milvus import Milvus
 

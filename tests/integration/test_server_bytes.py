@@ -25,7 +25,8 @@ from tests.integration.servers import (
     tiny_index,
 )
 
-pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+pytestmark = [pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed"),
+              pytest.mark.slow]  # several langgraph dev servers: the slow tier (CI runs it)
 
 USERS = ("routes", "adder", "other", "stater", "alice", "bob", "sweeper")
 KEYS = {user: f"{user}-bytes-key-0123456789" for user in USERS}

@@ -33,7 +33,8 @@ from tests.integration.servers import (
     tiny_index,
 )
 
-pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+pytestmark = [pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed"),
+              pytest.mark.slow]  # several langgraph dev servers: the slow tier (CI runs it)
 
 KEY = "operator-key-0123456789"
 SCRIPTED_ONLY = {"FACTDEBATE_API_KEYS": f"alice:{KEY}", "FACTDEBATE_API_KEYS_FILE": "",
