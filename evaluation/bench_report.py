@@ -23,7 +23,7 @@ machine - the ratios are measured within one run, the latencies are not ratios.
 """
 
 
-def _section(result: dict[str, Any]) -> str:
+def _section(result: dict[str, Any], before: dict[str, Any] | None = None) -> str:
     name = result["benchmark"]
     lines = [f"## {name}", "", f"Command: `{result['command']}` (git {result['git_sha']}, "
              f"{result.get('date', 'date not recorded')}, {result['seconds']} s)", "",
@@ -40,11 +40,28 @@ def _section(result: dict[str, Any]) -> str:
         shown = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
         lines.append(f"| {key} | `{shown}` |" if isinstance(value, (dict, list)) else
                      f"| {key} | {shown} |")
+    if before is not None:
+        lines += ["", *_before_after(before, result)]
     if isinstance(result.get("frameworks"), dict):
         lines += ["", *_frameworks_table(result["frameworks"])]
     if isinstance(result.get("profile"), dict):
         lines += ["", *_profile_lines(result["profile"])]
     return "\n".join(lines) + "\n"
+
+
+def _before_after(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The scalar figures of a run of an earlier commit (``OUT/before/<name>.json``, written by
+    the same command on that commit) beside this run's: each column names its commit and date."""
+    skip = {"benchmark", "command", "git_sha", "date", "machine", "seconds", "budget"}
+    keys = [k for k, v in after.items() if k not in skip and k in before
+            and isinstance(v, int | float | bool) and isinstance(before[k], int | float | bool)]
+    head = (f"Before/after on the same machine: git {before.get('git_sha')} "
+            f"({before.get('date', after.get('date', ''))}) and git {after.get('git_sha')} "
+            f"({after.get('date', '')}), same command.")
+    rows = [head, "", f"| figure | git {before.get('git_sha')} | git {after.get('git_sha')} |",
+            "| --- | --- | --- |"]
+    rows += [f"| {k} | {before[k]} | {after[k]} |" for k in keys]
+    return rows
 
 
 def _frameworks_table(per: dict[str, Any]) -> list[str]:
@@ -87,15 +104,18 @@ def _existing_sections(target: Path) -> dict[str, str]:
 
 
 def write_markdown(out_dir: Path, target: Path) -> None:
-    """Rewrite ``target``: a section per benchmark JSON in ``out_dir``; the sections of benchmarks
-    not run this time stay as they were. Nothing else is kept: each figure states its command,
+    """Rewrite ``target``: a section per benchmark JSON in ``out_dir`` (with a before/after table
+    where ``out_dir/before/<name>.json`` holds the same bench of an earlier commit); the sections
+    of benchmarks not run this time stay as they were. Nothing else is kept: each figure states its command,
     commit, date and machine, and history is in git."""
     existing = _existing_sections(target)
     sections = []
     for name in ORDER:
         path = out_dir / f"{name}.json"
         if path.is_file():
-            sections.append(_section(json.loads(path.read_text())))
+            earlier = out_dir / "before" / f"{name}.json"  # the same bench on an earlier commit
+            before = json.loads(earlier.read_text()) if earlier.is_file() else None
+            sections.append(_section(json.loads(path.read_text()), before))
         elif name in existing:
             sections.append(existing[name])
     target.write_text(HEADER + "\n" + "\n".join(sections), encoding="utf-8")

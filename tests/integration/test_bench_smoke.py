@@ -214,3 +214,19 @@ def test_bench_writes_markdown_only_with_the_flag(tmp_path: Path, monkeypatch):
     result = CliRunner().invoke(app, [*args, "--markdown", str(tmp_path / "B.md")])
     assert result.exit_code == 0, result.output
     assert "## overhead" in (tmp_path / "B.md").read_text()
+
+
+def test_markdown_puts_a_before_run_beside_this_one(tmp_path: Path):
+    """``OUT/before/<name>.json`` (the same bench on an earlier commit) becomes a before/after
+    table in the section, each column named by its commit."""
+    common = {"benchmark": "floor", "command": "factdebate bench floor --out DIR", "seconds": 1.0,
+              "date": "2026-11-26", "machine": "2 cores", "budget": "<= 1.5", "event_loop": "uvloop"}
+    (tmp_path / "before").mkdir()
+    (tmp_path / "before" / "floor.json").write_text(json.dumps(
+        {**common, "git_sha": "aaa1111", "budget_met": True, "ours_over_floor_plus_compute": 1.42}))
+    (tmp_path / "floor.json").write_text(json.dumps(
+        {**common, "git_sha": "bbb2222", "budget_met": True, "ours_over_floor_plus_compute": 1.47}))
+    write_markdown(tmp_path, tmp_path / "BENCHMARKS.md")
+    text = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "| figure | git aaa1111 | git bbb2222 |" in text
+    assert "| ours_over_floor_plus_compute | 1.42 | 1.47 |" in text
