@@ -11,6 +11,23 @@ DATA = os.environ.get("FACTDEBATE_DATA_DIR")
 
 
 @pytest.fixture(scope="session")
+def demo_head_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Milvus Lite + keyword indexes of the demo corpus' first 40 passages (Eiffel Tower and
+    Everest among them), for the CLI tests of ``verify`` and ``check``."""
+    from factdebate.tools import DEMO_CORPUS_DIR
+    from factdebate.tools.base import clear_retriever_cache
+    from factdebate.tools.indexing import build_indexes
+
+    corpus = tmp_path_factory.mktemp("corpus") / "small.jsonl"
+    lines = (DEMO_CORPUS_DIR / "passages.jsonl").read_text(encoding="utf-8").splitlines()[:40]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    target = tmp_path_factory.mktemp("idx") / "index"
+    build_indexes(corpus, target)
+    clear_retriever_cache()
+    return target
+
+
+@pytest.fixture(scope="session")
 def wiki_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Milvus Lite + keyword indexes of the first 200 passages of the shared wiki corpus."""
     from factdebate.tools.base import clear_retriever_cache

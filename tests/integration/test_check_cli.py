@@ -21,24 +21,14 @@ from typer.testing import CliRunner
 from factdebate.cli.main import app
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO / "tools" / "demo_corpus" / "passages.jsonl"
 TEXT = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall; it was designed "
         "by Gustave Eiffel's company.\nI think Paris is lovely. Mount Everest is 9,999 metres high.")
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from factdebate.tools.base import clear_retriever_cache
-    from factdebate.tools.indexing import build_indexes
-
-    corpus = tmp_path_factory.mktemp("corpus") / "small.jsonl"
-    lines = DEMO.read_text(encoding="utf-8").splitlines()[:40]  # Eiffel Tower, Everest first
-    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    target = tmp_path_factory.mktemp("idx") / "index"
-    build_indexes(corpus, target)
-    clear_retriever_cache()
-    return target
+def index_dir(demo_head_index: Path) -> Path:
+    return demo_head_index  # conftest.py: the demo corpus' first 40 passages
 
 
 @pytest.fixture(autouse=True)
