@@ -151,12 +151,12 @@ def _literal(node: ast.expr | None) -> str:
         return ""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
-    if isinstance(node, ast.JoinedStr):
+    if isinstance(node, ast.JoinedStr):  # a value filled in at run time, as code (no markup)
         return "".join(_literal(v) if not isinstance(v, ast.FormattedValue)
-                       else "{" + ast.unparse(v.value) + "}" for v in node.values)
+                       else "`{" + ast.unparse(v.value) + "}`" for v in node.values)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _literal(node.left) + _literal(node.right)
-    return "{" + ast.unparse(node) + "}"
+    return "`{" + ast.unparse(node) + "}`"
 
 
 def troubleshooting_page() -> None:
