@@ -112,6 +112,7 @@ def test_langsmith_flag_records_dataset_and_experiment(capture, wiki_index, tmp_
     assert scored >= 2  # at least one item has gold evidence: the metrics were sent
 
 
+@pytest.mark.slow  # two evaluations against the capture server: the slow tier (CI runs it)
 def test_a_larger_run_adds_its_new_items_to_the_dataset(capture, wiki_index, tmp_path):
     """``--limit 2`` then ``--limit 4`` (new runs on one data file): one dataset of 4 examples,
     each run of either experiment linked to an example the dataset holds, both experiments

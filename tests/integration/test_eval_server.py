@@ -279,7 +279,8 @@ def test_a_trickling_or_silent_server_ends_at_the_item_deadline(fake_server, tmp
     assert FakeLangGraph.sent and FakeLangGraph.sent[0] < 200, FakeLangGraph.sent
 
 
-@pytest.mark.parametrize("behaviour", ["endless", "declared"])
+@pytest.mark.parametrize("behaviour", [pytest.param("endless", marks=pytest.mark.slow),
+                                       "declared"])  # endless: ~1 min of streaming, slow tier
 def test_a_huge_reply_is_refused_at_the_size_cap_without_reading_it(fake_server, tmp_path,
                                                                     behaviour):
     """A 48 MB reply (chunked, or with a declared Content-Length of 1 GB) and a 1 MB cap: an
