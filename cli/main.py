@@ -173,7 +173,7 @@ def index(
         help="Overwrite an index built from another corpus (or a damaged one).")] = False,
 ) -> None:
     """Build the vector (Milvus) and keyword indexes from CORPUS (skipped when unchanged)."""
-    from factdebate.cli.index_progress import IndexProgress
+    from factdebate.evaluation.index_progress import IndexProgress
     from factdebate.tools.indexing import build_indexes
 
     try:

@@ -43,6 +43,7 @@ from rich.console import Console
 
 from factdebate.core.context import Context, default_index_dir, factdebate_home, mask_url
 from factdebate.core.errors import ConfigError, InputError
+from factdebate.evaluation.index_progress import IndexProgress
 from factdebate.tools.index_state import inspect_index
 
 CORPUS_FOLDER = "corpus"
@@ -206,7 +207,7 @@ def index_corpus(corpus: Path, ctx: Context, console: Console | None) -> Path:
     if console is None:
         build_indexes(corpus, folder, embedding_model=ctx.embedding_model, replace=True)
     else:
-        with _IndexBar(console) as bar:
+        with IndexProgress(console) as bar:
             build_indexes(corpus, folder, embedding_model=ctx.embedding_model, replace=True,
                           progress=bar)
     return folder
@@ -253,35 +254,3 @@ def resolve_run_index(framework: str, ctx: Context, *, data_dir: str | None, dem
 def _say(console: Console | None, line: str) -> None:
     if console is not None:
         console.print(line, highlight=False, soft_wrap=True, markup=False)
-
-
-class _IndexBar:
-    """``factdebate index``'s progress display (``cli/index_progress.py``) for an eval's build."""
-
-    def __init__(self, console: Console) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
-        self.tasks: dict[str, Any] = {}
-
-    def __enter__(self) -> _IndexBar:
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        names = {"validate": "validating corpus", "embed": "embedding + indexing passages"}
-        if stage not in self.tasks:
-            self.tasks[stage] = self.progress.add_task(names.get(stage, stage), total=total)
-        self.progress.update(self.tasks[stage], completed=done, total=total)

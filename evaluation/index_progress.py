@@ -1,4 +1,8 @@
-"""The rich progress display of ``factdebate index``: validating (bytes), then embedding (passages)."""
+"""The rich progress display of an index build: validating (bytes), then embedding (passages).
+
+Shown by ``factdebate index`` and by ``eval`` when it indexes a data folder's corpus
+(``evaluation/index_identity.py``).
+"""
 
 from __future__ import annotations
 
