@@ -26,18 +26,13 @@ from mcp.client.streamable_http import streamablehttp_client
 
 from factdebate.tools.keyword import write_keyword_index
 from factdebate.tools.mcp_server import MAX_QUERY_CHARS, MAX_TITLE_CHARS
+from tests.integration.servers import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 PASSAGES = [{"id": "e1#0", "title": "Eiffel Tower",
              "text": "The Eiffel Tower is a wrought-iron tower in Paris."}]
 GENEROUS_S = 60
 """An upper bound no healthy run comes near (the point is "returns", not how fast)."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
