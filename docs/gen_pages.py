@@ -259,8 +259,13 @@ def benchmarks_page() -> None:
                   f"- command: `{result.get('command', '')}`",
                   f"- commit: `{result.get('git_sha', '')}`, date: {result.get('date', '-')}, "
                   f"machine: {result.get('machine', '-')}",
-                  f"- budget: {result.get('budget', '-')}: met **{result.get('budget_met')}**", "",
-                  "| figure | value |", "| --- | --- |"]
+                  f"- budget: {result.get('budget', '-')}: met **{result.get('budget_met')}**", ""]
+        if result.get("benchmark") == "index":  # size x target table, budgets, embedding, load
+            from factdebate.evaluation.bench_index import index_markdown
+
+            lines += [*index_markdown(result), ""]
+            continue
+        lines += ["| figure | value |", "| --- | --- |"]
         skip = {"benchmark", "command", "git_sha", "date", "machine", "budget", "budget_met",
                 "claims", "per_claim", "profile", "frameworks", "seconds"}
         for key, value in result.items():

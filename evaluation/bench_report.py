@@ -34,8 +34,14 @@ def _section(result: dict[str, Any], before: dict[str, Any] | None = None) -> st
                          "budget_met", "claims", "per_claim", "profile", "frameworks")}
     if isinstance(result.get("claims"), int):
         body = {"claims": result["claims"], **body}
-    lines.append("| figure | value |")
-    lines.append("| --- | --- |")
+    if name == "index":  # a table of size x target, the budgets, the embedding cost, the load
+        from factdebate.evaluation.bench_index import index_markdown
+
+        lines += index_markdown(result)
+        body = {}
+    else:
+        lines.append("| figure | value |")
+        lines.append("| --- | --- |")
     for key, value in body.items():
         shown = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
         lines.append(f"| {key} | `{shown}` |" if isinstance(value, (dict, list)) else
