@@ -178,6 +178,11 @@ def eval_command(
     feverous_rule: Annotated[str | None, typer.Option(
         help="NOT ENOUGH INFO rule of the FEVEROUS score: 'feverous' (its scorer: NEI needs "
              "evidence) or 'fever' (FEVER's: NEI needs none).", show_default="feverous")] = None,
+    tool_faults: Annotated[str | None, typer.Option(
+        help="An item whose tool calls failed (retriever or search down after its retries; the "
+             "debate went on without that evidence): 'error' (an error row of type ToolFault, "
+             "not scored, rerun by --resume --retry-errors) or 'score' (scored, the fault in "
+             "its flags).", show_default="error")] = None,
 ) -> None:
     """Evaluate a framework on a dataset (or a --config experiment); writes results and reports."""
     from factdebate.cli.flags import in_range, place
@@ -216,7 +221,7 @@ def eval_command(
         for _, spec in specs:
             spec = with_flags(spec, resume=resume, retry_errors=retry_errors, repair=repair,
                               langsmith=langsmith, server_api_key=server_api_key,
-                              checkpointer=checkpointer)
+                              checkpointer=checkpointer, tool_faults=tool_faults)
             try:
                 run_async(run_eval(spec, err))
             except KeyboardInterrupt:
@@ -233,9 +238,14 @@ def eval_command(
     failed = sum(run.get("n_errors", 0) for run in summary["runs"])
     if failed:
         total = sum(run["n_items"] for run in summary["runs"])
+        dirs = [s.out for _, s in specs]
+        faulted = _tool_fault_rows(dirs)
+        why = (f" {faulted} of them ToolFault: a tool failed and the debate went on without its "
+               "evidence (--tool-faults score scores such rows)." if faulted else "")
         err.print(f"[yellow]{failed} of {total} item(s) ended in an error (first: "
-                  f"{_first_error([s.out for _, s in specs])}; all in results.jsonl); exit code "
-                  f"{EXIT_ITEM_ERRORS}. Rerun them with --resume --retry-errors.[/yellow]",
+                  f"{_first_error(dirs)}; all in results.jsonl); exit code {EXIT_ITEM_ERRORS}."
+                  f"{why} Rerun them with: factdebate eval ... --out {escape(str(folder))} "
+                  "--resume --retry-errors[/yellow]",
                   highlight=False, soft_wrap=True, markup=True)
         raise typer.Exit(EXIT_ITEM_ERRORS)
 
@@ -251,6 +261,14 @@ def _first_error(run_dirs: list[Path]) -> str:
                 text = " ".join(f"{error.get('type', '')}: {error.get('message', '')}".split())
                 return escape(text[:300])
     return "-"
+
+
+def _tool_fault_rows(run_dirs: list[Path]) -> int:
+    """How many error rows are ``ToolFault`` (a finished debate whose tool calls failed)."""
+    from factdebate.evaluation.results import RESULTS, TOOL_FAULT, read_results
+
+    return sum((row.get("error") or {}).get("type") == TOOL_FAULT
+               for folder in run_dirs for row in read_results(folder / RESULTS))
 
 
 def _write_reports(folder: Path, run_dirs: list[Path]) -> dict[str, Any]:

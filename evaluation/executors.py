@@ -49,6 +49,11 @@ class LocalExecutor:
                                thread_id=thread_id, resume="auto", config_extra=config_extra,
                                store=self.store)
 
+    async def discard(self, thread_id: str) -> None:
+        """Delete the item's thread: its next run starts over (``eval --retry-errors`` of a
+        ``ToolFault`` row, whose finished thread would otherwise be read back as it is)."""
+        await self.checkpointer.adelete_thread(thread_id)
+
 
 class ServerRunError(RuntimeError):
     """A run on the LangGraph server ended in an error, or the server broke a limit of the item
@@ -187,6 +192,11 @@ def _refusal(exc: BaseException) -> str:
     return mask_url(" ".join(str(text or exc).split())[:300])
 
 
+def server_thread_id(thread_id: str) -> str:
+    """The server's id of the item thread ``<run id>:<item id>`` (servers require UUIDs)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"factdebate:{thread_id}"))
+
+
 class ServerExecutor:
     """Items as runs on a LangGraph server deployment, through ``langgraph_sdk``.
 
@@ -269,7 +279,7 @@ class ServerExecutor:
     async def __call__(self, item: DebateInput, ctx: Context, *, thread_id: str,
                        config_extra: dict[str, Any]) -> dict[str, Any]:
         """Start or resume the item's server thread and wait for its final state."""
-        tid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"factdebate:{thread_id}"))
+        tid = server_thread_id(thread_id)
         deadline = asyncio.timeout(self.deadline)
         try:
             async with deadline:
@@ -296,6 +306,18 @@ class ServerExecutor:
             raise ServerRunError(f"server run of thread {tid} failed: {error}")
         return result_object(self.framework, values, ctx, thread_id=tid,
                              prompt_version=self.prompt_version)
+
+    async def discard(self, thread_id: str) -> None:
+        """Delete the item's server thread (if it exists): its next run starts over."""
+        tid = server_thread_id(thread_id)
+        try:
+            await self.client.threads.delete(tid)
+        except (httpx.HTTPStatusError, httpx.TransportError) as exc:
+            if getattr(getattr(exc, "response", None), "status_code", None) == 404:
+                return  # never created
+            raise BackendUnavailableError(
+                f"server {self.where} did not delete thread {tid} ({_refusal(exc)})",
+                "rerun eval --resume --retry-errors once the server answers") from exc
 
     async def _final_values(self, item: DebateInput, ctx: Context, tid: str, thread_id: str,
                             config_extra: dict[str, Any], deadline: asyncio.Timeout) -> Any:

@@ -22,7 +22,7 @@ from factdebate.evaluation.judging import estimate_cost, measure
 from factdebate.evaluation.langsmith_experiment import LangSmithExperiment
 from factdebate.evaluation.memory_store import memory_configurable
 from factdebate.evaluation.metrics import correct
-from factdebate.evaluation.results import base_row, error_row, ok_row
+from factdebate.evaluation.results import base_row, error_row, ok_row, tool_fault_row
 from factdebate.evaluation.run_folder import run_store_fault
 
 
@@ -64,6 +64,11 @@ class RunSpec:
     feverous_rule: str = "feverous"
     """NOT ENOUGH INFO rule of the FEVEROUS score: ``feverous`` (its scorer's) or ``fever``
     (``evaluation/evidence_metrics.py`` ``SCORER_RULES``)."""
+    tool_faults: str = "error"
+    """A finished item whose tool calls failed (retriever or search service down after its
+    retries: the debate went on without that evidence): ``error`` records it as an error row
+    (type ``ToolFault``, excluded from the metrics, rerun by ``--resume --retry-errors``),
+    ``score`` as an ordinary row with the fault in its flags (``results.TOOL_FAULT_MODES``)."""
 
 
 def check_models(ctx: Context) -> None:
@@ -122,6 +127,9 @@ class ItemRunner:
         cost = estimate_cost(result.get("ledger") or {}, ctx.debater_model)
         row = ok_row(base, result, wall_time_s=time.monotonic() - start, attempts=attempt,
                      trace_id=trace_id, cost_usd=cost)
+        faulted = tool_fault_row(row) if self.spec.tool_faults == "error" else None
+        if faulted is not None:  # debated without the evidence a tool failed to give: no measurement
+            return faulted
         if self.spec.metrics:
             row["extra"] = await self._measure(row)
         if self.experiment:

@@ -17,6 +17,14 @@ from another run), or an earlier row of an item that has a later one - is set as
 :func:`set_aside_strays` when the run resumes: moved to ``results.jsonl.set-aside-<time>`` with one
 warning naming the items and both files, so the progress line, ``summary.json``, the reports and
 the evaluation browser all count the same rows.
+
+A finished item whose tool calls failed (a retriever or search service still down after its
+retries: nodes/retrieval.py and MERMAID's ``call_tool`` go on without that evidence) is not a
+measurement of the framework: with ``eval --tool-faults error`` (the default) its row is an error
+row of type ``ToolFault`` (:func:`tool_fault_row`) that keeps the verdict, ledger and flags for
+inspection. Error rows are excluded from the metrics and rerun by ``--resume --retry-errors``,
+which starts a ``ToolFault`` item's thread over (its finished checkpoint would otherwise be read
+back, faults and all; ``evaluation/runner.py``).
 """
 
 from __future__ import annotations
@@ -29,9 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.core.errors import InputError, StorageError, storage_problem
+from factdebate.core.secrets_filter import redact
 from factdebate.evaluation.formats import Item
 
 RESULTS = "results.jsonl"
+TOOL_FAULT = "ToolFault"
+"""Error type of a finished item whose tool calls failed (:func:`tool_fault_row`)."""
+TOOL_FAULT_MODES = ("error", "score")
+"""``eval --tool-faults``: such an item's row is an error row, or scored as any finished item."""
 
 
 def _row(line: bytes) -> dict[str, Any] | None:
@@ -284,3 +297,35 @@ def error_row(base: dict[str, Any], exc: BaseException, *, wall_time_s: float,
     return {**base, "status": "error",
             "error": {"type": type(exc).__name__, "message": str(exc)[:1000]},
             "trace_id": trace_id, "wall_time_s": round(wall_time_s, 3), "attempts": attempts}
+
+
+def failed_tools(row: dict[str, Any]) -> dict[str, int]:
+    """``{tool: failed calls}`` of a finished row: its ledger's ``tool_faults`` of tools it called.
+
+    A tool a model asked for that was never offered (MERMAID's executor naming an unknown tool) is
+    a ``tool_faults`` entry without a call: the model's mistake, part of the measurement, left out.
+    """
+    ledger = row.get("ledger") or {}
+    called = ledger.get("tool_calls") or {}
+    return {str(name): int(n) for name, n in (ledger.get("tool_faults") or {}).items()
+            if n and called.get(name)}
+
+
+def tool_fault_row(row: dict[str, Any]) -> dict[str, Any] | None:
+    """``row`` as a ``ToolFault`` error row when its tool calls failed, else None.
+
+    The message names each tool with its failed calls and the first fault; it and the flags have
+    credentials masked (``core/secrets_filter.redact``). The verdict and ledger stay in the row
+    for inspection.
+    """
+    failed = failed_tools(row)
+    if not failed:
+        return None
+    first = next((f for f in row.get("flags") or [] if isinstance(f, str) and any(
+        f.startswith(f"tool fault: {name} ") for name in failed)), "")
+    tools = ", ".join(f"{name} ({n} failed call{'s' if n != 1 else ''})"
+                      for name, n in sorted(failed.items()))
+    why = f" (first: {first.removeprefix('tool fault: ')})" if first else ""
+    message = f"{tools}: the debate went on without that evidence, so the item is not scored{why}"
+    return {**row, "status": "error", "flags": [redact(f) for f in row.get("flags") or []],
+            "error": {"type": TOOL_FAULT, "message": redact(message)[:1000]}}

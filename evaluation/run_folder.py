@@ -43,12 +43,13 @@ from factdebate.evaluation.index_identity import index_change
 RUN_FILE = "run.json"
 LOCK_FILE = ".lock"
 COMPARED = ("framework", "dataset", "dataset_version", "task", "data_sha256", "seed", "context",
-            "prompt_version", "metrics", "metric_model", "index", "scoring")
+            "prompt_version", "metrics", "metric_model", "index", "scoring", "tool_faults")
 """``run.json`` keys a resume must match (``limit`` is handled apart: it may grow)."""
 _FLAG = {"framework": "--framework", "dataset": "--dataset", "dataset_version": "dataset version",
          "task": "task", "data_sha256": "data file (SHA-256)", "seed": "--seed",
          "context": "--model/--set settings", "prompt_version": "prompt version",
-         "metrics": "--metrics", "metric_model": "--metric-model", "scoring": "--feverous-rule"}
+         "metrics": "--metrics", "metric_model": "--metric-model", "scoring": "--feverous-rule",
+         "tool_faults": "--tool-faults"}
 
 
 def storage_error(place: Path, exc: BaseException, what: str = "write") -> StorageError:

@@ -6,12 +6,19 @@ version, model specs, git SHA), ``checkpoints.sqlite`` (one LangGraph thread per
 ``<run id>:<item id>``), ``results.jsonl`` (one row per finished item, see ``evaluation/results.py``),
 then ``summary.json``, ``report.md`` and plots (``evaluation/reports.py``).
 
-Items run under an ``asyncio.Semaphore(concurrency)``. An item's failure becomes an error row and the
-run goes on; errors whose class or message says rate limit / 429 are retried with exponential
-back-off first (the retry resumes the item's thread from its checkpoint). ``--resume`` re-reads
-``run.json`` (same items, same run id), skips items that already have a row and resumes the others'
-threads, so completed graph steps are not re-run. Rows that are not the run's (an item outside its
-sample, an earlier row of a repeated item) are set aside with a warning first
+Items run under an ``asyncio.Semaphore(concurrency)``. An item's failure becomes an error row and
+the run goes on; errors whose class or message says rate limit / 429 are retried with exponential
+back-off first (the retry resumes the item's thread from its checkpoint). An item whose tool calls
+failed finishes its debate and becomes an error row too (``ToolFault``, ``evaluation/results.py``)
+unless ``--tool-faults score`` keeps it scored: a debate that went on without evidence because a
+retriever was down (a Milvus server restarting) measures the outage, not the framework.
+``--resume`` re-reads ``run.json`` (same items, same run id), skips items that already have a row
+and resumes the others' threads, so completed graph steps are not re-run. Error rows are outcomes
+of the run and stay on a plain ``--resume`` (a deterministic failure would otherwise be paid for
+again on every resume); ``--resume --retry-errors`` reruns them: a failed item's thread continues
+from its checkpoint, a ``ToolFault`` item's finished thread is deleted first (read back, it would
+give the same faulted debate) and the item starts over. Rows that are not the run's (an item
+outside its sample, an earlier row of a repeated item) are set aside with a warning first
 (``results.set_aside_strays``): the progress line counts what ``summary.json`` counts. Every
 framework is driven alike through the one output shape (``label`` or ``answers``).
 
@@ -54,6 +61,8 @@ from factdebate.evaluation.metrics import correct
 from factdebate.evaluation.progress import EvalProgress
 from factdebate.evaluation.results import (
     RESULTS,
+    TOOL_FAULT,
+    TOOL_FAULT_MODES,
     ResultsWriter,
     base_row,
     drop_error_rows,
@@ -104,7 +113,7 @@ def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str) -> 
                                 run_id=run_id),
         "server": spec.server, "langsmith": spec.langsmith, "git_sha": git_sha(),
         "index": run_index(spec.framework, ctx, spec.server),
-        "scoring": {"feverous_rule": spec.feverous_rule},
+        "scoring": {"feverous_rule": spec.feverous_rule}, "tool_faults": spec.tool_faults,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
@@ -192,6 +201,9 @@ async def run_eval(spec: RunSpec, console: Console | None = None,
     if spec.feverous_rule not in SCORER_RULES:
         raise InputError(f"--feverous-rule {spec.feverous_rule!r} is not a rule",
                          f"use {' or '.join(SCORER_RULES)}")
+    if spec.tool_faults not in TOOL_FAULT_MODES:
+        raise InputError(f"--tool-faults {spec.tool_faults!r} is not a choice",
+                         f"use {' or '.join(TOOL_FAULT_MODES)}")
     if not spec.server:
         check_models(ctx)  # an unknown model or a missing key fails once, before run.json
         ctx = _check_index(spec, ctx, console)  # the index it searches: before run.json
@@ -219,6 +231,11 @@ async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
     record, items = _prepare(spec, ctx)
     items = _with_gold_in_index(spec, ctx, items)
     if spec.retry_errors and results.exists():
+        faulted = [r["item_id"] for r in read_results(results) if r.get("status") == "error"
+                   and (r.get("error") or {}).get("type") == TOOL_FAULT
+                   and r["item_id"] in set(record["item_ids"])]
+        if faulted:  # threads first: a run killed in between still has their rows to retry
+            await _start_over(spec, record, faulted)
         drop_error_rows(results)
     read_results(results)  # damaged lines are named before anything moves
     stray = set_aside_strays(results, record["item_ids"])
@@ -250,6 +267,23 @@ async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
         if experiment:
             experiment.close()
     return spec.out
+
+
+async def _start_over(spec: RunSpec, record: dict[str, Any], item_ids: list[str]) -> None:
+    """Delete the threads of ``item_ids`` (finished debates whose tools failed), so
+    ``--retry-errors`` runs them again from the start instead of reading their checkpoints back."""
+    threads = [f"{record['run_id']}:{item_id}" for item_id in item_ids]
+    if spec.server:
+        server = ServerExecutor(spec.server, spec.framework, record["prompt_version"],
+                                spec.server_api_key)
+        await server.check()
+        for thread_id in threads:
+            await server.discard(thread_id)
+        return
+    async with open_checkpointer(spec.checkpointer, spec.out, repair=spec.repair) as saver:
+        local = LocalExecutor(spec.framework, saver)
+        for thread_id in threads:
+            await local.discard(thread_id)
 
 
 async def _run_in_workers(spec: RunSpec, ctx: Context, record: dict[str, Any],
