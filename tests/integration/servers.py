@@ -66,9 +66,10 @@ def server_env(env: dict[str, str]) -> dict[str, str]:
     return {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false", **env}
 
 
-def start_langgraph_dev(work: Path, env: dict[str, str],
-                       timeout: float = 240.0) -> tuple[subprocess.Popen, str]:
-    """``langgraph dev`` on a free port from a copy of langgraph.json (state stays in ``work``).
+def start_langgraph_dev(work: Path, env: dict[str, str], timeout: float = 240.0,
+                        args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+    """``langgraph dev`` on a free port from a copy of langgraph.json (state stays in ``work``),
+    with extra command-line ``args`` (e.g. ``("--n-jobs-per-worker", "2")``).
 
     Returns the process and its URL once ``/ok`` answers (within ``timeout`` seconds: on a fresh
     ``FACTDEBATE_HOME`` the start-up first builds the demo index, ~35-70 s on a busy machine);
@@ -77,7 +78,7 @@ def start_langgraph_dev(work: Path, env: dict[str, str],
     port = free_port()
     log = (work / "server.log").open("w")
     proc = subprocess.Popen(
-        langgraph_dev_command(work, port), cwd=work / "app", env=server_env(env),
+        [*langgraph_dev_command(work, port), *args], cwd=work / "app", env=server_env(env),
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"

@@ -46,6 +46,9 @@ CLAIMS = {"alice": "The Eiffel Tower is in Paris.",
           "bob": "Mount Everest is the highest mountain above sea level."}
 OK_CONTEXT = {"debater_model": "scripted:agree"}
 COLLECTION = "factdebate_passages"
+SEARCH_MEETING_S = 50.0
+"""How long the first user's search waits at the front for the second's (below the runs'
+``tool_timeout_s=60``: a search still held then is a tool fault of that run)."""
 
 
 # --- a TLS front with a token check ------------------------------------------------------------
@@ -89,7 +92,11 @@ def make_certificates(folder: Path) -> tuple[Path, bytes, bytes]:
 
 class TlsFront:
     """A gRPC server on loopback with TLS that records each call (method, metadata) and forwards
-    it unchanged to the Milvus server; a call without the operator's token is refused."""
+    it unchanged to the Milvus server; a call without the operator's token is refused.
+
+    :meth:`meet` makes the next ``n`` searches wait for each other before they are forwarded:
+    they all arrive only if ``n`` searches are in flight at once (``broken`` records a timeout).
+    """
 
     def __init__(self, upstream: str, key_pem: bytes, cert_pem: bytes) -> None:
         """Listen on a free loopback port; ``upstream`` is the Milvus server's ``host:port``."""
@@ -97,6 +104,10 @@ class TlsFront:
 
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
+        self._barrier: threading.Barrier | None = None
+        self._to_hold = 0
+        self.met = 0
+        self.broken = False
         self._upstream = grpc.insecure_channel(upstream)
         front = self
 
@@ -119,6 +130,15 @@ class TlsFront:
         metadata = {m.key: m.value for m in context.invocation_metadata()}
         with self._lock:
             self.calls.append((method, metadata))
+            held = self._barrier if method.endswith("/Search") and self._to_hold > 0 else None
+            self._to_hold -= held is not None
+        if held is not None:
+            try:
+                held.wait()
+                with self._lock:
+                    self.met += 1
+            except threading.BrokenBarrierError:
+                self.broken = True
         if metadata.get("authorization") != base64.b64encode(TOKEN.encode()).decode():
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "this endpoint needs the token")
         forwarded = [(k, v) for k, v in metadata.items()
@@ -131,6 +151,12 @@ class TlsFront:
         except grpc.RpcError as exc:
             context.abort(exc.code(), exc.details())
             raise  # not reached: abort raises
+
+    def meet(self, n: int, timeout: float) -> None:
+        """Hold the next ``n`` searches until all ``n`` have arrived (at most ``timeout`` s)."""
+        with self._lock:
+            self._barrier, self._to_hold, self.met, self.broken = (
+                threading.Barrier(n, timeout=timeout), n, 0, False)
 
     def searches(self) -> int:
         """Search calls forwarded so far."""
@@ -194,7 +220,7 @@ def deployment(milvus_server: MilvusStandalone,
         "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(work / "home"),
         "FACTDEBATE_INDEX_DIR": str(work / "index"), "FACTDEBATE_MILVUS_URI": tls_uri,
         "MILVUS_TOKEN": TOKEN, "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(ca_file),
-    })
+    }, args=("--n-jobs-per-worker", "4"))  # langgraph dev runs one run at a time by default
     try:
         yield Deployment(url, direct, tls_uri, front, ids, work / "server.log")
     finally:
@@ -246,15 +272,20 @@ def cited_ids(result: dict[str, Any]) -> set[str]:
 
 # --- the tests ---------------------------------------------------------------------------------
 async def test_two_users_debate_at_once_over_the_milvus_server(deployment: Deployment):
+    """Each run's one Milvus search is held at the TLS front until the other user's arrives: both
+    runs finish only if the server runs them at once, searching one shared Milvus collection
+    while another application loads and searches it too."""
     other = OtherClient(deployment.direct_uri)
     other.start()
     before = deployment.front.searches()
+    deployment.front.meet(2, timeout=SEARCH_MEETING_S)
 
     async def debate(user: str) -> tuple[str, dict[str, Any]]:
         client = sdk(deployment.url, user)
         thread = await client.threads.create()
         result = await client.runs.wait(thread["thread_id"], "tool_mad",
-                                        input={"claim": CLAIMS[user]}, context=OK_CONTEXT)
+                                        input={"claim": CLAIMS[user]},
+                                        context={**OK_CONTEXT, "tool_timeout_s": 60})
         return thread["thread_id"], result
 
     try:
@@ -262,6 +293,7 @@ async def test_two_users_debate_at_once_over_the_milvus_server(deployment: Deplo
     finally:
         other.stop.set()
         other.join(timeout=120)
+    assert deployment.front.met == 2 and not deployment.front.broken  # in flight together
     assert other.error is None, repr(other.error)
     assert other.top_ids and set(other.top_ids) == {"demo-0001"}  # Eiffel Tower, every time
 
