@@ -71,6 +71,8 @@ MIN_AVAILABLE_MB = 1024
 """A target is stopped when the machine's ``MemAvailable`` falls below this (others share it)."""
 TIMEOUT_S = 3 * 3600
 """A target running longer than this is stopped."""
+TARGET_PROCESS = "bench-index-target"
+"""Name of a target's process (``multiprocessing``)."""
 STAGES = ("create_s", "insert_s", "flush_s", "index_s", "load_s")
 DEMO_RATIO_BUDGET = 2.0
 """Demo build (264 passages) into a server: at most this many times Lite's (issue #32)."""
@@ -313,7 +315,8 @@ def run_target(uri: str, name: str, n: int, *, seed: int = 13, embedding: str | 
     limits = limits or Limits()
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    proc = ctx.Process(target=_target_main, args=(out, uri, name, n, seed, embedding), daemon=True)
+    proc = ctx.Process(target=_target_main, args=(out, uri, name, n, seed, embedding),
+                       name=TARGET_PROCESS, daemon=True)
     load_start = os.getloadavg()[0]
     proc.start()
     deadline = time.monotonic() + limits.timeout_s
