@@ -5,13 +5,18 @@ server that went away: a connection error naming a URL with a password), the sta
 the search debater, the scripted model, SQLite checkpoints. With the default ``error`` the rows are
 ``ToolFault`` error rows (verdict and ledger kept, credentials masked), a plain ``--resume`` keeps
 them, ``--resume --retry-errors`` starts their finished threads over and gives the rows of a run
-that never saw the fault; ``score`` keeps them scored with the fault in their flags.
+that never saw the fault; ``score`` keeps them scored with the fault in their flags. Over
+``--server`` (slow tier: a real ``langgraph dev`` whose search tool is a local HTTP stand-in for
+Tavily, answering 503 while down) the retried items' server threads are deleted and run again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +176,79 @@ def test_eval_cli_names_the_tool_faults_and_the_command_to_rerun_them(tmp_path):
     again = CliRunner().invoke(app, [*args, "--resume", "--retry-errors"])
     assert again.exit_code == 0, again.output
     assert {r["status"] for r in lines(out).values()} == {"ok"}
+
+
+class TavilyStandIn(BaseHTTPRequestHandler):
+    """Tavily's ``/search``: 503 while ``DOWN["now"]``, else one Eiffel Tower result."""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server API)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        code, body = (503, {"detail": {"error": "HTTP 503"}}) if DOWN["now"] else (200, {
+            "query": "q", "results": [{"title": "Eiffel Tower", "url": "https://example.org/e",
+                                       "content": "The Eiffel Tower is a tower in Paris.",
+                                       "score": 0.9}]})
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def tavily_server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), TavilyStandIn)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.mark.slow  # a langgraph dev server of its own (its search tool is the stand-in)
+def test_retry_errors_starts_tool_fault_threads_over_on_a_langgraph_server(tavily_server,
+                                                                           tmp_path):
+    from langgraph_sdk import get_client
+
+    from tests.integration.servers import LANGGRAPH, start_langgraph_dev, stop_server, tiny_index
+
+    if not LANGGRAPH.exists():
+        pytest.skip("langgraph-cli not installed")
+    work = tmp_path / "server"
+    work.mkdir()
+    key = "tool-fault-key"
+    proc, url = start_langgraph_dev(work, {
+        "FACTDEBATE_API_KEY": key, "FACTDEBATE_ALLOW_SCRIPTED": "1",
+        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)), "FACTDEBATE_SEARCH_BACKEND": "tavily",
+        "TAVILY_API_KEY": "tvly-fake-key-for-tests", "TAVILY_BASE_URL": tavily_server})
+    try:
+        DOWN["now"] = True
+        out = tmp_path / "out"
+        args = ["eval", "--framework", "tool_mad", "--dataset", str(dataset(tmp_path)), "--out",
+                str(out), "--model", "scripted:agree", "--server", url, "--server-api-key", key,
+                "--set", "scoring_mode=none", "--set", "tool_retries=0"]
+        first = CliRunner().invoke(app, args)
+        assert first.exit_code == 4, first.output
+        rows = lines(out)
+        assert {r["error"]["type"] for r in rows.values()} == {"ToolFault"}, rows
+        assert all(r["error"]["message"].startswith("tavily (1 failed call)") for r in rows.values())
+
+        DOWN["now"] = False
+        again = CliRunner().invoke(app, [*args, "--resume", "--retry-errors"])
+        assert again.exit_code == 0, again.output
+        rows = lines(out)
+        assert {r["status"] for r in rows.values()} == {"ok"} and len(rows) == len(CLAIMS)
+
+        async def states() -> list[Any]:
+            client = get_client(url=url, api_key=key)
+            return [await client.threads.get_state(r["thread_id"]) for r in rows.values()]
+
+        for row, state in zip(rows.values(), asyncio.run(states()), strict=True):
+            assert not row["ledger"].get("tool_faults") and row["ledger"]["tool_calls"]["tavily"] == 1
+            assert not state["values"]["ledger"].get("tool_faults")  # the thread started over
+            search = next(t for t in state["values"]["turns"] if t["agent"] == "search")
+            assert search["evidence"][0]["source"] == "tavily"
+    finally:
+        stop_server(proc)

@@ -96,6 +96,7 @@ CALL_SITES = {
     "tools/tool_providers.py": "tool errors (MERMAID's tool faults, the MCP server's replies)",
     "graphs/exported.py": "every exception a node of any graph raises (NODE_ERRORS)",
     "core/trace_filter.py": "every run posted to LangSmith",
+    "evaluation/results.py": "eval's ToolFault rows (the tool faults' flags and the message)",
 }
 
 
