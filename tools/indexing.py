@@ -28,6 +28,7 @@ may be replaced by the bundled demo corpus.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -44,6 +45,7 @@ from typing import Any
 
 from factdebate.core.errors import (
     BackendUnavailableError,
+    FactDebateError,
     IndexDamagedError,
     InputError,
     StorageError,
@@ -226,30 +228,52 @@ def _write_vectors(
     name = f"{collection}__building" if staged else collection
     client = milvus_rag.connect(uri, create=True)
     try:
-        milvus_rag.create_collection(client, name, embedding_dimension(embeddings))
+        with _server_calls(uri, "create the collection"):
+            milvus_rag.create_collection(client, name, embedding_dimension(embeddings))
         done, batch = 0, []
         for passage in itertools.chain(iter_passages(corpus), [None]):  # None: flush the rest
             if passage is not None:
                 batch.append(passage)
             if batch and (len(batch) == batch_size or passage is None):
-                done += _insert(client, name, embeddings, batch)
+                done += _insert(client, name, embeddings, batch, uri)
                 batch = []
                 if progress:
                     progress("embed", done, scan.passages)
-        client.flush(name)
+        with _server_calls(uri, "flush the collection"):
+            client.flush(name)
         if staged:
-            if client.has_collection(collection):
-                client.drop_collection(collection)
-            client.rename_collection(name, collection)
+            with _server_calls(uri, f"replace collection {collection!r}"):
+                if client.has_collection(collection):
+                    client.drop_collection(collection)
+                client.rename_collection(name, collection)
     finally:
         milvus_rag.disconnect(client, uri)
 
 
-def _insert(client: Any, collection: str, embeddings: Any, batch: list[dict[str, str]]) -> int:
+@contextlib.contextmanager
+def _server_calls(uri: str, what: str) -> Iterator[None]:
+    """A Milvus server's failure inside the block becomes one error naming the server and the
+    step (exit 3); nothing is swapped in, so the live collection and index folder stay as they
+    were. Milvus Lite's errors pass unchanged (a Lite build writes into the staging folder)."""
+    if milvus_rag.is_local_uri(uri):
+        yield
+        return
+    try:
+        with milvus_rag.quiet_milvus_logs():
+            yield
+    except FactDebateError:
+        raise
+    except Exception as exc:
+        raise milvus_rag.milvus_failure(uri, what, exc) from exc
+
+
+def _insert(client: Any, collection: str, embeddings: Any, batch: list[dict[str, str]],
+            uri: str) -> int:
     # The title is embedded with the text: lead sentences often say "it", not the page name.
     vectors = embeddings.embed_documents([f"{p['title']}\n{p['text']}" for p in batch])
     rows = [{**p, "vector": v} for p, v in zip(batch, vectors, strict=True)]
-    client.insert(collection, rows)
+    with _server_calls(uri, "insert passages"):
+        client.insert(collection, rows)
     return len(rows)
 
 

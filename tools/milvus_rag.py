@@ -109,7 +109,7 @@ def connect(uri: str, *, create: bool = False) -> MilvusClient:
     if not is_local_uri(uri):
         options = LOOPBACK_GRPC_OPTIONS if _is_loopback(uri) else {}
         try:
-            with _quiet_milvus_logs():
+            with quiet_milvus_logs():
                 return MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""),
                                     grpc_options=options)
         except Exception as exc:
@@ -132,7 +132,7 @@ def connect(uri: str, *, create: bool = False) -> MilvusClient:
     patches.enabled("milvus_lite")
     with _lite_lock:
         try:
-            with _quiet_milvus_logs():
+            with quiet_milvus_logs():
                 client = MilvusClient(uri=str(path), grpc_options=LOOPBACK_GRPC_OPTIONS)
         except Exception as exc:  # pymilvus wraps every Lite failure in one generic message
             raise _lite_open_error(path, exc) from exc
@@ -166,7 +166,7 @@ the damage and the rebuild command (issue #21)."""
 
 
 class _Quiet(logging.Filter):
-    """Drops every record while :func:`_quiet_milvus_logs` blocks are open (any thread)."""
+    """Drops every record while :func:`quiet_milvus_logs` blocks are open (any thread)."""
 
     depth = 0
     lock = threading.Lock()
@@ -182,7 +182,7 @@ for _name in QUIETED_LOGGERS:
 
 
 @contextlib.contextmanager
-def _quiet_milvus_logs() -> Iterator[None]:
+def quiet_milvus_logs() -> Iterator[None]:
     """Mute Milvus' own tracebacks for the calls in the block: the error we raise says it better."""
     with _Quiet.lock:
         _Quiet.depth += 1
@@ -194,13 +194,28 @@ def _quiet_milvus_logs() -> Iterator[None]:
 
 
 def milvus_failure(uri: str, what: str, exc: BaseException) -> BackendUnavailableError:
-    """The one-line error of a Milvus server (not Lite) call that failed: names the server."""
-    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    """The one-line error of a Milvus server (not Lite) call that failed: names the server.
+
+    A gRPC error (pymilvus passes some through as they are) is named by its status and details:
+    its first line is only ``<_InactiveRpcError of RPC that terminated with:``."""
+    rpc = _rpc_text(exc)
+    cause = f"gRPC {rpc}" if rpc else f"{type(exc).__name__}: {_first_line(exc, 240)}"
     return BackendUnavailableError(
-        f"Milvus at {mask_url(uri)} failed to {what} ({type(exc).__name__}: "
-        f"{mask_url(first)[:240]})",
+        f"Milvus at {mask_url(uri)} failed to {what} ({mask_url(cause)[:260]})",
         "check that the Milvus server is up and holds the index (FACTDEBATE_MILVUS_URI), "
         "or rebuild it: factdebate index CORPUS.jsonl --milvus-uri URI --replace")
+
+
+def _rpc_text(exc: BaseException) -> str:
+    """``STATUS: details`` of a ``grpc.RpcError`` (``""`` for any other exception)."""
+    code, details = getattr(exc, "code", None), getattr(exc, "details", None)
+    if not (callable(code) and callable(details)):
+        return ""
+    try:
+        status = code()
+        return f"{getattr(status, 'name', status)}: {details()}"
+    except Exception:  # an RpcError without a status (never sent)
+        return ""
 
 
 def _lite_open_error(path: Path, exc: Exception) -> BackendUnavailableError:
@@ -316,7 +331,7 @@ class MilvusRetriever:
         self._expected_rows = expected_rows
         self._client: MilvusClient | None = connect(uri)
         try:
-            with _quiet_milvus_logs():
+            with quiet_milvus_logs():
                 self._check_collection()
         except FactDebateError:
             self.close()
@@ -381,7 +396,7 @@ class MilvusRetriever:
             return []
         vector = self._embeddings.embed_query(query)
         try:
-            with _quiet_milvus_logs():
+            with quiet_milvus_logs():
                 hits = self._require_client().search(
                     self.collection, data=[vector], limit=k, output_fields=OUTPUT_FIELDS,
                     search_params={"metric_type": METRIC,

@@ -90,18 +90,24 @@ def make_certificates(folder: Path) -> tuple[Path, bytes, bytes]:
     return ca_file, key_pem, leaf.public_bytes(serialization.Encoding.PEM)
 
 
-class TlsFront:
-    """A gRPC server on loopback with TLS that records each call (method, metadata) and forwards
-    it unchanged to the Milvus server; a call without the operator's token is refused.
+class MilvusFront:
+    """A gRPC server on loopback that records each call (method, metadata) and forwards it
+    unchanged to the Milvus server: with ``tls`` it listens with TLS only and refuses a call
+    without the operator's token (a cluster's TLS ingress); ``fail`` (a method name, e.g.
+    ``"Insert"``) answers that method with RESOURCE_EXHAUSTED instead (a server refusing writes
+    mid-build: its memory quota; pymilvus retries other codes for about 4 minutes first).
 
     :meth:`meet` makes the next ``n`` searches wait for each other before they are forwarded:
     they all arrive only if ``n`` searches are in flight at once (``broken`` records a timeout).
     """
 
-    def __init__(self, upstream: str, key_pem: bytes, cert_pem: bytes) -> None:
-        """Listen on a free loopback port; ``upstream`` is the Milvus server's ``host:port``."""
+    def __init__(self, upstream: str, tls: tuple[bytes, bytes] | None = None) -> None:
+        """Listen on a free loopback port; ``upstream`` is the Milvus server's ``host:port``,
+        ``tls`` the server's private key and certificate (PEM)."""
         import grpc
 
+        self.tls = tls is not None
+        self.fail: str | None = None
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
         self._barrier: threading.Barrier | None = None
@@ -120,8 +126,11 @@ class TlsFront:
                                    options=[("grpc.keepalive_permit_without_calls", 1),
                                             ("grpc.http2.min_ping_interval_without_data_ms",
                                              5000)])
-        credentials = grpc.ssl_server_credentials([(key_pem, cert_pem)])
-        self.port = self._server.add_secure_port("127.0.0.1:0", credentials)
+        if tls is None:
+            self.port = self._server.add_insecure_port("127.0.0.1:0")
+        else:
+            credentials = grpc.ssl_server_credentials([tls])
+            self.port = self._server.add_secure_port("127.0.0.1:0", credentials)
         self._server.start()
 
     def _forward(self, method: str, request: bytes, context: Any) -> bytes:
@@ -139,8 +148,10 @@ class TlsFront:
                     self.met += 1
             except threading.BrokenBarrierError:
                 self.broken = True
-        if metadata.get("authorization") != base64.b64encode(TOKEN.encode()).decode():
+        if self.tls and metadata.get("authorization") != base64.b64encode(TOKEN.encode()).decode():
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "this endpoint needs the token")
+        if self.fail and method.endswith(f"/{self.fail}"):
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "memory quota exceeded")
         forwarded = [(k, v) for k, v in metadata.items()
                      if not k.startswith((":", "grpc-")) and k != "user-agent"]
         remaining = context.time_remaining()  # huge when the client set no deadline
@@ -178,14 +189,16 @@ class Deployment:
     """The Milvus database on the server itself (what another client inside the cluster uses)."""
     tls_uri: str
     """The same database through the TLS front: the operator's ``FACTDEBATE_MILVUS_URI``."""
-    front: TlsFront
+    front: MilvusFront
     ids: frozenset[str]
     """Every passage id of the indexed corpus (read back from the collection)."""
     log: Path
 
 
 def corpus_file(folder: Path, n: int = 30) -> Path:
+    """The demo corpus' first ``n`` passages in ``folder/corpus.jsonl``."""
     lines = (DEMO_CORPUS_DIR / "passages.jsonl").read_text(encoding="utf-8").splitlines()[:n]
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "corpus.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -198,7 +211,7 @@ def deployment(milvus_server: MilvusStandalone,
 
     work = tmp_path_factory.mktemp("milvus-langgraph")
     ca_file, key_pem, cert_pem = make_certificates(work)
-    front = TlsFront(f"127.0.0.1:{milvus_server.port}", key_pem, cert_pem)
+    front = MilvusFront(f"127.0.0.1:{milvus_server.port}", tls=(key_pem, cert_pem))
     direct = fresh_database(milvus_server, "langgraph")
     tls_uri = f"https://127.0.0.1:{front.port}/{direct.rsplit('/', 1)[1]}"
     operator_env = {**os.environ, "FACTDEBATE_HOME": str(work / "home"), "MILVUS_TOKEN": TOKEN,
@@ -385,3 +398,54 @@ def test_the_server_reaches_milvus_over_tls_with_the_operators_token(deployment:
     log = deployment.log.read_text(errors="replace")
     assert "serving the index" in log and TOKEN not in log and expected not in log
 
+
+
+def test_a_server_failing_mid_build_is_one_line_and_the_live_index_stays(
+        milvus_server: MilvusStandalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``factdebate index --replace`` into a server whose inserts fail: exit 3 with one line
+    naming the server and the step, no traceback; the live collection and the index folder are
+    the previous build's; the same command succeeds once the server does."""
+    from pymilvus import MilvusClient
+    from typer.testing import CliRunner
+
+    from factdebate.cli.main import app
+    from factdebate.tools.base import clear_retriever_cache
+
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    direct = fresh_database(milvus_server, "midbuild")
+    front = MilvusFront(f"127.0.0.1:{milvus_server.port}")
+    uri = f"http://127.0.0.1:{front.port}/{direct.rsplit('/', 1)[1]}"
+    runner = CliRunner()
+    first, second = corpus_file(tmp_path / "a", 30), corpus_file(tmp_path / "b", 12)
+
+    def index(corpus: Path) -> Any:
+        return runner.invoke(app, ["index", str(corpus), "--index-dir", str(tmp_path / "index"),
+                                   "--milvus-uri", uri, "--replace"])
+
+    def rows() -> int:
+        client = MilvusClient(uri=direct)
+        try:
+            return int(client.get_collection_stats(COLLECTION)["row_count"])
+        finally:
+            client.close()
+
+    try:
+        assert index(first).exit_code == 0
+        manifest = (tmp_path / "index" / "manifest.json").read_text()
+        front.fail = "Insert"
+        failed = index(second)
+        assert failed.exit_code == 3, failed.output
+        errors = [x for x in failed.stderr.splitlines() if x.startswith("error:")]
+        assert len(errors) == 1, failed.stderr
+        assert f"Milvus at {uri} failed to insert passages" in errors[0], errors[0]
+        assert "memory quota exceeded" in errors[0], errors[0]
+        assert "Traceback" not in failed.output and "_InactiveRpcError" not in failed.stderr
+        assert (tmp_path / "index" / "manifest.json").read_text() == manifest
+        assert rows() == 30
+        front.fail = None
+        again = index(second)
+        assert again.exit_code == 0 and "indexed 12 passages" in again.output, again.output
+        assert rows() == 12
+    finally:
+        front.stop()
+        clear_retriever_cache()
