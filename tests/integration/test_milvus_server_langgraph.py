@@ -1,14 +1,15 @@
-"""The LangGraph server with two users over a Milvus server reached through TLS with a token
-(issue #32).
+"""The LangGraph server with two users over a Milvus server reached through TLS with a token,
+and a server failing mid-build (issue #32; docs/deployment.md, "Scaling out").
 
 Real components: Milvus standalone on loopback (``milvus_server``, one per session), in front of
-it a TLS gRPC endpoint that records each call's metadata and forwards it (what a cluster's TLS
-ingress does; certificates from a private CA made here), the operator's ``factdebate index
---milvus-uri https://...`` and one ``langgraph dev`` (project auth, two API keys, the scripted
-model allowed) in subprocesses with ``FACTDEBATE_MILVUS_URI``, ``MILVUS_TOKEN`` and
-``GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`` in their environment, MiniLM embeddings, and a second
-Milvus client (``langchain_milvus.Milvus``) loading and searching the same collection while the
-debates run.
+it a gRPC endpoint that records each call's metadata and forwards it (with TLS and a token check:
+what a cluster's TLS ingress does, certificates from a private CA made here; without TLS: a
+server that refuses inserts), the operator's ``factdebate index --milvus-uri https://...`` and
+one ``langgraph dev`` (project auth, two API keys, the scripted model allowed, four job slots) in
+subprocesses with ``FACTDEBATE_MILVUS_URI``, ``MILVUS_TOKEN`` and
+``GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`` in their environment, MiniLM embeddings, and a second Milvus
+client (``langchain_milvus.Milvus``) loading and searching the same collection while the debates
+run.
 """
 
 from __future__ import annotations
