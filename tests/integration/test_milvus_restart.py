@@ -7,8 +7,9 @@ corpus indexed into it by ``factdebate index``, ``eval`` of Tool-MAD with the sc
 SQLite checkpoints, the ``factdebate`` CLI in process. The first row's arrival SIGKILLs the
 server's process group, so every later item of the run (one at a time) searches a dead server;
 its debate goes on without evidence and the row is a ``ToolFault`` error. The server is started
-again on the same data and ports, ``eval --resume --retry-errors`` reruns those items from the
-start, and the run then holds one ok row per item, equal to a run that never saw the fault.
+again on the same data and ports and, once it has loaded the collection again, ``eval --resume
+--retry-errors`` reruns those items from the start; the run then holds one ok row per item, equal
+to a run that never saw the fault.
 """
 
 from __future__ import annotations
@@ -63,6 +64,18 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     clear_retriever_cache()
 
 
+def serving(uri: str) -> None:
+    """Return once the restarted server has loaded the index's collection again (~25 s after its
+    proxy answers, measured: until then opening it or a search waits for the load)."""
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=uri)
+    try:
+        client.load_collection("factdebate_passages", timeout=300)
+    finally:
+        client.close()
+
+
 def lines(out: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x]
 
@@ -90,8 +103,7 @@ def test_eval_resumes_after_the_milvus_server_is_killed_and_restarted(own_server
     data = tmp_path / "claims.jsonl"
     data.write_text("".join(json.dumps({"id": i, "dataset": "mini", "claim": c, "label": lab})
                             + "\n" for i, c, lab in CLAIMS), encoding="utf-8")
-    sets = [f"index_dir={tmp_path / 'index'}", f"milvus_uri={own_server.uri}",
-            "tool_retries=1", "tool_timeout_s=10"]
+    sets = [f"index_dir={tmp_path / 'index'}", f"milvus_uri={own_server.uri}"]
     out = tmp_path / "out"
     spec = RunSpec(framework="tool_mad", dataset=str(data), out=out, concurrency=1,
                    model="scripted:agree", sets=sets)
@@ -115,6 +127,7 @@ def test_eval_resumes_after_the_milvus_server_is_killed_and_restarted(own_server
         assert row["ledger"]["tool_faults"] == {"milvus": 1}
 
     own_server.start()  # the same data folder and ports
+    serving(own_server.uri)
     clear_retriever_cache()  # a resume is a new process
 
     def eval_args(folder: Path) -> list[str]:
