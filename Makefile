@@ -14,6 +14,11 @@ export HF_HUB_OFFLINE := 1
 export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGGRAPH_NO_VERSION_CHECK := true
 
+# Two pytest-xdist workers; a module goes to one worker whole (its module-scoped servers start once),
+# the modules on the Milvus server together (tests/conftest.py). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+
 .PHONY: install demo test test-slow lint lint-imports docs
 install: $(VENV)/.installed
 
@@ -40,11 +45,11 @@ test: install
 	@if ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi
 	$(VENV)/bin/lint-imports --config pyproject.toml --no-cache
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
-# The slow tier: real-model runs of a minute or more (`-m slow`, see pyproject markers).
+# The slow tier (`-m slow`, see pyproject markers): whole debates of the embedded model and more.
 test-slow: install
-	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+	$(PY) -m pytest -m slow $(XDIST) $(PYTEST_ARGS)
 
 # import-linter (grimp) walks the checkout itself: the repository root is the factdebate package.
 lint-imports: install

@@ -85,3 +85,52 @@ def static_ctx() -> Callable[..., Any]:
 def settings_for(tmp_path: Any) -> RetrieverSettings:
     """Retriever settings rooted in a temporary folder."""
     return RetrieverSettings(index_dir=str(tmp_path), milvus_uri=str(tmp_path / "milvus.db"))
+
+
+MILVUS_SERVER_MODULES = frozenset({
+    "tests/integration/test_langchain_retriever.py",
+    "tests/integration/test_milvus_server.py",
+    "tests/integration/test_milvus_server_langgraph.py",
+})
+"""The modules with tests on the session's Milvus standalone server (fixture ``milvus_server``):
+one block, on one test worker, so that server starts once per run."""
+
+
+def _scope(nodeid: str) -> str:
+    module = nodeid.split("::", 1)[0]
+    return "milvus_server" if module in MILVUS_SERVER_MODULES else module
+
+
+def _rank(item: pytest.Item) -> int:
+    scope = _scope(item.nodeid)
+    return 0 if scope == "milvus_server" else 1 if scope.startswith("tests/integration/") else 2
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Test order: the Milvus-server block first, then the integration modules, then graph and unit
+    tests (a stable sort: a module's tests keep their order). Under ``make test``'s two workers
+    the modules are handed out in this order, so the long ones start first and the short ones
+    fill in. A test on the Milvus server outside ``MILVUS_SERVER_MODULES`` is a usage error."""
+    stray = sorted({i.nodeid.split("::", 1)[0] for i in items
+                    if "milvus_server" in getattr(i, "fixturenames", ())} - MILVUS_SERVER_MODULES)
+    if stray:
+        raise pytest.UsageError(f"add {', '.join(stray)} to MILVUS_SERVER_MODULES in tests/conftest.py")
+    items.sort(key=_rank)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (``make test``): each module goes to one worker whole, so its
+    module-scoped fixtures (``langgraph dev`` servers, indexes) start once - and the modules in
+    ``MILVUS_SERVER_MODULES`` go together, as one unit. xdist's own ``loadgroup`` cannot do this
+    here: it renames node ids, which pytest 9 no longer lets a plugin do."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    return ModuleScheduling(config, log)

