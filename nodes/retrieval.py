@@ -23,6 +23,7 @@ from typing import Any
 
 from factdebate.core.context import Context
 from factdebate.core.errors import ConfigError, FactDebateError
+from factdebate.core.secrets_filter import redact
 from factdebate.core.state import Evidence, add_ledger
 from factdebate.nodes.llm import is_retryable, with_retries
 from factdebate.nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
@@ -97,7 +98,7 @@ async def search_tool(
     except Exception as exc:
         if isinstance(exc, FactDebateError) and not is_retryable(exc):
             raise  # an index that does not exist or a bad key is the user's to fix
-        fault = f"{type(exc).__name__}: {exc}"[:300]
+        fault = redact(f"{type(exc).__name__}: {exc}")[:300]  # a URL or key in a library's text
         return {
             "evidence": [],
             "ledger": {**ledger, "tool_faults": {backend: 1}},

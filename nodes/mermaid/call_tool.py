@@ -21,6 +21,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from factdebate.core.errors import FactDebateError
+from factdebate.core.secrets_filter import redact
 from factdebate.nodes.llm import is_retryable, with_retries
 from factdebate.nodes.mermaid.state import MermaidContext, MermaidState, ReactTurn
 from factdebate.nodes.render import MAX_EVIDENCE_CHARS, clip_evidence
@@ -106,7 +107,7 @@ async def call_tool(state: MermaidState, runtime: Runtime[MermaidContext]) -> di
     except Exception as exc:
         if isinstance(exc, FactDebateError) and not is_retryable(exc):
             raise  # a missing index or a rejected key is the user's to fix
-        fault = _fault(name, step, f"{type(exc).__name__}: {exc}"[:300])
+        fault = _fault(name, step, redact(f"{type(exc).__name__}: {exc}")[:300])
         return out | fault | {"ledger": fault["ledger"] | ledger}
     excluded = {t.casefold() for t in state.get("exclude_titles") or []}
     turn["evidence"], cut = clip_evidence(

@@ -97,6 +97,8 @@ CALL_SITES = {
     "graphs/exported.py": "every exception a node of any graph raises (NODE_ERRORS)",
     "core/trace_filter.py": "every run posted to LangSmith",
     "evaluation/results.py": "eval's ToolFault rows (the tool faults' flags and the message)",
+    "nodes/retrieval.py": "a retriever's fault in the run's flags (verify, check, eval --tool-faults score)",
+    "nodes/mermaid/call_tool.py": "a MERMAID tool's fault in the run's flags",
 }
 
 
@@ -124,3 +126,24 @@ def test_a_url_already_masked_holds_no_secret():
     must not make ``***`` or ``op:***`` secrets: masking would then eat the user name."""
     assert secrets_filter.url_secrets("test[closed-unreachable at http://op:***@127.0.0.1:]") == set()
     assert secrets_filter.url_secrets("http://op:pw-1234567@h") == {"pw-1234567", "op:pw-1234567"}
+
+
+async def test_a_retrievers_fault_reaches_the_flags_masked():
+    """A library's exception text quoting the operator's key or a URL with a password becomes the
+    run's ``tool fault`` flag (shown by verify/check, kept by ``eval --tool-faults score``)."""
+    from factdebate.nodes.retrieval import search_tool
+    from factdebate.nodes.tool_mad.state import ToolMadContext
+    from factdebate.tools.base import RETRIEVERS
+
+    class Leaky:
+        async def search(self, query: str, *, k: int) -> list:
+            raise ConnectionError(f"POST http://op:{PASSWORD}@127.0.0.1:9/search with key {KEY}")
+
+    if "leaky" not in RETRIEVERS:
+        RETRIEVERS.register("leaky", lambda settings: Leaky())
+    ctx = ToolMadContext(debater_model="scripted:agree", rag_backend="leaky",
+                         search_backend="leaky", tool_retries=0)
+    out = await search_tool("leaky", "Eiffel Tower", ctx, k=3, exclude_titles=None, who="rag")
+    flag = next(f for f in out["flags"] if f.startswith("tool fault: leaky"))
+    assert "ConnectionError" in flag and "http://op:***@127.0.0.1:9" in flag, flag
+    assert PASSWORD not in flag and KEY not in flag, flag
