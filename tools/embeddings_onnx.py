@@ -166,6 +166,8 @@ class OnnxMiniLM:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """``(len(texts), 384)`` float32 unit vectors."""
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
         feeds = self._tokenizer(texts)
         hidden = self._session.run(None, feeds)[0]
         mask = feeds["attention_mask"][..., None].astype(np.float32)

@@ -59,6 +59,7 @@ def test_onnx_without_torch_gives_sentence_transformer_vectors(warm):
     assert np.abs(batched - expected).max() <= 1e-5
     one_by_one = np.vstack([encoder.encode([t]) for t in TEXTS])
     assert np.abs(one_by_one - expected).max() <= 1e-5
+    assert encoder.encode([]).shape == (0, 384)
 
 
 def test_a_fresh_process_with_a_warm_cache_embeds_a_query_without_torch(warm):
