@@ -67,9 +67,11 @@ PRELOAD = [
     "factdebate.tools.embeddings",
     "factdebate.tools.embeddings_onnx",
     "factdebate.testing.scripted",
-    "sentence_transformers",
+    "onnxruntime",
+    "tokenizers",
 ]
-"""Imported once by the fork server (none starts a thread), so forked workers skip ~10 s of imports."""
+"""Imported once by the fork server (none starts a thread), so forked workers skip the imports.
+Queries embed on ONNX Runtime (tools/embeddings_onnx.py); torch loads only where a batch needs it."""
 START_TIMEOUT_S = 300.0
 
 
