@@ -403,8 +403,9 @@ def run_bench(name: str, out_dir: Path, command: str, **kwargs: Any) -> dict[str
     work = out_dir / "work"
     work.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    sha = git_sha()  # the commit that runs (others may commit during a long run)
     result = fn(work, **kwargs)
-    result = {"benchmark": name, "command": command, "git_sha": git_sha(),
+    result = {"benchmark": name, "command": command, "git_sha": sha,
               "date": time.strftime("%Y-%m-%d", time.gmtime()), "machine": machine(),
               "event_loop": event_loop_kind(),
               "seconds": round(time.perf_counter() - start, 1), **result}

@@ -39,7 +39,7 @@ def test_bench_index_writes_its_figures_and_section(tmp_path: Path):
     assert figures["embedding"]["passages"] == 300 and figures["embedding"]["ms_per_passage"] > 0
     assert len(figures["load_avg"]["start"]) == len(figures["load_avg"]["end"]) == 3
     assert set(figures["demo_build_s"]) == {"lite", "server"} and figures["demo_build_ratio"] > 0
-    assert isinstance(figures["budget_met"], bool) and len(figures["budgets"]) == 3
+    assert isinstance(figures["budget_met"], bool) and len(figures["budgets"]) == 4
     text = (tmp_path / "BENCHMARKS.md").read_text()
     assert "## index" in text and "| 300 | lite |" in text and "| 300 | server |" in text
     assert '{"' not in text  # a table, not a JSON blob
