@@ -200,13 +200,15 @@ def _wait_indexed(client: Any, name: str, rows: int, progress: Progress) -> None
         time.sleep(0.5)
 
 
-def _background(client: Any, name: str) -> dict[str, int]:
+def _background(client: Any, uri: str, name: str) -> dict[str, int]:
     """A server's work still under way: rows waiting for an index (the segments its compaction
     merges are indexed again) and the segments loaded; ``{}`` for Lite (no such work)."""
-    info = client.describe_index(name, "vector")
-    if "pending_index_rows" not in info:
+    from factdebate.tools.milvus_rag import is_local_uri
+
+    if is_local_uri(uri):
         return {}
-    state = {"pending_index_rows": int(info["pending_index_rows"])}
+    info = client.describe_index(name, "vector")
+    state = {"pending_index_rows": int(info.get("pending_index_rows", 0))}
     with contextlib.suppress(Exception):  # a server without the call
         state["segments_loaded"] = len(client.list_loaded_segments(name))
     return state
@@ -254,7 +256,7 @@ def build_and_search(uri: str, name: str, n: int, progress: Progress, *, seed: i
         client.load_collection(name)
         t5 = time.perf_counter()
         if embedder is None:
-            figures_at_search = {"at_search_start": _background(client, name)}
+            figures_at_search = {"at_search_start": _background(client, uri, name)}
             progress("search", 0, QUERIES)
             queries = np.concatenate(list(vector_batches(QUERIES, seed + 1)))
             params = {"metric_type": milvus_rag.METRIC,
@@ -268,7 +270,7 @@ def build_and_search(uri: str, name: str, n: int, progress: Progress, *, seed: i
                 if len(hits[0]) != K:
                     raise RuntimeError(f"a search returned {len(hits[0])} hits, not {K}")
                 progress("search", i + 1, QUERIES)
-            figures_at_search["at_search_end"] = _background(client, name)
+            figures_at_search["at_search_end"] = _background(client, uri, name)
         client.drop_collection(name)
     finally:
         milvus_rag.disconnect(client, uri)

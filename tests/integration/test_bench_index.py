@@ -36,6 +36,8 @@ def test_bench_index_writes_its_figures_and_section(tmp_path: Path):
         assert per[target]["passages_per_s_with_embedding"] == \
             measured["passages_per_s_with_embedding"] > 0
     assert per["server_slower_because"]
+    assert "pending_index_rows" in per["server"]["at_search_start"]  # the server's background work
+    assert "at_search_start" not in per["lite"]
     assert figures["embedding"]["passages"] == 300 and figures["embedding"]["ms_per_passage"] > 0
     assert len(figures["load_avg"]["start"]) == len(figures["load_avg"]["end"]) == 3
     assert set(figures["demo_build_s"]) == {"lite", "server"} and figures["demo_build_ratio"] > 0
