@@ -231,9 +231,9 @@ async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
     record, items = _prepare(spec, ctx)
     items = _with_gold_in_index(spec, ctx, items)
     if spec.retry_errors and results.exists():
+        ours = set(record["item_ids"])
         faulted = [r["item_id"] for r in read_results(results) if r.get("status") == "error"
-                   and (r.get("error") or {}).get("type") == TOOL_FAULT
-                   and r["item_id"] in set(record["item_ids"])]
+                   and (r.get("error") or {}).get("type") == TOOL_FAULT and r["item_id"] in ours]
         if faulted:  # threads first: a run killed in between still has their rows to retry
             await _start_over(spec, record, faulted)
         drop_error_rows(results)
