@@ -163,11 +163,13 @@ class OnnxMiniLM:
         options.inter_op_num_threads = 1
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._tokenizer = tokenizer
+        self.dimension = int(self._session.get_outputs()[0].shape[-1])
+        """Width of the graph's hidden states (384 for MiniLM), read from the graph itself."""
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """``(len(texts), 384)`` float32 unit vectors."""
+        """``(len(texts), dimension)`` float32 unit vectors."""
         if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
+            return np.zeros((0, self.dimension), dtype=np.float32)
         feeds = self._tokenizer(texts)
         hidden = self._session.run(None, feeds)[0]
         mask = feeds["attention_mask"][..., None].astype(np.float32)
