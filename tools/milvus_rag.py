@@ -156,11 +156,13 @@ def disconnect(client: MilvusClient, uri: str) -> None:
     server_manager_instance.release_server(key)
 
 
-QUIETED_LOGGERS = ("pymilvus.decorators", *(f"milvus_lite.{name}" for name in (
+QUIETED_LOGGERS = ("pymilvus.decorators", "pymilvus.client.connection_manager",
+                   *(f"milvus_lite.{name}" for name in (
     "server_manager", "adapter.grpc.servicer", "adapter.grpc.server", "engine.collection",
     "engine.recovery", "engine.compaction", "storage.manifest", "storage.wal")))
 """Loggers that print a failed Milvus call's traceback (pymilvus' ``_log_rpc_error``, Milvus
-Lite's servicer and server manager: ~50 lines for one unreadable data file). While this module
+Lite's servicer and server manager: ~50 lines for one unreadable data file; pymilvus' connection
+manager: a traceback per reconnect attempt while a server is down). While this module
 calls Milvus their records are dropped: every failure is raised as one error naming the index,
 the damage and the rebuild command (issue #21)."""
 
