@@ -18,6 +18,16 @@ Lookups go through the index's keyword index (tantivy, read-only): per gold page
 titles holding all its words and term queries for ids ``page``, ``page#1``, ``page#2`` ...; the
 answers are filtered to the exact page name. Nothing is scanned whole, so the cost grows with the
 gold pages of the sample, not with the corpus.
+
+An ``eval --server`` run searches the server's index, which this process cannot open. Its
+ceiling comes from a local copy of the server's corpus (:func:`server_corpus`): the data folder's
+corpus when its SHA-256 is the one the server reports and the server cut its passages as
+``tools/indexing.py`` does (same ``chunk_chars``). :class:`CorpusLookup` then reads that corpus
+once, keeping the passages of the sample's gold pages exactly as an index of it holds them
+(``iter_passages``); as it reads every passage, it also finds a page known only by the title in
+its Wikipedia URL, which the keyword index's title query misses when the title words differ.
+Otherwise there is no ceiling, and ``run.json`` ``index.ceiling`` says why in one line: never a
+figure measured on another corpus.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from factdebate.core.errors import InputError
 from factdebate.evaluation.evidence_metrics import (
     contains_words,
     normal_text,
@@ -101,7 +112,84 @@ class IndexLookup:
         return any(contains_words(normal_text(d["body"]), needle) for d in self._docs(query, 50))
 
 
-def gold_in_index(gold: dict[str, Any] | None, lookup: IndexLookup) -> dict[str, Any] | None:
+def _gold_elements(golds: list[Any]) -> list[dict[str, Any]]:
+    return [e for g in golds if isinstance(g, dict) for s in g.get("sets") or []
+            for e in s if isinstance(e, dict)]
+
+
+class CorpusLookup:
+    """Gold pages and sentences looked up in a corpus file, read once: the passages an index of
+    it holds (``tools.indexing.iter_passages``) of the pages ``golds`` name, and which of their
+    page-less sentences some passage contains. Answers for those golds only."""
+
+    def __init__(self, corpus: str | Path, golds: list[Any]) -> None:
+        """Read ``corpus`` (a validated JSONL corpus) for the gold evidence sets ``golds``."""
+        from factdebate.tools.indexing import iter_passages
+
+        elements = _gold_elements(golds)
+        wanted = {str(e["page"]) for e in elements if e.get("page")}
+        anywhere = {normal_text(str(e["text"])) for e in elements
+                    if not e.get("page") and e.get("text")}
+        self._pages: dict[str, list[str]] = {page: [] for page in wanted}
+        self._found: set[str] = set()
+        unfound = set(anywhere)
+        for passage in iter_passages(Path(corpus).expanduser()):
+            pages = [p for p in passage_pages(passage) if p in wanted]
+            if not pages and not unfound:
+                continue
+            text = normal_text(passage["text"])
+            for page in pages:
+                self._pages[page].append(text)
+            found = {n for n in unfound if contains_words(text, n)}
+            self._found |= found
+            unfound -= found
+
+    def page_texts(self, page: str) -> list[str]:
+        """Normalised texts of the passages of ``page`` (empty when the corpus holds none)."""
+        return self._pages.get(page, [])
+
+    def has_sentence(self, page: str, text: str) -> bool:
+        """A passage of ``page`` (any page when ``page`` is empty) contains ``text``."""
+        needle = normal_text(text)
+        if page:
+            return any(contains_words(t, needle) for t in self.page_texts(page))
+        return needle in self._found
+
+
+def server_corpus(identity: dict[str, Any] | None,
+                  data_dir: str | Path | None) -> tuple[Path | None, str]:
+    """The local copy of a server's corpus to compute a server run's ceiling from, and one line
+    saying so; ``(None, why)`` when there is none (``identity``: ``run.json`` ``index``)."""
+    from factdebate.evaluation.datasets import file_sha256
+    from factdebate.evaluation.index_identity import data_corpus, data_folder
+    from factdebate.tools.indexing import CHUNK_CHARS
+
+    identity = identity or {}
+    if identity.get("status") != "ok" or not identity.get("corpus_sha256"):
+        status = identity.get("status")
+        what = "not recorded" if status in ("server", None) else status
+        return None, f"not computed: the server's index is {what}"
+    if identity.get("chunk_chars") != CHUNK_CHARS:
+        return None, (f"not computed: the server cuts passages at {identity.get('chunk_chars')} "
+                      f"characters, this client at {CHUNK_CHARS}")
+    try:
+        corpus = data_corpus(data_folder(data_dir))
+    except InputError as exc:
+        return None, f"not computed: {exc}"
+    sha = str(identity["corpus_sha256"])
+    if corpus is None:
+        return None, (f"not computed: no data folder corpus to compare with the server's "
+                      f"{identity.get('corpus')} (sha256 {sha[:16]})")
+    local = file_sha256(corpus)
+    if local != sha:
+        return None, (f"not computed: the server's corpus {identity.get('corpus')} (sha256 "
+                      f"{sha[:16]}) is not the data folder's {corpus.name} (sha256 {local[:16]})")
+    return corpus, (f"from the data folder's corpus {corpus.name}, the server's corpus (same "
+                    f"SHA-256)")
+
+
+def gold_in_index(gold: dict[str, Any] | None,
+                  lookup: IndexLookup | CorpusLookup) -> dict[str, Any] | None:
     """``{"page": bool, "sentence": bool | None, "level": ...}`` of an item's gold evidence; None
     without gold evidence sets (nothing to find)."""
     if not isinstance(gold, dict):

@@ -246,6 +246,31 @@ class ServerExecutor:
             raise ConfigError(f"server {self.where} does not serve graph {self.framework!r}",
                               "add it to langgraph.json")
 
+    async def index(self) -> Any:
+        """The server's answer at its index route (``GET /factdebate/index``, the identity of the
+        index its runs search: ``evaluation/index_identity.py``); None when the server has no such
+        route (404: a deployment older than it). Sent with the same headers (API key) as the runs.
+
+        Raises:
+            BackendUnavailableError: The server does not answer, or answers with another error.
+        """
+        from factdebate.evaluation.index_identity import INDEX_ROUTE
+
+        try:
+            async with asyncio.timeout(min(self.deadline, SERVER_TIMEOUT.read or 300.0)):
+                return await self.client.http.get(INDEX_ROUTE)
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code == 404:
+                return None
+            why = f"{exc.response.status_code}: {_refusal(exc)}"
+            raise BackendUnavailableError(
+                f"LangGraph server {self.where} refused to name its index ({why})",
+                "check --server and the API key (--server-api-key or FACTDEBATE_API_KEY)") from exc
+        except Exception as exc:
+            why = mask_url(f"{type(exc).__name__}: {exc}".strip().rstrip(":"))
+            raise BackendUnavailableError(f"LangGraph server {self.where} is unreachable ({why})",
+                                          "start it (langgraph dev) or check --server") from exc
+
     async def _admitted_run(self, tid: str, timeout: asyncio.Timeout | None = None,
                             **kwargs: Any) -> Any:
         """``runs.wait``, asking again after ``Retry-After`` while the server answers 429.

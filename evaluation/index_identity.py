@@ -7,9 +7,23 @@ Milvus URI the run searches (masked: ``core.context.mask_url``), build time, and
 corpus is the bundled demo corpus. ``run.json`` stores it under ``index``; ``summary.json``,
 ``report.md``/``report.html``, the printed summary, ``compare``, the evaluation browser and the
 LangSmith experiment metadata show it. :func:`index_key` is the part that decides what a search
-can find (corpus, passages, model, index kinds and parameters - not the build time or the
-folder): ``--resume`` refuses a run whose index key changed (``evaluation/run_folder.py``), and
-``compare`` warns when two runs' keys differ.
+can find (corpus, passages, model, index kinds and parameters - not the build time, the folder or
+who searches it): ``--resume`` refuses a run whose index key changed
+(``evaluation/run_folder.py``), and ``compare`` warns when two runs' keys differ.
+
+**A server's index.** An ``eval --server`` run searches the index the server's operator set
+(``FACTDEBATE_INDEX_DIR``/``FACTDEBATE_MILVUS_URI``; clients cannot name one). The server tells
+an authenticated client its identity at ``GET /factdebate/index`` (:data:`INDEX_ROUTE`,
+``server/webapp.py``): :func:`public_identity`, the identity without what only the operator may
+know - no index folder, no Milvus URI, the corpus file by its name only, a damage reason without
+paths. ``eval`` asks once before ``run.json`` is written and records it (:func:`server_index`:
+``searched_by: server`` and the server's masked URL), so its key is compared like a local one: a
+resume against a server whose index changed is refused, and a local and a server run over the
+same corpus and index settings searched the same index. A server without the route (an older
+deployment) is recorded as ``status: server`` with a note: its index is not recorded. The
+retrieval ceiling of a server run is computed from the data folder's corpus when its SHA-256 is
+the server's corpus' (``evaluation/ceiling.py`` :func:`~factdebate.evaluation.ceiling.server_corpus`);
+else ``index.ceiling`` says why there is none.
 
 **Which index** (:func:`resolve_run_index`, before ``run.json`` is written), for a framework that
 searches the index (registry ``needs_index``) run in this process:
@@ -53,6 +67,19 @@ CORPORA = "corpora"
 KEY_FIELDS = ("corpus_sha256", "passages", "chunk_chars", "embedding_model", "dimension", "metric",
               "vector_index", "keyword_index", "collection")
 """Identity fields that decide what a search can find (:func:`index_key`)."""
+PUBLIC_FIELDS = ("status", "damage", "corpus", "corpus_sha256", "documents", "passages",
+                 "chunk_chars", "embedding_model", "dimension", "metric", "vector_index",
+                 "keyword_index", "collection", "built", "demo")
+"""What a server tells its clients about its index (:func:`public_identity`): no folder, no URI."""
+VECTOR_FIELDS = ("field", "metric", "index_type", "build_params", "search_params")
+KEYWORD_FIELDS = ("kind", "fields", "title_boost", "tantivy")
+"""The parts of the manifest's ``vector_index``/``keyword_index`` a client sees and keys compare."""
+INDEX_ROUTE = "/factdebate/index"
+"""The server's route naming its index (``server/webapp.py``)."""
+SEARCHED_BY_SERVER = "server"
+"""``searched_by`` of an identity a server reported (an ``eval --server`` run)."""
+NO_ROUTE = "the server has no /factdebate/index route (an older deployment)"
+_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[\\/][^\s'\"(),;]*")
 
 Announce = Callable[[str], None]
 
@@ -88,61 +115,123 @@ def index_identity(ctx: Context) -> dict[str, Any]:
     return identity_of(ctx.index_path, ctx.resolved_milvus_uri)
 
 
-def run_index(framework: str, ctx: Context, server: str | None = None) -> dict[str, Any] | None:
+def _part(value: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
+    return {k: value[k] for k in names if k in value} if isinstance(value, dict) else None
+
+
+def _no_paths(text: str, *known: str) -> str:
+    for path in (k for k in known if k):
+        text = text.replace(path, "<index folder>")
+    return _PATH.sub("<path>", text)
+
+
+def public_identity(identity: dict[str, Any]) -> dict[str, Any]:
+    """What a client may know of an index: :data:`PUBLIC_FIELDS` only - the corpus file by its
+    name, a damage reason without paths, the vector and keyword index by kind and parameters; no
+    index folder, no Milvus URI (not even masked), nothing else the manifest holds."""
+    out = {k: identity.get(k) for k in PUBLIC_FIELDS if k in identity}
+    corpus = out.get("corpus")
+    out["corpus"] = Path(corpus.replace("\\", "/")).name if isinstance(corpus, str) else None
+    if "damage" in out:
+        out["damage"] = _no_paths(str(out["damage"]), str(identity.get("index_dir") or ""))
+    out["vector_index"] = _part(out.get("vector_index"), VECTOR_FIELDS)
+    out["keyword_index"] = _part(out.get("keyword_index"), KEYWORD_FIELDS)
+    return out
+
+
+def server_index(server: str, answer: Any) -> dict[str, Any]:
+    """``run.json``'s ``index`` of an ``eval --server`` run from the server's answer at
+    :data:`INDEX_ROUTE` (None: the server has no such route): its :func:`public_identity` with
+    ``searched_by: server`` and the server's masked URL."""
+    where = mask_url(server)
+    if answer is None:
+        return {"status": "server", "server": where, "note": NO_ROUTE}
+    if not isinstance(answer, dict) or not isinstance(answer.get("status"), str):
+        return {"status": "server", "server": where,
+                "note": f"the server's answer at {INDEX_ROUTE} names no index"}
+    return {**public_identity(answer), "searched_by": SEARCHED_BY_SERVER, "server": where}
+
+
+def run_index(framework: str, ctx: Context, server: str | None = None,
+              served: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """``run.json``'s ``index``: None when the framework searches no index; for ``--server`` runs
-    the server's index, which this process cannot see (``status`` ``server``)."""
+    ``served``, the server's index as :func:`server_index` records it (without it: not recorded)."""
     from factdebate.graphs.registry import FRAMEWORKS
 
     if not FRAMEWORKS.entry(framework).meta.get("needs_index", True):
         return None
     if server:
-        return {"status": "server", "server": mask_url(server),
-                "note": "the server's own index; its identity is not recorded here"}
+        return served if served is not None else server_index(server, None)
     return index_identity(ctx)
 
 
 def index_key(identity: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The fields of an identity that decide what a search can find (None: no index)."""
+    """The fields of an identity that decide what a search can find (None: no index); a server's
+    index it did not name is known by the server alone."""
     if not identity or identity.get("status") == "server":
         return identity and {"server": identity.get("server")}
-    return {k: identity.get(k) for k in KEY_FIELDS}
+    key = {k: identity.get(k) for k in KEY_FIELDS}
+    key["vector_index"] = _part(key["vector_index"], VECTOR_FIELDS)
+    key["keyword_index"] = _part(key["keyword_index"], KEYWORD_FIELDS)
+    return key
 
 
 def index_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
     """How the index changed between two identities ("" when its key did not)."""
-    if index_key(old) == index_key(new):
+    old_key, new_key = index_key(old), index_key(new)
+    if old_key == new_key:
         return ""
+
     def name(identity: dict[str, Any] | None) -> str:
         if not identity:
             return "no index"
         if identity.get("status") != "ok":
-            return f"{identity.get('status')} index at {identity.get('index_dir')}"
+            return _not_ok(identity)
+        on = f" on the server {identity.get('server')}" if _by_server(identity) else ""
         return (f"{identity.get('corpus')} (sha256 {str(identity.get('corpus_sha256'))[:12]}, "
-                f"{identity.get('passages')} passages, {identity.get('embedding_model')})")
-    fields = [k for k in KEY_FIELDS if (old or {}).get(k) != (new or {}).get(k)]
+                f"{identity.get('passages')} passages, {identity.get('embedding_model')}){on}")
+    fields = [k for k in KEY_FIELDS if (old_key or {}).get(k) != (new_key or {}).get(k)]
     return f"{name(old)} -> {name(new)}" + (f" [{', '.join(fields)}]" if fields else "")
+
+
+def _by_server(identity: dict[str, Any]) -> bool:
+    return identity.get("searched_by") == SEARCHED_BY_SERVER
+
+
+def _not_ok(identity: dict[str, Any]) -> str:
+    """An identity whose status is not ``ok``, in words."""
+    status = identity.get("status")
+    if status == "server":
+        note = identity.get("note") or "the server's own"
+        return f"the index of the server {identity.get('server')}, not recorded: {note}"
+    if status == "unrecorded":
+        return "not recorded (its run.json names no index)"
+    damage = f": {identity['damage']}" if identity.get("damage") else ""
+    if _by_server(identity):
+        return f"{status} index on the server {identity.get('server')}{damage}"
+    return f"{status} index at {identity.get('index_dir')}{damage}"
 
 
 def describe(identity: dict[str, Any] | None) -> str:
     """One line naming the index (for reports, the printed summary and ``compare``)."""
     if identity is None:
         return "no index (the framework searches none)"
-    if identity.get("status") == "server":
-        return f"the index of the server {identity.get('server')} (not recorded)"
-    if identity.get("status") == "unrecorded":
-        return "not recorded (its run.json names no index)"
+    ceiling = f"; retrieval ceiling {identity['ceiling']}" if identity.get("ceiling") else ""
     if identity.get("status") != "ok":
-        return f"{identity.get('status')} index at {identity.get('index_dir')}"
+        return _not_ok(identity) + ceiling
     sha = str(identity.get("corpus_sha256") or "")
     vector = identity.get("vector_index") or {}
     params = ", ".join(f"{k}={v}" for k, v in (vector.get("build_params") or {}).items())
     keyword = (identity.get("keyword_index") or {}).get("kind") or "tantivy BM25 (not recorded)"
     demo = " - the bundled DEMO corpus" if identity.get("demo") else ""
+    where = (f"searched by the server {identity.get('server')}" if _by_server(identity) else
+             f"Milvus {identity.get('milvus_uri')}, built {identity.get('built')}, folder "
+             f"{identity.get('index_dir')}")
+    built = f"built {identity.get('built')}, " if _by_server(identity) else ""
     return (f"corpus {identity.get('corpus')}{demo} (sha256 {sha[:16]}, "
             f"{identity.get('passages')} passages), embeddings {identity.get('embedding_model')}, "
             f"vector index {vector.get('index_type', '?')} {vector.get('metric', '')} ({params}), "
-            f"keyword index {keyword}, Milvus {identity.get('milvus_uri')}, built "
-            f"{identity.get('built')}, folder {identity.get('index_dir')}")
+            f"keyword index {keyword}, {built}{where}{ceiling}")
 
 
 # -- which index a run searches -----------------------------------------------------------------

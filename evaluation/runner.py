@@ -93,7 +93,8 @@ def build_run_context(spec: RunSpec) -> Context:
     return build_context({"debater_model": spec.model}, spec.sets, context_class(spec.framework))
 
 
-def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str) -> dict[str, Any]:
+def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str,
+                served: dict[str, Any] | None = None) -> dict[str, Any]:
     from factdebate.graphs.registry import FRAMEWORKS
     from factdebate.prompts import load_prompts
     from factdebate.run.claims import git_sha
@@ -112,14 +113,16 @@ def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str) -> 
         "memory": memory_record(ctx, checkpointer=spec.checkpointer, server=spec.server,
                                 run_id=run_id),
         "server": spec.server, "langsmith": spec.langsmith, "git_sha": git_sha(),
-        "index": run_index(spec.framework, ctx, spec.server),
+        "index": run_index(spec.framework, ctx, spec.server, served),
         "scoring": {"feverous_rule": spec.feverous_rule}, "tool_faults": spec.tool_faults,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
 
-def _prepare(spec: RunSpec, ctx: Context) -> tuple[dict[str, Any], list[Item]]:
-    """``run.json`` (new, the one a resumed run started with, or it extended) and the run's items.
+def _prepare(spec: RunSpec, ctx: Context,
+             served: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Item]]:
+    """``run.json`` (new, the one a resumed run started with, or it extended) and the run's items;
+    ``served``: the index of a ``--server`` run, as the server named it.
 
     Called while holding the folder's lock; see ``evaluation/run_folder.py`` for what a resume
     must match and how ``--repair`` rebuilds a damaged ``run.json``.
@@ -132,7 +135,7 @@ def _prepare(spec: RunSpec, ctx: Context) -> tuple[dict[str, Any], list[Item]]:
         raise InputError(f"{spec.out} already holds a run",
                          "pass --resume to continue it, or choose another --out")
     if run_file.exists() or has_rows:
-        fresh = _run_record(spec, ctx, sample, run_id="")
+        fresh = _run_record(spec, ctx, sample, run_id="", served=served)
         if not run_file.exists() and not spec.repair:
             raise InputError(f"{spec.out} has results but no run.json",
                              "rerun with --resume --repair and the run's original flags to "
@@ -154,7 +157,7 @@ def _prepare(spec: RunSpec, ctx: Context) -> tuple[dict[str, Any], list[Item]]:
         return continued, [by_id[i] for i in continued["item_ids"]]
     run_id = f"{spec.framework}-{spec.dataset}-{uuid.uuid4().hex[:8]}".replace("/", "_")
     run_id = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run_id)
-    record = _run_record(spec, ctx, sample, run_id)
+    record = _run_record(spec, ctx, sample, run_id, served)
     write_json_atomic(run_file, record)
     return record, sample
 
@@ -228,8 +231,14 @@ async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
         if moved and console is not None:
             console.print(f"{results}: set aside {moved} unreadable line(s); their items run "
                           "again", highlight=False, soft_wrap=True)
-    record, items = _prepare(spec, ctx)
-    items = _with_gold_in_index(spec, ctx, items)
+    executor, served = None, None
+    if spec.server:  # the server is asked first: its index goes into run.json
+        executor, served = await _server(spec, ctx, spec.server)
+    record, items = _prepare(spec, ctx, served)
+    items, ceiling = _with_gold_in_index(spec, ctx, items, record.get("index"))
+    if ceiling and record["index"].get("ceiling") != ceiling:  # why a server run has (no) ceiling
+        record = {**record, "index": {**record["index"], "ceiling": ceiling}}
+        write_json_atomic(spec.out / RUN_FILE, record)
     if spec.retry_errors and results.exists():
         ours = set(record["item_ids"])
         faulted = [r["item_id"] for r in read_results(results) if r.get("status") == "error"
@@ -248,10 +257,7 @@ async def _run_locked(spec: RunSpec, ctx: Context, console: Console | None,
         experiment = LangSmithExperiment(record["run_id"], record["dataset"],
                                          record["dataset_version"], items, record)
     try:
-        if spec.server:
-            executor = ServerExecutor(spec.server, spec.framework, record["prompt_version"],
-                                      spec.server_api_key)
-            await executor.check()
+        if executor is not None:
             await _run_items(spec, ctx, record, executor, experiment, pending, done, console, on_row)
         elif spec.workers > 1 or pool is not None:
             await _run_in_workers(spec, ctx, record, experiment, pending, done, console, on_row,
@@ -376,17 +382,40 @@ def _check_index(spec: RunSpec, ctx: Context, console: Console | None) -> Contex
     return ctx
 
 
-def _with_gold_in_index(spec: RunSpec, ctx: Context, items: list[Item]) -> list[Item]:
+async def _server(spec: RunSpec, ctx: Context,
+                  url: str) -> tuple[ServerExecutor, dict[str, Any] | None]:
+    """The executor of a ``--server URL`` run, its server checked, and the index the server
+    names (``index_identity.server_index``; None when the framework searches no index)."""
+    from factdebate.evaluation.index_identity import server_index
+    from factdebate.graphs.registry import FRAMEWORKS
+    from factdebate.prompts import load_prompts
+
+    executor = ServerExecutor(url, spec.framework, load_prompts(ctx.prompt_set).version,
+                              spec.server_api_key)
+    await executor.check()
+    if not FRAMEWORKS.entry(spec.framework).meta.get("needs_index", True):
+        return executor, None
+    return executor, server_index(url, await executor.index())
+
+
+def _with_gold_in_index(spec: RunSpec, ctx: Context, items: list[Item],
+                        identity: dict[str, Any] | None) -> tuple[list[Item], str]:
     """The items with ``gold_in_index`` (``evaluation/ceiling.py``: is the gold evidence in the
-    index the run searches at all?) and their FEVEROUS scoring rule in ``meta``."""
-    from factdebate.evaluation.ceiling import IndexLookup, gold_in_index
+    index the run searches at all?) and their FEVEROUS scoring rule in ``meta``; for a
+    ``--server`` run with gold evidence also one line saying where its ceiling comes from, or why
+    it has none (``identity``: ``run.json`` ``index``)."""
+    from factdebate.evaluation.ceiling import CorpusLookup, IndexLookup, gold_in_index, server_corpus
 
     golds = [it.meta.get("gold_evidence") for it in items]
     if not any(isinstance(g, dict) for g in golds):
-        return items
-    lookup = None
-    identity = run_index(spec.framework, ctx, spec.server)
-    if identity and identity.get("status") == "ok":
+        return items, ""
+    lookup: IndexLookup | CorpusLookup | None = None
+    ceiling = ""
+    if spec.server and identity is not None:  # the server's index: a local copy of its corpus
+        corpus, ceiling = server_corpus(identity, spec.data_dir)
+        if corpus is not None:
+            lookup = CorpusLookup(corpus, golds)
+    elif identity and identity.get("status") == "ok":
         lookup = IndexLookup(ctx.index_path)
     out = []
     for item, gold in zip(items, golds, strict=True):
@@ -399,7 +428,7 @@ def _with_gold_in_index(spec: RunSpec, ctx: Context, items: list[Item]) -> list[
         if lookup is not None:
             meta["gold_in_index"] = gold_in_index(gold, lookup)
         out.append(dataclasses.replace(item, meta=meta))
-    return out
+    return out, ceiling
 
 
 async def _run_items(spec: RunSpec, ctx: Context, record: dict[str, Any], executor: Any,

@@ -154,16 +154,16 @@ def _evidence(summary: Any) -> dict[str, Any] | None:
 
 def _index(record: dict[str, Any]) -> dict[str, Any] | None:
     """The index the run searched (``run.json`` ``index``, ``evaluation/index_identity.py``): its
-    corpus by file name (no server path), SHA-256, passages, embedding model, build time and
-    whether it is the demo corpus; None when the framework searches none or run.json is
-    unreadable."""
+    corpus by file name (no server path), SHA-256, passages, embedding model, build time,
+    whether it is the demo corpus and whether a LangGraph server searched it (``searched_by``);
+    None when the framework searches none or run.json is unreadable."""
     if not record:
         return None
     identity = record["index"] if "index" in record else {"status": "unrecorded"}
     if not isinstance(identity, dict):
         return None
-    shown = {k: identity.get(k) for k in ("status", "corpus_sha256", "passages",
-                                          "embedding_model", "built", "demo") if k in identity}
+    shown = {k: identity.get(k) for k in ("status", "corpus_sha256", "passages", "embedding_model",
+                                          "built", "demo", "searched_by") if k in identity}
     if identity.get("corpus"):
         shown["corpus"] = Path(str(identity["corpus"])).name
     return shown

@@ -1,10 +1,11 @@
 """The debate in the browser: a page at ``/app`` served by the LangGraph server itself.
 
 Mounted through ``langgraph.json`` ``http.app`` (langgraph-api puts these routes before its own,
-so only ``/app`` and ``/app/...`` are claimed here; ``/ui`` is langgraph-api's). The page is static
-(``server/static/``: HTML, CSS and ES modules, no CDN) and talks to the server's own API
-(threads, runs, streaming) with the user's API key in ``x-api-key``, so the same auth handlers and
-ownership filters apply: there is no second backend for debate data.
+so only ``/app``, ``/app/...`` and ``/factdebate/index`` are claimed here; ``/ui`` is
+langgraph-api's). The page is static (``server/static/``: HTML, CSS and ES modules, no CDN) and
+talks to the server's own API (threads, runs, streaming) with the user's API key in
+``x-api-key``, so the same auth handlers and ownership filters apply: there is no second backend
+for debate data.
 
 Two small JSON routes the server API does not offer, under ``/app/api/``:
 
@@ -13,11 +14,19 @@ Two small JSON routes the server API does not offer, under ``/app/api/``:
 * ``GET /app/api/evals[/results|/transcript]``: evaluation run folders under the operator's
   ``FACTDEBATE_RUNS_DIR`` (:mod:`factdebate.server.evals_browser`).
 
+and one for ``eval --server`` clients: ``GET /factdebate/index``, the identity of the index this
+server's runs search (the operator's ``FACTDEBATE_INDEX_DIR``/``FACTDEBATE_MILVUS_URI``), as
+``factdebate.evaluation.index_identity.public_identity`` gives it: corpus name and SHA-256,
+passages, embedding model, index kinds and parameters, build time, ``status`` (ok, absent,
+damaged); never the index folder, the Milvus URI or a credential. ``eval`` records it in
+``run.json``.
+
 langgraph-api does not run its auth handlers on custom routes unless ``http.enable_custom_route_auth``
 is set, and that would also lock the page itself (a browser cannot send a header when it opens a
-URL). So the static files are public (they hold no data) and each ``/app/api`` route checks the key
-with the project's own ``authenticate`` handler: same keys, same identities, same 401/403
-messages, and Studio's ``x-auth-scheme`` bypass does not apply here.
+URL). So the static files are public (they hold no data) and each JSON route (``/app/api/...``,
+``/factdebate/index``) checks the key with the project's own ``authenticate`` handler: same keys,
+same identities, same 401/403 messages, and Studio's ``x-auth-scheme`` bypass does not apply
+here.
 
 Every response under ``/app`` carries a Content-Security-Policy (own files and API only),
 ``frame-ancestors 'none'``/``X-Frame-Options: DENY`` and ``Referrer-Policy: no-referrer``
@@ -26,6 +35,7 @@ Every response under ``/app`` carries a Content-Security-Policy (own files and A
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from dataclasses import fields
 from pathlib import Path
@@ -39,8 +49,9 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from factdebate.core.context import allowed_models_from_env, run_fields
+from factdebate.core.context import Context, allowed_models_from_env, run_fields
 from factdebate.core.settings import choices_of, default_of, field_types
+from factdebate.evaluation.index_identity import INDEX_ROUTE, index_identity, public_identity
 from factdebate.graphs.registry import FRAMEWORKS, context_class
 from factdebate.server import evals_browser
 from factdebate.server.auth import LIMITS, authenticate
@@ -171,6 +182,18 @@ async def evals_transcript(request: Request, who: str) -> dict[str, Any]:
     return await evals_browser.transcript(params.get("run", ""), params.get("item", ""))
 
 
+def served_index() -> dict[str, Any]:
+    """The identity of the index this server's runs search, as much of it as a client may know."""
+    return public_identity(index_identity(Context()))
+
+
+@api
+async def index(request: Request, who: str) -> dict[str, Any]:
+    """The index this server's runs search: corpus name and SHA-256, passages, embedding model,
+    index kinds and parameters, build time, status; no folder, no Milvus URI."""
+    return await asyncio.to_thread(served_index)
+
+
 async def to_page(request: Request) -> Response:
     """Redirect /app to /app/, so relative asset URLs resolve under it."""
     # (langgraph-api parses route docstrings as YAML for /docs: a leading backquote breaks it)
@@ -183,6 +206,7 @@ app = Starlette(routes=[
     Route("/app/api/evals", evals_list, methods=["GET"]),
     Route("/app/api/evals/results", evals_results, methods=["GET"]),
     Route("/app/api/evals/transcript", evals_transcript, methods=["GET"]),
+    Route(INDEX_ROUTE, index, methods=["GET"]),
     Mount("/app", StaticFiles(directory=STATIC, html=True), name="app"),
 ], lifespan=lifespan,  # the index is found or built before the first request
     middleware=[Middleware(ServerGuard)])  # langgraph-api runs it on every route

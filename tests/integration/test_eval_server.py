@@ -73,11 +73,86 @@ async def test_eval_runs_items_as_server_threads(server: str, wiki_index: Path, 
         state = await client.threads.get_state(row["thread_id"])  # one server thread per item
         assert state["values"]["label"] == "SUPPORTS" and state["values"]["claim"] == row["claim"]
     summary = json.loads((out / "summary.json").read_text())["runs"][0]
-    assert summary["n_ok"] == 3 and json.loads((out / "run.json").read_text())["server"] == server
+    record = json.loads((out / "run.json").read_text())
+    assert summary["n_ok"] == 3 and record["server"] == server
+    # the server named its index (its 200-passage corpus); the data folder's corpus is the whole
+    # wiki.jsonl, another file: no ceiling from it, one line says why
+    manifest = json.loads((wiki_index / "manifest.json").read_text())
+    index = record["index"]
+    assert (index["searched_by"], index["corpus_sha256"]) == ("server", manifest["corpus_sha256"])
+    assert index["ceiling"].startswith("not computed: the server's corpus wiki200.jsonl")
+    assert not any("gold_in_index" in row for row in rows)
+    assert "searched by the server" in (out / "report.md").read_text()
     # resuming a finished run starts nothing and writes no row twice
     again = run_eval(out, "--server", server, "--resume")
     assert again.returncode == 0, again.stderr[-3000:]
     assert len((out / "results.jsonl").read_text().splitlines()) == 3
+
+
+def test_the_index_route_names_the_servers_index_to_its_users_only(server: str, wiki_index: Path):
+    """GET /factdebate/index: 401/403 without a valid key (the Studio header opens nothing); with
+    one, the identity of the operator's index without its folder, Milvus URI or corpus path."""
+    import httpx
+
+    route = f"{server}/factdebate/index"
+    assert httpx.get(route, timeout=30).status_code == 401
+    assert httpx.get(route, headers={"x-auth-scheme": "langsmith"}, timeout=30).status_code == 401
+    assert httpx.get(route, headers={"x-api-key": "wrong"}, timeout=30).status_code == 403
+    answer = httpx.get(route, headers={"x-api-key": API_KEY}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    manifest = json.loads((wiki_index / "manifest.json").read_text())
+    body = answer.json()
+    assert body["status"] == "ok" and body["corpus"] == "wiki200.jsonl"
+    assert (body["corpus_sha256"], body["passages"]) == (manifest["corpus_sha256"],
+                                                         manifest["passages"])
+    assert body["embedding_model"] == manifest["embedding_model"] and not body["demo"]
+    served = SERVER_LOGS[server].parent / "index"  # the operator's FACTDEBATE_INDEX_DIR
+    for secret in (str(served), str(served / "milvus.db"), str(Path(manifest["corpus"]).parent),
+                   str(wiki_index), "milvus.db"):
+        assert secret not in answer.text, secret
+    assert not {"index_dir", "milvus_uri"} & set(body)
+
+
+def test_a_server_run_over_the_servers_corpus_has_its_ceiling_and_resumes_on_that_index_only(
+        server: str, wiki_index: Path, tmp_path: Path):
+    """The data folder holds the server's corpus (same bytes): run.json names the server's index
+    (no path, no URI), each item's gold_in_index is what that index's keyword index says; a resume
+    whose recorded index is not the one the server now names is refused."""
+    from factdebate.evaluation.ceiling import IndexLookup, gold_in_index
+
+    manifest = json.loads((wiki_index / "manifest.json").read_text())
+    data = tmp_path / "data"
+    (data / "corpus").mkdir(parents=True)
+    shutil.copyfile(manifest["corpus"], data / "corpus" / "wiki.jsonl")
+    (data / "fever").symlink_to(Path(os.environ["FACTDEBATE_DATA_DIR"]) / "fever")
+    out = tmp_path / "out"
+    done = run_eval(out, "--server", server, "--data-dir", str(data))
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = (out / "run.json").read_text()
+    index = json.loads(text)["index"]
+    assert (index["status"], index["searched_by"]) == ("ok", "server")
+    assert (index["corpus_sha256"], index["passages"]) == (manifest["corpus_sha256"],
+                                                           manifest["passages"])
+    assert index["ceiling"] == ("from the data folder's corpus wiki.jsonl, the server's corpus "
+                                "(same SHA-256)")
+    served = SERVER_LOGS[server].parent / "index"
+    assert str(served) not in text and "milvus.db" not in text and "milvus_uri" not in index
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    lookup = IndexLookup(wiki_index)
+    golds = [r for r in rows if r["gold"].get("evidence")]
+    assert golds, rows
+    for row in golds:
+        assert row["gold_in_index"] == gold_in_index(row["gold"]["evidence"], lookup), row
+    ceiling = json.loads((out / "summary.json").read_text())["runs"][0]["evidence"]["ceiling"]
+    with_sets = sum(isinstance(r["gold_in_index"], dict) for r in golds)
+    assert with_sets and ceiling["n"] == with_sets
+    # the run recorded another index than the one the server names now: the resume is refused
+    record = json.loads(text)
+    record["index"]["corpus_sha256"] = "0" * 64
+    (out / "run.json").write_text(json.dumps(record))
+    refused = run_eval(out, "--server", server, "--data-dir", str(data), "--resume")
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert "the index changed since the run started" in " ".join(refused.stderr.split())
 
 
 def test_items_refused_by_the_per_user_run_limit_wait_and_run(server: str, tmp_path: Path):
@@ -144,6 +219,8 @@ class FakeLangGraph(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         FakeLangGraph.log.append(("GET", self.path, time.monotonic()))
+        if self.path == "/factdebate/index":  # a deployment that does not name its index
+            return self.reply(404, {"detail": "Not Found"})
         self.reply(200, {"values": {}, "next": [], "tasks": []})
 
     def do_POST(self) -> None:
@@ -247,6 +324,8 @@ def test_a_busy_server_is_waited_out_after_its_retry_after_in_both_forms(fake_se
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert gaps[0] >= 0.95 and gaps[1] >= 0.95, gaps  # Retry-After: 1
     assert gaps[2] >= 2.9, gaps  # the HTTP-date, 3-4 s ahead when it was sent
+    index = json.loads((tmp_path / "out" / "run.json").read_text())["index"]  # a 404: not named
+    assert index["status"] == "server" and "no /factdebate/index route" in index["note"]
 
 
 def test_a_server_that_never_admits_ends_in_one_error_naming_the_limit(fake_server, tmp_path):

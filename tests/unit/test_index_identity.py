@@ -18,7 +18,9 @@ from factdebate.evaluation.index_identity import (
     data_corpus,
     describe,
     index_change,
+    public_identity,
     resolve_run_index,
+    server_index,
 )
 from factdebate.evaluation.reports import render_report, summarize_run
 from factdebate.evaluation.run_folder import check_resume
@@ -54,6 +56,40 @@ def test_describe_names_corpus_sha_passages_model_and_index_kinds():
         assert part in line, part
     assert "DEMO" in describe(dict(IDENTITY, demo=True))
     assert describe(None).startswith("no index")
+
+
+def test_a_servers_index_tells_no_paths_and_is_keyed_like_a_local_one(tmp_path):
+    """What a server tells (public_identity) and eval records (server_index): no folder, no URI;
+    the same corpus and settings are the same index locally and on a server, another corpus on
+    the server is a change a resume refuses and compare warns about."""
+    url = "http://op:SECRET-pw@127.0.0.1:2024"
+    told = public_identity(dict(IDENTITY, milvus_uri="http://root:Milvus@db:19530",
+                                keyword_index={"kind": "tantivy BM25", "folder": "/idx/keyword"}))
+    assert told["corpus"] == "wiki.jsonl" and told["corpus_sha256"] == "a" * 64
+    text = json.dumps(told)
+    assert "/idx" not in text and "/data" not in text and "19530" not in text
+    damaged = public_identity({"index_dir": "/srv/idx", "status": "damaged", "damage":
+                               "the keyword index is unreadable (/srv/idx/keyword/meta.json: x)"})
+    assert damaged["status"] == "damaged" and "/srv" not in json.dumps(damaged)
+    served = server_index(url, told)
+    assert served["searched_by"] == "server" and served["server"] == "http://op:***@127.0.0.1:2024"
+    assert index_change(IDENTITY, served) == ""  # a local and a server run over the same index
+    line = describe(served)
+    assert "searched by the server http://op:***@127.0.0.1:2024" in line and "4 passages" in line
+    assert "SECRET" not in line and "/idx" not in line
+    other = server_index(url, public_identity(dict(IDENTITY, corpus_sha256="b" * 64)))
+    assert "corpus_sha256" in index_change(served, other)
+    record = {"run_id": "r", "framework": "tool_mad", "item_ids": ["a"], "limit": 1,
+              "index": served}
+    with pytest.raises(InputError, match="the index changed since the run started"):
+        check_resume(record, dict(record, index=other), Path("out"))
+    a = write_run(tmp_path / "a", IDENTITY, [True, True, False, False])
+    [same] = compare_outputs(a, write_run(tmp_path / "s", served, [True] * 4))
+    assert same["same_index"] and not any("DIFFERENT" in w for w in same["warnings"])
+    [differs] = compare_outputs(a, write_run(tmp_path / "o", other, [True] * 4))
+    assert any(w.startswith("DIFFERENT INDEXES") for w in differs["warnings"])
+    older = server_index(url, None)  # a server without the route
+    assert older["status"] == "server" and "not recorded" in describe(older)
 
 
 def test_resolve_keeps_a_named_index_and_refuses_demo_beside_it(tmp_path, monkeypatch):

@@ -16,13 +16,15 @@ function select(label, values) {
   return el;
 }
 
-// The index a run searched (run.json "index"): corpus, SHA-256, passages, embeddings, build time.
+// The index a run searched (run.json "index"): corpus, SHA-256, passages, embeddings, build time,
+// and whether a LangGraph server searched it (eval --server).
 function indexText(index) {
   if (index.status === "server") return "index: the server's own (not recorded)";
   if (index.status === "unrecorded") return "index: not recorded in run.json";
   if (index.status !== "ok") return `index: ${index.status}`;
   const demo = index.demo ? " — the bundled DEMO corpus, not the benchmark's" : "";
-  return `index: ${index.corpus}${demo} (sha256 ${String(index.corpus_sha256 || "").slice(0, 16)}, ${index.passages} passages), embeddings ${index.embedding_model}, built ${index.built}`;
+  const server = index.searched_by === "server" ? ", searched by a LangGraph server" : "";
+  return `index: ${index.corpus}${demo} (sha256 ${String(index.corpus_sha256 || "").slice(0, 16)}, ${index.passages} passages), embeddings ${index.embedding_model}, built ${index.built}${server}`;
 }
 
 // The headline evidence figure with its n and its ceiling (gold evidence in the index at all).
