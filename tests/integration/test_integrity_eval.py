@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -62,12 +63,23 @@ def _one_error_line(done: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.fixture
-def finished(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """A finished 4-item run: (data file, out folder)."""
-    data, out = _data(tmp_path), tmp_path / "out"
-    done = _cli(_args(data, out, "--limit", "4"), tmp_path / "home")
+@pytest.fixture(scope="module")
+def finished_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One finished 4-item run for the module: (data file, out folder); tests damage copies."""
+    work = tmp_path_factory.mktemp("finished")
+    data, out = _data(work), work / "out"
+    done = _cli(_args(data, out, "--limit", "4"), work / "home")
     assert done.returncode == 0, done.stderr[-2000:]
+    return data, out
+
+
+@pytest.fixture
+def finished(finished_once: tuple[Path, Path], tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A finished 4-item run of this test's own: (data file, out folder), copies of
+    ``finished_once`` (a resume compares the data file by its SHA-256, not by its path)."""
+    data, out = tmp_path / "mini.jsonl", tmp_path / "out"
+    shutil.copyfile(finished_once[0], data)
+    shutil.copytree(finished_once[1], out)
     yield data, out
 
 
@@ -105,16 +117,24 @@ def test_second_writer_is_refused_and_a_killed_runs_lock_is_taken_over(tmp_path)
     claims = [(f"i{n}", f"Claim number {n} is true.", "SUPPORTS") for n in range(24)]
     data, out, home = _data(tmp_path, claims), tmp_path / "out", tmp_path / "home"
     env = {**os.environ, "FACTDEBATE_HOME": str(home)}
-    # >= 12 s of model latency: still running while the two refused commands start and end
+    # 12 s of model latency: the first run is still under way when it holds the lock and has
+    # written its first row; then it is stopped (SIGSTOP), holding the lock however long the
+    # two refused commands take
     slow = _args(data, out, "--concurrency", "1", model="scripted:disagree?latency=0.5")
     first = subprocess.Popen([str(FACTDEBATE), *slow], env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True)
+
+    def under_way() -> bool:
+        lock, results = out / ".lock", out / "results.jsonl"
+        return (out / "run.json").exists() and lock.exists() and bool(lock.read_text().strip()) \
+            and results.exists() and results.read_bytes().endswith(b"\n")
+
     try:
         deadline = time.monotonic() + 60
-        while not ((out / "run.json").exists() and (out / ".lock").read_text().strip()
-                   if (out / ".lock").exists() else False):
+        while not under_way():
             assert time.monotonic() < deadline and first.poll() is None
             time.sleep(0.05)
+        first.send_signal(signal.SIGSTOP)
         second = _cli([*slow, "--resume"], home)
         assert second.returncode == 6
         assert f"in use by process {first.pid}" in _one_error_line(second)
