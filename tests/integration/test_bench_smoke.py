@@ -3,13 +3,38 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from factdebate.evaluation.bench import longest_chain, run_bench
+from factdebate.evaluation.bench import demo_index, longest_chain, run_bench
 from factdebate.evaluation.bench_report import write_markdown
 from factdebate.testing.scripted import CallRecord
+
+
+@pytest.fixture(scope="module")
+def built_demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo corpus indexed once for the module, as the benchmarks build it."""
+    from factdebate.tools.base import clear_retriever_cache
+    from factdebate.tools.index_lock import release
+
+    index = demo_index(tmp_path_factory.mktemp("bench-demo"))
+    clear_retriever_cache()
+    release(index)
+    return index
+
+
+@pytest.fixture
+def with_demo_index(built_demo_index: Path):
+    """Give ``OUT`` (a benchmark's ``--out``) a copy of the demo index where the benchmark looks
+    for it first (``OUT/work/demo-index``), instead of its own build of the demo corpus."""
+
+    def give(out_dir: Path) -> Path:
+        shutil.copytree(built_demo_index, out_dir / "work" / "demo-index")
+        return out_dir
+
+    return give
 
 
 def test_longest_chain_counts_only_non_overlapping_calls():
@@ -18,7 +43,8 @@ def test_longest_chain_counts_only_non_overlapping_calls():
     assert longest_chain(recs) == 3  # 0|1 -> 2 -> 3
 
 
-def test_overhead_bench_tiny(tmp_path: Path):
+def test_overhead_bench_tiny(tmp_path: Path, with_demo_index):
+    with_demo_index(tmp_path)
     result = run_bench("overhead", tmp_path, "factdebate bench overhead (test)", claims=1,
                        latency=0.01, rounds=1)
     assert result["critical_path_calls"] == 5  # query -> answer -> faithfulness x2 -> judge
@@ -67,10 +93,11 @@ def test_retrieval_bench_tiny(tmp_path: Path):
     assert result["latency_at_pad"]["passages"] == 40
 
 
-def test_scaling_bench_tiny(tmp_path: Path):
+def test_scaling_bench_tiny(tmp_path: Path, with_demo_index):
     data_dir = Path(__import__("os").environ.get("FACTDEBATE_DATA_DIR", ""))
     if not (data_dir / "fever").is_dir():
         pytest.skip("FACTDEBATE_DATA_DIR with fever/ is not set")
+    with_demo_index(tmp_path)
     result = run_bench("scaling", tmp_path, "test", data_dir=data_dir, claims=2, latency=0.01,
                        concurrencies=(1, 3))
     assert [r["concurrency"] for r in result["runs"]] == [1, 3]
@@ -83,7 +110,8 @@ def test_scaling_bench_tiny(tmp_path: Path):
     assert result["budget"] == "efficiency >= 0.90 at c = 3 (1 process)"
 
 
-def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeypatch):
+def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeypatch,
+                                                         with_demo_index):
     data_dir = Path(__import__("os").environ.get("FACTDEBATE_DATA_DIR", ""))
     if not (data_dir / "fever").is_dir():
         pytest.skip("FACTDEBATE_DATA_DIR with fever/ is not set")
@@ -92,6 +120,7 @@ def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeyp
         raise RuntimeError("model exploded")
 
     monkeypatch.setattr("factdebate.evaluation.executors.run_graph", broken)
+    with_demo_index(tmp_path)
     # in process (a monkeypatch does not reach worker processes); the warm-up run fails first
     with pytest.raises(RuntimeError, match=r"1 of 1 items failed at concurrency 1.*model exploded"):
         run_bench("scaling", tmp_path, "test", data_dir=data_dir, claims=4, latency=0.01,
@@ -99,7 +128,7 @@ def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeyp
     assert not (tmp_path / "scaling.json").exists()
 
 
-def test_floor_bench_tiny(tmp_path: Path, monkeypatch):
+def test_floor_bench_tiny(tmp_path: Path, monkeypatch, with_demo_index):
     """Ours, the bare-LangGraph floor and the real compute of one claim (after a warm-up claim):
     the same model calls and checkpoints, the figures and the budget (issue #24)."""
     from collections import OrderedDict
@@ -108,6 +137,7 @@ def test_floor_bench_tiny(tmp_path: Path, monkeypatch):
 
     # MiniLM's query cache is per process: earlier tests may have embedded the bench's claims
     monkeypatch.setattr(get_embeddings("minilm"), "_query_cache", OrderedDict())
+    with_demo_index(tmp_path)
     result = run_bench("floor", tmp_path, "factdebate bench floor (test)", claims=1, rounds=1,
                        profile=False)
     row = result["per_claim"][0]
@@ -185,8 +215,9 @@ def test_floor_profile_names_the_checkout_s_files_as_the_package():
     assert _frame_name("x (langgraph/pregel/main.py:1)")[1] == "langgraph"
 
 
-def test_tokens_bench_tiny(tmp_path: Path):
+def test_tokens_bench_tiny(tmp_path: Path, with_demo_index):
     """Tokens per claim per framework, outcomes and the cacheable-prefix shares (issue #24)."""
+    with_demo_index(tmp_path)
     result = run_bench("tokens", tmp_path, "factdebate bench tokens (test)", claims=1, rounds=1,
                        frameworks=["tool_mad", "standard"])
     per = result["frameworks"]
@@ -199,14 +230,15 @@ def test_tokens_bench_tiny(tmp_path: Path):
     assert per["standard"]["llm_calls"] == 1
 
 
-def test_bench_writes_markdown_only_with_the_flag(tmp_path: Path, monkeypatch):
+def test_bench_writes_markdown_only_with_the_flag(tmp_path: Path, monkeypatch, with_demo_index):
     """``factdebate bench`` writes its figures to --out; BENCHMARKS.md only with --markdown."""
     from typer.testing import CliRunner
 
     from factdebate.cli.main import app
 
     monkeypatch.chdir(tmp_path)
-    args = ["bench", "overhead", "--claims", "1", "--latency", "0.01", "--out", str(tmp_path / "o")]
+    out = with_demo_index(tmp_path / "o")
+    args = ["bench", "overhead", "--claims", "1", "--latency", "0.01", "--out", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "o" / "overhead.json").is_file()
