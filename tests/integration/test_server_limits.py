@@ -33,6 +33,7 @@ from tests.integration.servers import (
     server_env,
     stop_server,
     tiny_index,
+    warm_home,
 )
 
 pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
@@ -162,7 +163,8 @@ def server(tmp_path_factory: pytest.TempPathFactory, endpoint: str) -> Iterator[
         "OPENAI_API_KEY": "sk-fake-0123456789", "FACTDEBATE_MAX_RUNS_PER_USER": "1",
         "FACTDEBATE_MAX_RECURSION_LIMIT": "12",  # cot takes 4 steps, Tool-MAD about 20
         "LANGSMITH_TRACING": "true", "LANGSMITH_ENDPOINT": f"http://{endpoint}",
-        "LANGSMITH_API_KEY": "lsv2-fake-0123456789", "FACTDEBATE_HOME": str(work / "home"),
+        "LANGSMITH_API_KEY": "lsv2-fake-0123456789",
+        "FACTDEBATE_HOME": str(warm_home(work / "home")),  # MiniLM's graph: no export at start
         "FACTDEBATE_INDEX_DIR": str(tiny_index(work)), "FACTDEBATE_RUNS_DIR": str(
             runs_folder(work)),
     }, "--n-jobs-per-worker", "3")
@@ -402,7 +404,7 @@ def test_evaluation_files_linked_outside_the_runs_root_are_not_served(server: di
 def test_a_server_without_keys_refuses_the_studio_header_too(tmp_path: Path):
     """Issue #21, item 8: without keys every request is refused (401), including Studio's
     ``x-auth-scheme: langsmith`` bypass, which ``langgraph dev`` lets past ``authenticate``."""
-    proc, url = start(tmp_path, {**NO_KEYS, "FACTDEBATE_HOME": str(tmp_path / "home"),
+    proc, url = start(tmp_path, {**NO_KEYS, "FACTDEBATE_HOME": str(warm_home(tmp_path / "home")),
                                  "FACTDEBATE_ALLOW_SCRIPTED": "1",
                                  "FACTDEBATE_INDEX_DIR": str(tiny_index(tmp_path))})
     try:
@@ -441,7 +443,7 @@ def test_a_second_server_on_an_index_another_server_holds_is_refused_at_start(
     started = time.monotonic()
     code, output = refused_start(tmp_path, {
         **NO_KEYS, "FACTDEBATE_API_KEYS": f"alice:{KEYS['alice']}",
-        "FACTDEBATE_HOME": str(tmp_path / "home"),
+        "FACTDEBATE_HOME": str(warm_home(tmp_path / "home")),
         "FACTDEBATE_INDEX_DIR": str(server["work"] / "index")})
     assert code != 0 and time.monotonic() - started < 60, output[-2000:]
     assert "Traceback" not in output, output[-3000:]
