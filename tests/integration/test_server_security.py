@@ -21,7 +21,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.servers import LANGGRAPH, REPO, start_langgraph_dev, stop_server, tiny_index
+from tests.integration.servers import (
+    LANGGRAPH,
+    REPO,
+    start_langgraph_dev,
+    stop_server,
+    tiny_index,
+    warm_home,
+)
 
 pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
 
@@ -76,7 +83,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     proc, url = start_langgraph_dev(work, {
         "FACTDEBATE_API_KEYS": f"alice:{KEYS['alice']}, bob:{KEYS['bob']}",
         "FACTDEBATE_API_KEYS_FILE": str(keys_file),
-        "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(work / "home"),
+        "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(warm_home(work / "home")),
         "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
     })
     try:
