@@ -23,6 +23,7 @@ from tests.integration.servers import (
     start_langgraph_dev,
     stop_server,
     tiny_index,
+    warm_home,
 )
 
 pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
@@ -37,7 +38,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("quota-server")
     proc, url = start_langgraph_dev(work, {
         "FACTDEBATE_API_KEYS": ",".join(f"{k}:{v}" for k, v in KEYS.items()),
-        "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(work / "home"),
+        "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(warm_home(work / "home")),
         "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
         "FACTDEBATE_MAX_THREADS_PER_USER": "3", "FACTDEBATE_MAX_ASSISTANTS_PER_USER": "2",
         "FACTDEBATE_MAX_CRONS_PER_USER": "1",
