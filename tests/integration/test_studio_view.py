@@ -16,7 +16,13 @@ import httpx
 import pytest
 
 from tests.graph.test_exported_graphs import DESIGN_NODES
-from tests.integration.servers import LANGGRAPH, start_langgraph_dev, stop_server, tiny_index
+from tests.integration.servers import (
+    LANGGRAPH,
+    start_langgraph_dev,
+    stop_server,
+    tiny_index,
+    warm_home,
+)
 
 pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
 
@@ -31,7 +37,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     proc, url = start_langgraph_dev(work, {
         "FACTDEBATE_API_KEY": API_KEY, "FACTDEBATE_API_KEYS": "", "FACTDEBATE_API_KEYS_FILE": "",
         "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_ALLOWED_MODELS": "scripted:*",
-        "FACTDEBATE_MODEL": "scripted:agree", "FACTDEBATE_HOME": str(work / "home"),
+        "FACTDEBATE_MODEL": "scripted:agree", "FACTDEBATE_HOME": str(warm_home(work / "home")),
         "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
     })
     try:
