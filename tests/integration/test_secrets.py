@@ -332,11 +332,11 @@ def test_cli_error_of_a_repeating_provider_holds_no_secret(repeater, tmp_path, i
 
 @pytest.fixture(scope="module")
 def operator_server(repeater, langsmith, tmp_path_factory) -> Iterator[tuple[str, Path]]:
-    from tests.integration.servers import start_langgraph_dev, stop_server, tiny_index
+    from tests.integration.servers import start_langgraph_dev, stop_server, tiny_index, warm_home
 
     work = tmp_path_factory.mktemp("secret-server")
     proc, url = start_langgraph_dev(work, {
-        **operator_env(repeater, langsmith[0]), "FACTDEBATE_HOME": str(work / "home"),
+        **operator_env(repeater, langsmith[0]), "FACTDEBATE_HOME": str(warm_home(work / "home")),
         "FACTDEBATE_API_KEYS": ",".join(f"{u}:{k}" for u, k in SERVER_KEYS.items()),
         "FACTDEBATE_INDEX_DIR": str(tiny_index(work)), "LOG_LEVEL": "DEBUG"})
     try:
