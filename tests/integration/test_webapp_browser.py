@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.servers import start_langgraph_dev, stop_server
+from tests.integration.servers import start_langgraph_dev, stop_server, warm_home
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed "
                                      "(pip install -e '.[dev]')")
@@ -73,7 +73,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path 
     items = work / "mini.jsonl"
     items.write_text("".join(json.dumps(p) + "\n" for p in EVAL_ITEMS), encoding="utf-8")
     runs = work / "runs"
-    env = {"FACTDEBATE_HOME": str(work / "home"), "FACTDEBATE_ALLOW_SCRIPTED": "1"}
+    env = {"FACTDEBATE_HOME": str(warm_home(work / "home")), "FACTDEBATE_ALLOW_SCRIPTED": "1"}
     evaluation = subprocess.Popen(  # a real run folder, made while the index builds
         [str(Path(sys.executable).parent / "factdebate"), "eval", "--framework", "cot",
          "--dataset", str(items), "--model", "scripted:agree", "--out", str(runs / "cot_mini")],
