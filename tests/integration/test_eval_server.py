@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from servers import LANGGRAPH, free_port, start_langgraph_dev, stop_server
+from servers import LANGGRAPH, free_port, start_langgraph_dev, stop_server, warm_home
 
 REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
@@ -33,9 +33,11 @@ def server(tmp_path_factory: pytest.TempPathFactory, wiki_index: Path) -> Iterat
     work = tmp_path_factory.mktemp("server")
     served = work / "index"
     shutil.copytree(wiki_index, served, ignore=shutil.ignore_patterns(".*.lock"))
-    # one run at a time per user: eval's default --concurrency (4) is above it, so items are
-    # refused with 429 until the previous one finishes, and eval waits for the server's Retry-After
-    proc, url = start_langgraph_dev(work, {"FACTDEBATE_API_KEY": API_KEY,
+    # one run at a time per user: limited_run's --concurrency (3) is above it, so items are
+    # refused with 429 until the previous one finishes, and eval waits for the server's Retry-After;
+    # a warm home: the server does not export MiniLM's ONNX graph at its start
+    proc, url = start_langgraph_dev(work, {"FACTDEBATE_HOME": str(warm_home(work / "home")),
+                                           "FACTDEBATE_API_KEY": API_KEY,
                                            "FACTDEBATE_ALLOW_SCRIPTED": "1",
                                            "FACTDEBATE_MAX_RUNS_PER_USER": "1",
                                            "FACTDEBATE_INDEX_DIR": str(served)})
@@ -46,8 +48,9 @@ def server(tmp_path_factory: pytest.TempPathFactory, wiki_index: Path) -> Iterat
         stop_server(proc)
 
 
-def run_eval(out: Path, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FACTDEBATE_HOME": str(out.parent / "home")}
+def run_eval(out: Path, *extra: str, env: dict[str, str] | None = None
+             ) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FACTDEBATE_HOME": str(out.parent / "home"), **(env or {})}
     env.pop("LANGSMITH_TRACING", None)
     return subprocess.run(
         [str(FACTDEBATE), "eval", "--framework", "tool_mad", "--dataset", "fever", "--limit", "3",
@@ -57,12 +60,26 @@ def run_eval(out: Path, *extra: str) -> subprocess.CompletedProcess:
     )
 
 
-async def test_eval_runs_items_as_server_threads(server: str, wiki_index: Path, tmp_path: Path):
+LIMITED_RUN = ("--concurrency", "3", "--model", "scripted:agree?latency=0.4")
+
+
+@pytest.fixture(scope="module")
+def limited_run(server: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """One eval of three items at once (``--concurrency 3``, each model call 0.4 s) on the server
+    that admits one run per user: its output folder and the server log's count of 429 replies
+    before it. The tests of the server's threads and of the per-user limit read this one run."""
+    out = tmp_path_factory.mktemp("limited-run") / "out"
+    refused_before = SERVER_LOGS[server].read_text(errors="replace").count(" 429")
+    done = run_eval(out, "--server", server, *LIMITED_RUN)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, refused_before
+
+
+async def test_eval_runs_items_as_server_threads(server: str, wiki_index: Path,
+                                                 limited_run: tuple[Path, int]):
     from langgraph_sdk import get_client
 
-    out = tmp_path / "out"
-    done = run_eval(out, "--server", server)
-    assert done.returncode == 0, done.stderr[-3000:]
+    out = limited_run[0]
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and {r["status"] for r in rows} == {"ok"}
     client = get_client(url=server, api_key=API_KEY)
@@ -84,7 +101,7 @@ async def test_eval_runs_items_as_server_threads(server: str, wiki_index: Path, 
     assert not any("gold_in_index" in row for row in rows)
     assert "searched by the server" in (out / "report.md").read_text()
     # resuming a finished run starts nothing and writes no row twice
-    again = run_eval(out, "--server", server, "--resume")
+    again = run_eval(out, "--server", server, *LIMITED_RUN, "--resume")
     assert again.returncode == 0, again.stderr[-3000:]
     assert len((out / "results.jsonl").read_text().splitlines()) == 3
 
@@ -126,7 +143,9 @@ def test_a_server_run_over_the_servers_corpus_has_its_ceiling_and_resumes_on_tha
     shutil.copyfile(manifest["corpus"], data / "corpus" / "wiki.jsonl")
     (data / "fever").symlink_to(Path(os.environ["FACTDEBATE_DATA_DIR"]) / "fever")
     out = tmp_path / "out"
-    done = run_eval(out, "--server", server, "--data-dir", str(data))
+    # one item at a time: none is refused by the server's one-run limit (whose 429 eval waits out
+    # for its Retry-After of 5 s; test_items_refused_by_the_per_user_run_limit_wait_and_run)
+    done = run_eval(out, "--server", server, "--data-dir", str(data), "--concurrency", "1")
     assert done.returncode == 0, done.stderr[-3000:]
     text = (out / "run.json").read_text()
     index = json.loads(text)["index"]
@@ -155,15 +174,12 @@ def test_a_server_run_over_the_servers_corpus_has_its_ceiling_and_resumes_on_tha
     assert "the index changed since the run started" in " ".join(refused.stderr.split())
 
 
-def test_items_refused_by_the_per_user_run_limit_wait_and_run(server: str, tmp_path: Path):
+def test_items_refused_by_the_per_user_run_limit_wait_and_run(server: str,
+                                                               limited_run: tuple[Path, int]):
     """The server admits one run of this user at a time; eval runs three items at once, is refused
     (429 with Retry-After), waits and asks again: every item is a result, none an error row."""
-    out = tmp_path / "out"
+    out, refused_before = limited_run
     log = SERVER_LOGS[server]
-    refused_before = log.read_text(errors="replace").count(" 429")
-    done = run_eval(out, "--server", server, "--concurrency", "3",
-                    "--model", "scripted:agree?latency=0.4")
-    assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and {r["status"] for r in rows} == {"ok"}, rows
     assert log.read_text(errors="replace").count(" 429") > refused_before  # the limit did refuse
@@ -175,7 +191,10 @@ def test_items_refused_by_the_per_user_run_limit_wait_and_run(server: str, tmp_p
 def test_unreachable_server_is_one_line_error(tmp_path: Path):
     if not os.environ.get("FACTDEBATE_DATA_DIR"):  # the items are read before the server is asked
         pytest.skip("FACTDEBATE_DATA_DIR is not set (CI sets it to ../shared/data)")
-    done = run_eval(tmp_path / "out", "--server", f"http://127.0.0.1:{free_port()}")
+    # nothing listens: the connection attempts (and their retries, ~8 s) end at the item
+    # deadline, which bounds the first request too
+    done = run_eval(tmp_path / "out", "--server", f"http://127.0.0.1:{free_port()}",
+                    env={"FACTDEBATE_EVAL_ITEM_DEADLINE_S": "2"})
     assert done.returncode == 3 and "unreachable" in done.stderr and "Traceback" not in done.stderr
 
 
