@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from servers import warm_home
 
 from factdebate.tools.base import clear_retriever_cache
 from factdebate.tools.indexing import build_indexes
@@ -46,9 +47,10 @@ def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def in_terminal(args: list[str], home: Path) -> bytes:
-    """Run the CLI with a pseudo-terminal as stdin/stdout/stderr; all bytes it wrote."""
+    """Run the CLI with a pseudo-terminal as stdin/stdout/stderr; all bytes it wrote. ``home``
+    gets MiniLM's cached ONNX graph (``servers.warm_home``): the run does not export it first."""
     leader, follower = pty.openpty()
-    env = {**os.environ, "FACTDEBATE_HOME": str(home), "TERM": "xterm-256color",
+    env = {**os.environ, "FACTDEBATE_HOME": str(warm_home(home)), "TERM": "xterm-256color",
            "COLUMNS": "160", "LINES": "50"}
     env.pop("NO_COLOR", None)
     proc = subprocess.Popen([str(FACTDEBATE), *args], stdin=follower, stdout=follower,
