@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
+from servers import warm_home
 
 from factdebate.core.errors import IndexDamagedError
 from factdebate.tools import DEMO_CORPUS_DIR
@@ -47,7 +48,8 @@ def free_port() -> int:
 
 
 def _cli(args: list[str], home: Path, timeout: float = 180, **env: str) -> subprocess.CompletedProcess:
-    full = {**os.environ, "FACTDEBATE_HOME": str(home), **env}
+    """The CLI on ``home`` holding MiniLM's cached ONNX graph (no export at its start)."""
+    full = {**os.environ, "FACTDEBATE_HOME": str(warm_home(home)), **env}
     full.pop("LANGSMITH_TRACING", None)
     return subprocess.run([str(FACTDEBATE), *args], capture_output=True, text=True, env=full,
                           timeout=timeout, cwd=REPO)
@@ -140,7 +142,7 @@ def test_a_server_on_random_milvus_bytes_refuses_to_start(damaged, tmp_path):
         proc = subprocess.Popen(
             langgraph_dev_command(tmp_path, port), cwd=tmp_path / "app", stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
-            env=server_env({"FACTDEBATE_HOME": str(tmp_path / "home"),
+            env=server_env({"FACTDEBATE_HOME": str(warm_home(tmp_path / "home")),
                             "FACTDEBATE_INDEX_DIR": str(index), "FACTDEBATE_AUTH": "off"}))
         try:
             code = proc.wait(timeout=240)
@@ -294,7 +296,7 @@ def test_a_server_run_against_a_failing_operator_model_endpoint_names_it(failing
     index = tmp_path / "index"
     shutil.copytree(pristine, index)
     proc, url = start_langgraph_dev(tmp_path, {
-        "FACTDEBATE_HOME": str(tmp_path / "home"), "FACTDEBATE_INDEX_DIR": str(index),
+        "FACTDEBATE_HOME": str(warm_home(tmp_path / "home")), "FACTDEBATE_INDEX_DIR": str(index),
         "FACTDEBATE_AUTH": "off", "FACTDEBATE_MODEL": "openai:m",
         "FACTDEBATE_BASE_URL": f"http://op:{SECRET}@{failing}/500/v1"})
 
