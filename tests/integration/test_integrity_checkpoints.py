@@ -198,11 +198,10 @@ def _eval_args(data: Path, out: Path, *extra: str) -> list[str]:
             "--out", str(out), "--concurrency", "2", *extra]
 
 
-def test_eval_resume_and_reports_of_a_received_run_folder_run_nothing(tmp_path):
-    data, out, home = tmp_path / "mini.jsonl", tmp_path / "out", tmp_path / "home"
-    data.write_text("".join(json.dumps({"id": i, "claim": c, "label": "SUPPORTS"}) + "\n" for i, c in
-                            [("a", "Paris is in France."), ("b", "The Moon orbits the Earth.")]))
-    assert _cli(_eval_args(data, out), home).returncode == 0
+def test_eval_resume_and_reports_of_a_received_run_folder_run_nothing(eval_run, tmp_path):
+    data, finished, home = eval_run  # a finished 2-item run, received as a copy
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
     marker = tmp_path / "marker"
     plant(out / "checkpoints.sqlite", PAYLOADS["subprocess.run (keywords)"](marker))
     # every item finished: --resume only rewrites the reports, which read each item's checkpoint
@@ -247,11 +246,12 @@ def test_every_framework_writes_only_what_the_strict_reader_reads(tmp_path, monk
     """Every checkpoint and write of a real run of each registered framework decodes with the
     strict serializer; if a state starts holding a new object type, this names it (add it to
     ``PROJECT_TYPES`` in core/checkpoint_serde.py)."""
-    from servers import tiny_index
+    from servers import tiny_index, warm_home
 
     from factdebate.core.checkpoint_serde import CheckpointSerializer, final_values
 
-    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    # MiniLM's cached ONNX graph in the home: the index build does not export it first
+    monkeypatch.setenv("FACTDEBATE_HOME", str(warm_home(tmp_path / "home")))
     db = tmp_path / "all.sqlite"
     names = asyncio.run(_every_framework(db, tiny_index(tmp_path)))
     serde = CheckpointSerializer(db)
@@ -449,10 +449,10 @@ def test_the_evals_browser_reads_a_planted_checkpoint_as_data(tmp_path):
     """``GET /app/api/evals/transcript`` opens ``checkpoints.sqlite`` of a run folder under
     ``FACTDEBATE_RUNS_DIR`` in the server process: a readable 422, and nothing runs there."""
     import httpx
-    from servers import start_langgraph_dev, stop_server, tiny_index
+    from servers import start_langgraph_dev, stop_server, tiny_index, warm_home
 
     key = "alice-key-0123456789"
-    runs, home = tmp_path / "runs", tmp_path / "home"
+    runs, home = tmp_path / "runs", warm_home(tmp_path / "home")  # the server exports no graph
     data = tmp_path / "mini.jsonl"
     data.write_text(json.dumps({"id": "a", "claim": "Paris is in France.", "label": "SUPPORTS"})
                     + "\n")
