@@ -98,6 +98,22 @@ def _pg_eval(data: Path, out: Path, uri: str, home: Path, *extra: str):
          "--checkpointer", uri, *extra], capture_output=True, text=True, env=env, timeout=180)
 
 
+def _pg_eval_in_process(data: Path, out: Path, uri: str, home: Path, monkeypatch) -> None:
+    """The run the crafted values are planted into: the same ``eval`` in this process (what is
+    tested is the ``--resume`` process that reads them)."""
+    from typer.testing import CliRunner
+
+    from factdebate.cli.main import app
+
+    monkeypatch.setenv("FACTDEBATE_HOME", str(home))
+    for name in ("LANGSMITH_TRACING", "FACTDEBATE_POSTGRES_URI"):
+        monkeypatch.delenv(name, raising=False)
+    done = CliRunner().invoke(app, ["eval", "--framework", "standard", "--dataset", str(data),
+                                    "--model", "scripted:agree", "--out", str(out),
+                                    "--checkpointer", uri])
+    assert done.exit_code == 0, done.output[-2000:]
+
+
 def _os_system_blob(marker: Path) -> bytes:
     import ormsgpack
 
@@ -124,7 +140,7 @@ PG_CRAFTED = {
 
 @pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL server binaries are not installed "
                     "(apt-get install -y postgresql; .ci/run does it)")
-def test_postgres_checkpoints_are_read_as_data(tmp_path):
+def test_postgres_checkpoints_are_read_as_data(tmp_path, monkeypatch):
     """A crafted value planted in a real local PostgreSQL server's checkpoint tables: ``eval
     --resume`` of the unfinished item stops with one line "unsupported data in the PostgreSQL
     checkpointer at URI (...)", exit 3, runs nothing the value names and keeps no error row."""
@@ -139,8 +155,7 @@ def test_postgres_checkpoints_are_read_as_data(tmp_path):
     with local_postgres() as uri:  # in the system temp folder, which the server user can reach
         for n, (shape, (sql, params, named)) in enumerate(PG_CRAFTED.items()):
             out, marker = tmp_path / f"run{n}", tmp_path / f"marker{n}"
-            done = _pg_eval(data, out, uri, home)
-            assert done.returncode == 0, done.stderr[-2000:]
+            _pg_eval_in_process(data, out, uri, home, monkeypatch)
             run_id = json.loads((out / "run.json").read_text())["run_id"]
             first = (out / "results.jsonl").read_text().splitlines()[0]
             (out / "results.jsonl").write_text(first + "\n")
