@@ -46,7 +46,7 @@ So a benchmark never searches the demo corpus unless ``--demo-index`` asks for i
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import functools
 import os
 import re
 from collections.abc import Callable
@@ -57,6 +57,7 @@ from rich.console import Console
 
 from factdebate.core.context import Context, default_index_dir, factdebate_home, mask_url
 from factdebate.core.errors import ConfigError, InputError
+from factdebate.evaluation.datasets import file_sha256
 from factdebate.evaluation.index_progress import IndexProgress
 from factdebate.tools.index_state import inspect_index
 
@@ -84,10 +85,12 @@ _PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[\\/][^\s'\"(),;]*")
 Announce = Callable[[str], None]
 
 
+@functools.cache
 def _demo_sha256() -> str:
+    """SHA-256 of the bundled demo corpus (a file of the installed package: read once)."""
     from factdebate.tools.demo_index import DEMO_CORPUS
 
-    return hashlib.sha256(DEMO_CORPUS.read_bytes()).hexdigest()
+    return file_sha256(DEMO_CORPUS)
 
 
 def identity_of(index_dir: Path, milvus_uri: str = "") -> dict[str, Any]:
@@ -269,20 +272,12 @@ def corpus_index_dir(sha256: str, embedding_model: str) -> Path:
     return factdebate_home() / CORPORA / f"{sha256[:16]}-{model}"
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def index_corpus(corpus: Path, ctx: Context, console: Console | None) -> Path:
     """The index of ``corpus`` under ``$FACTDEBATE_HOME/corpora`` (built once, with a progress
     bar; reused after), announced in one line."""
     from factdebate.tools.indexing import build_indexes
 
-    sha = _file_sha256(corpus)
+    sha = file_sha256(corpus)
     folder = corpus_index_dir(sha, ctx.embedding_model)
     state = inspect_index(folder)
     manifest = state.manifest or {}
