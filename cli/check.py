@@ -1,4 +1,4 @@
-"""``factdebate check FILE|-``: check a whole text (issue #17) and report every sentence's verdict.
+"""``factdebate check FILE|-``: check a whole text and report every sentence's verdict.
 
 Extracts the text's check-worthy claims, debates each with ``--framework`` (Tool-MAD by default)
 and prints the text with each sentence marked by its verdict and numbered citations below

@@ -3,7 +3,7 @@
 The report shows the text with every sentence marked by its verdict (colour and a symbol, so it
 reads without colour too), numbered citations after the sentences, the claims with their verdicts
 and the numbered citation list. A sentence's citations are the passages its claims' verdicts
-*cited* (issue #22), each listed with the claims and stances that cite it; what the debates
+*cited*, each listed with the claims and stances that cite it; what the debates
 retrieved without citing is listed apart ("Retrieved, not cited", titles only), with one line on
 the citation checks. The progress display lists every claim as it is extracted and updates it
 when its debate ends.

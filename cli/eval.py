@@ -322,7 +322,7 @@ def compare_command(
         table.add_row(*row)
     out.print(table)
     evidence = evidence_rows(results)
-    if evidence:  # evidence quality, paired on the items both runs scored (issue #22)
+    if evidence:  # evidence quality, paired on the items both runs scored
         table = Table(*EVIDENCE_COLUMNS, title="Evidence, paired (items with gold evidence in both)")
         for row in evidence:
             table.add_row(*row)

@@ -1,4 +1,4 @@
-"""Numeric and path flags checked before anything runs (issue #21 item 9).
+"""Numeric and path flags checked before anything runs.
 
 A flag the user typed is never replaced by its default: ``--concurrency 0`` and ``--workers 0`` ran
 with 4 and 1 (``value or default``), ``--out ""`` wrote into the current folder (``Path("")`` is

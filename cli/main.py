@@ -327,4 +327,4 @@ _register_evaluation(app, ls_app)  # eval, compare, ls datasets, ls metrics
 
 from factdebate.cli.check import check as _check_command  # noqa: E402
 
-app.command("check")(_check_command)  # check a whole text (issue #17)
+app.command("check")(_check_command)  # check a whole text

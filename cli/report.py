@@ -1,6 +1,6 @@
 """Human-readable rendering of a verification result (``verify`` without ``--json``).
 
-Issue #22: the evidence behind the verdict is what the deciding replies *cited* (the result's
+The evidence behind the verdict is what the deciding replies *cited* (the result's
 ``evidence``: numbered, with who cited each passage and with which stance); passages that were only
 retrieved are listed apart under "Retrieved, not cited" and never called cited. One line sums up
 the citation checks (hallucinated ids dropped, uncited replies, an uncited verdict) from the ledger

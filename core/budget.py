@@ -1,4 +1,4 @@
-"""The operator's per-run budget of model calls and tokens (issue #21 item 3).
+"""The operator's per-run budget of model calls and tokens.
 
 One request must not be able to buy unbounded work: a text check with many claims, a debate pushed
 past its rounds by a state edit, a command that fans out many branches. The operator sets a budget

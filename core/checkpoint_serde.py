@@ -1,4 +1,4 @@
-"""Checkpoints are read as data: a serializer that refuses anything naming code (issue #21).
+"""Checkpoints are read as data: a serializer that refuses anything naming code.
 
 LangGraph's default checkpoint serializer (``JsonPlusSerializer``, langgraph-checkpoint 4.x) stores
 objects as msgpack extension values naming ``module`` and ``name`` and, when reading, imports

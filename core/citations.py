@@ -1,4 +1,4 @@
-"""Citations: which passages a reply relies on, and the evidence a verdict rests on (issue #22).
+"""Citations: which passages a reply relies on, and the evidence a verdict rests on.
 
 Every reply that gives a label or an answer cites the passages it was shown by their numbers in
 the prompt (``<document n="3" ...>``), in the same structured reply (``citations: [3]``) or, in

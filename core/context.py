@@ -2,7 +2,7 @@
 
 ``Context`` holds what every framework uses; each framework's Context subclass adds its own knobs
 and lives with that framework's nodes (``nodes/<framework>/state.py``, the baselines'
-``nodes/baselines/context.py``; issue #23). ``RoundsContext``/``DebatersContext`` are what the
+``nodes/baselines/context.py``). ``RoundsContext``/``DebatersContext`` are what the
 shared round nodes read of them. Every
 field has a default and a description that LangGraph Studio renders as a form; CLI flags map onto
 these fields one to one. An environment variable may fill a field only while it still holds its
@@ -59,7 +59,7 @@ _describe = knob  # the former name of the field helper
 
 
 class RoundsContext(Protocol):
-    """What a shared round node reads of a round-based framework's Context (issue #23).
+    """What a shared round node reads of a round-based framework's Context.
 
     ``open_round`` and the debater fan-out (``nodes/open_round.py``) serve Tool-MAD, MADKE,
     MADAM-RAG, MAD and Du et al.'s debate; each graph binds its own Context class, and the nodes

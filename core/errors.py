@@ -120,7 +120,7 @@ def exception_chain(exc: BaseException | None, limit: int = MAX_CHAIN) -> Iterat
     Every walk over ``__cause__``/``__context__`` in the project goes through here. A chain can
     refer back to itself: grpc's ``_InactiveRpcError``, under pymilvus' error for a Milvus port
     nothing listens on, is its own ``__context__`` (``eval --set milvus_uri=http://127.0.0.1:<closed
-    port>`` spun at 100% CPU in a ``while`` loop, issue #21). Exceptions already seen are skipped
+    port>`` spun at 100% CPU in a ``while`` loop). Exceptions already seen are skipped
     and at most ``limit`` are yielded. Order: ``exc``, then breadth first (its cause before its
     context, an exception group's members in order).
     """

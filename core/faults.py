@@ -1,4 +1,4 @@
-"""Provider and index faults as the project's readable errors (issue #21 item 5).
+"""Provider and index faults as the project's readable errors.
 
 A model server's or Milvus' own exception type reaches a CLI user as "the run stopped
 (OpenAIAPIError: ...)" and a LangGraph server client as "An internal error occurred" (langgraph-api

@@ -70,7 +70,7 @@ class Turn(TypedDict):
     """Answers of this turn in multi-answer mode (baselines with ``answer_mode="answers"``)."""
     cited: NotRequired[list[str]]
     """Keys (``passage_key``) of the passages this answer cited, checked against what it was
-    shown, in citation order (issue #22; the full record is in the state's ``citations``)."""
+    shown, in citation order (the full record is in the state's ``citations``)."""
 
 
 @described

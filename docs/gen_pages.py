@@ -76,9 +76,33 @@ def svg_of(dot: str) -> str:
     return svg[svg.index("<svg"):]  # without the XML prolog and doctype
 
 
+_LIST_ITEM = re.compile(r"^( *)([*+-]|\d+[.)]) +")
+
+
 def doc_text(docstring: str | None) -> str:
-    """A module docstring as Markdown: reST ````code```` to Markdown code spans."""
-    return re.sub(r"``([^`]+)``", r"`\1`", inspect.cleandoc(docstring or ""))
+    """A module docstring as Markdown: reST ````code```` to Markdown code spans, and its lists as
+    Markdown lists.
+
+    Docstrings open a list right after a paragraph line ("Deviations (and why):" then "* ...")
+    and nest items by two spaces; Python-Markdown needs a blank line before a list and four
+    spaces per nesting level, else the items render as one run-on paragraph with literal ``*``.
+    """
+    text = re.sub(r"``([^`]+)``", r"`\1`", inspect.cleandoc(docstring or ""))
+    out: list[str] = []
+    in_list = False
+    for line in text.splitlines():
+        item = _LIST_ITEM.match(line)
+        if item:
+            if not in_list and out and out[-1].strip():
+                out.append("")  # a list needs a blank line before it
+            indent = len(item.group(1))
+            if in_list and indent:
+                line = " " * (indent * 2) + line[indent:]  # nesting: 4 spaces per level
+            in_list = True
+        elif line.strip() and not line.startswith(" ") and out and not out[-1].strip():
+            in_list = False  # a paragraph after a blank line ends the list
+        out.append(line)
+    return "\n".join(out)
 
 
 def framework_pages() -> list[tuple[str, str]]:

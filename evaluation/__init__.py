@@ -1,1 +1,1 @@
-"""Evaluation harness: datasets, metrics, runner, reports and benchmarks (see issues #4, #5)."""
+"""Evaluation harness: datasets, metrics, runner, reports and benchmarks."""

@@ -15,7 +15,7 @@ the default test suite except smoke tests on tiny inputs.
   calls. It is checked against the longest chain of non-overlapping calls
   in the double's recorded timeline. The serial bound is every call one after another (the papers'
   reference code): ``T * debaters * (1 + 1 + 3) + 1`` (RAGAS: statements, verdicts, and answer
-  relevancy's 3 questions in one request with ``n=3``, issue #24).
+  relevancy's 3 questions in one request with ``n=3``).
 * ``scaling`` - ``factdebate eval`` of FEVER claims with the same double at a realistic provider
   latency (1 s per call), in ONE process: a few claims at concurrency 1 give the per-claim time,
   then one claim per slot at each higher concurrency (default 128). Efficiency = throughput at c /
@@ -28,9 +28,9 @@ the default test suite except smoke tests on tiny inputs.
   user's first ``verify`` and ``check`` with no flags as processes (budgets 60 s and 3 min).
 * ``floor`` - CPU per Tool-MAD claim of ours next to a bare LangGraph graph of the same shape and
   the real compute (embeddings, retrieval, parsing), with a py-spy profile
-  (``evaluation/bench_floor.py``, issue #24).
+  (``evaluation/bench_floor.py``).
 * ``tokens`` - prompt, completion and cached tokens per claim of every framework and the share of
-  prompt tokens in a common prefix (``evaluation/bench_tokens.py``, issue #24).
+  prompt tokens in a common prefix (``evaluation/bench_tokens.py``).
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ async def _scaling_runs(index: Path, data_dir: Path, work_dir: Path, *, base_cla
 
 
 SCALING_BUDGET = 0.90
-"""Efficiency the scaling benchmark must reach at its top concurrency (issue #15)."""
+"""Efficiency the scaling benchmark must reach at its top concurrency."""
 
 
 @BENCHES.decorator("scaling")
@@ -320,7 +320,7 @@ def first_commands(work_dir: Path) -> dict[str, Any]:
 @BENCHES.decorator("floor")
 def bench_floor(work_dir: Path, *, claims: int = 16, rounds: int = 3, seed: int = 13,
                 profile: bool = True, profile_claims: int = 40, **_: Any) -> dict[str, Any]:
-    """CPU per Tool-MAD claim: ours vs the bare-LangGraph floor vs real compute (issue #24)."""
+    """CPU per Tool-MAD claim: ours vs the bare-LangGraph floor vs real compute."""
     from factdebate.evaluation.bench_floor import run_floor_bench
 
     pool = _claims(DEMO_CLAIMS, 1000, seed + 1)
@@ -334,7 +334,7 @@ def bench_floor(work_dir: Path, *, claims: int = 16, rounds: int = 3, seed: int 
 @BENCHES.decorator("tokens")
 def bench_tokens(work_dir: Path, *, claims: int = 5, rounds: int = 3, seed: int = 13,
                  frameworks: list[str] | None = None, **_: Any) -> dict[str, Any]:
-    """Prompt, completion and cached tokens per claim of every framework (issue #24)."""
+    """Prompt, completion and cached tokens per claim of every framework."""
     from factdebate.evaluation.bench_tokens import run_tokens_bench
 
     return {**run_tokens_bench(work_dir, demo_index(work_dir), _claims(DEMO_CLAIMS, claims, seed),

@@ -1,4 +1,4 @@
-"""``factdebate bench floor``: our CPU per Tool-MAD claim next to its floors (issue #24).
+"""``factdebate bench floor``: our CPU per Tool-MAD claim next to its floors.
 
 One run, claims alternating between three measurements, each in process CPU seconds
 (``time.process_time``: every thread of this process - the event loop, aiosqlite's thread, the
@@ -80,7 +80,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 RATIO_BUDGET = 1.5
-"""ours / (floor + compute) per claim (issue #24)."""
+"""ours / (floor + compute) per claim."""
 AGENTS = ("rag", "search")
 
 
@@ -376,7 +376,7 @@ def build_wide_floor_graph(model: Any, scripts: dict[str, Script], ctx: Any) -> 
     with its ``DebateRecord`` output) and, in every node, the keys and values ours wrote there
     (recorded, :func:`record_writes`), plus the same model calls as the floor. No project logic
     runs: wide floor - floor is what ours' state shape costs LangGraph, ours - wide floor - compute
-    what our own code costs (issue #24's "rest", split). The debaters' Send payloads are ours'
+    what our own code costs (the "rest" of the floor comparison, split). The debaters' Send payloads are ours'
     (``fan_out_debaters`` with ``ctx``)."""
     from factdebate.core.state import DebateRecord, DebaterState, DebateState
     from factdebate.nodes.open_round import fan_out_debaters
@@ -732,7 +732,7 @@ def _frame_name(frame: str) -> tuple[str, str]:
     shortens paths to the package (``langgraph/pregel/main.py``, ``threading.py``)."""
     name, _, where = frame.partition(" (")
     path = where.rstrip(")").rsplit(":", 1)[0]
-    # the checkout is the factdebate package (issue #23): py-spy shows its files by absolute path
+    # the checkout is the factdebate package: py-spy shows its files by absolute path
     # or relative to the working directory; name them as the package does
     checkout = Path(OWN_ROOT).name + "/"  # py-spy may cut the path after a sys.path entry above it
     if path.startswith(OWN_ROOT):

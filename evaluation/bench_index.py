@@ -77,7 +77,7 @@ STAGES = ("create_s", "insert_s", "flush_s", "index_s", "load_s")
 BUILD_STAGES = STAGES[1:]
 """The stages ``build_s`` sums (creating the empty collection is timed apart)."""
 DEMO_RATIO_BUDGET = 2.0
-"""Demo build (264 passages) into a server: at most this many times Lite's (issue #32)."""
+"""Demo build (264 passages) into a server: at most this many times Lite's."""
 SERVER_FASTER_FROM = 100_000
 """From this size on, the server builds at least as many passages/s as Lite."""
 SEARCH_P50_BUDGET_MS = 50.0

@@ -5,7 +5,7 @@ Every registered framework verifies the same demo claims with the scripted doubl
 round and their deciders decide; the double reports OpenAI-style ``cached_tokens`` for prompt
 prefixes it has seen, ``factdebate.testing.scripted``) over the demo index (Milvus Lite,
 tantivy, the bundled MiniLM). Tool-MAD runs with the stability score, T rounds and no early stop
-(the issue #24 budget: its prompt tokens per claim at least 30% below the figure measured before
+(the prompt-token budget: its prompt tokens per claim at least 30% below the figure measured before
 the change). Tokens are the double's (``factdebate.testing.scripted._words``: one per space or
 line break, plus one - so every space of the JSON indentation of RAGAS' few-shot examples counts);
 the ledger counts them as it counts a provider's ``usage``.
@@ -36,10 +36,10 @@ OPENAI_MIN = 1024
 OPENAI_STEP = 128
 """... in steps of this many tokens."""
 PROMPT_BUDGET = 0.30
-"""Tool-MAD's prompt tokens per claim: at least this share below the start of issue #24."""
+"""Tool-MAD's prompt tokens per claim: at least this share below the figure measured before the prompt-token work."""
 TOOL_MAD_BEFORE = 18489.4
 """Prompt tokens per Tool-MAD claim (stability, T=3, disagreeing debaters, 5 demo claims, seed 13)
-measured at the start of issue #24 (git d7ff9f9, before any change): the budget's reference."""
+measured before the prompt-token work (git d7ff9f9, before any change): the budget's reference."""
 OFFLINE = {"search_backend": "local_search", "tool_provider": "in_process",
            "evidence_source": "retrieve"}
 """Settings of the frameworks that have these fields: offline (no web search, no MCP process),
@@ -215,6 +215,6 @@ def run_tokens_bench(work_dir: Path, index: Path, texts: list[str], *, rounds: i
             "tool_mad_prompt_tokens_before": TOOL_MAD_BEFORE,
             "tool_mad_prompt_tokens": tool_mad, "tool_mad_prompt_cut": cut,
             "budget": f"Tool-MAD prompt tokens per claim (stability, T={rounds}, no early stop) "
-                      f">= {PROMPT_BUDGET:.0%} below {TOOL_MAD_BEFORE} (start of issue #24)",
+                      f">= {PROMPT_BUDGET:.0%} below {TOOL_MAD_BEFORE} (before the prompt-token work, git d7ff9f9)",
             "budget_met": cut is not None and cut >= PROMPT_BUDGET,
             "frameworks": per}

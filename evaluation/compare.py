@@ -15,7 +15,7 @@ unreliable, the bootstrap interval especially). Each run is named by framework, 
 plus every Context setting (from ``run.json``) in which the two runs differ, so two Tool-MAD runs
 that differ only in ``stop_rule`` are told apart.
 
-Evidence quality (issue #22) is compared the same way, item by item on the items both runs scored
+Evidence quality is compared the same way, item by item on the items both runs scored
 (gold evidence and citation data in both): the FEVER score (0/1, also McNemar) and the page- and
 sentence-level evidence F1 (bootstrap only), each with its own n and each run's retrieval ceiling
 on those items (the share whose gold evidence is in its index at all).
@@ -138,7 +138,7 @@ def compare_runs(dir_a: Path, dir_b: Path, *, seed: int = 0) -> dict[str, Any]:
 
 EVIDENCE_METRICS = {"fever_score": "FEVER score", "evidence_f1": "evidence F1 (page level)",
                     "evidence_sentence_f1": "evidence F1 (sentence level)"}
-"""Evidence figures compared item by item (issue #22), each where both runs have it."""
+"""Evidence figures compared item by item, each where both runs have it."""
 
 
 def compare_evidence(record: dict[str, Any], rows_a: list[dict[str, Any]],

@@ -1,4 +1,4 @@
-"""Crash trials (issue #6.1): ``kill -9`` an evaluation at random points, resume, count the damage.
+"""Crash trials: ``kill -9`` an evaluation at random points, resume, count the damage.
 
 One uninterrupted reference run, then K trials. In each trial ``factdebate eval`` runs in its own
 process group on the same items; after a seeded random number of finished rows (0 to N-2) plus a

@@ -1,6 +1,6 @@
 """Evidence quality: the passages a verdict cites, scored against the benchmarks' gold evidence.
 
-Issue #22. A finished results row carries ``evidence`` (the passages the verdict's replies cited, in
+A finished results row carries ``evidence`` (the passages the verdict's replies cited, in
 citation order), ``retrieved`` (every other passage the run saw) and the ledger's citation counts;
 its ``gold.evidence`` is the item's gold evidence as :func:`gold_evidence` read it from the
 dataset record (never shown to the model). Everything here is pure: rows in, numbers out.

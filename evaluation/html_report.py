@@ -108,7 +108,7 @@ def _evidence(evidence: Iterable[dict[str, Any]], cited: Iterable[str] | None = 
 
 
 def verdict_evidence_html(result: dict[str, Any]) -> str:
-    """Issue #22: "Evidence behind the verdict" (the cited passages: who cited each, with which
+    """The "Evidence behind the verdict" section (the cited passages: who cited each, with which
     stance) and, apart, "Retrieved, not cited" (titles). Nothing for a result that predates
     citations (no ``verdict_evidence``)."""
     cited = result.get("verdict_evidence")
@@ -204,7 +204,7 @@ def check_html(check: dict[str, Any], *, prefix: str = "") -> str:
 
 def claim_debate(claim: dict[str, Any]) -> dict[str, Any]:
     """A checked claim as a debate result: its ``evidence`` is what its verdict cites when the
-    claim also carries ``retrieved`` (issue #22; older results only had retrieved passages)."""
+    claim also carries ``retrieved`` (older results only had retrieved passages)."""
     if "retrieved" not in claim or "verdict_evidence" in claim:
         return claim
     return {**claim, "verdict_evidence": claim.get("evidence") or [],
@@ -284,7 +284,7 @@ def _item_html(n: int, row: dict[str, Any], state: dict[str, Any]) -> str:
 
 
 def item_evidence(row: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
-    """An eval item's cited and retrieved passages (issue #22): from its final state, else from
+    """An eval item's cited and retrieved passages: from its final state, else from
     its results row (``evidence``/``retrieved``); none for rows that predate citations."""
     label = (row.get("prediction") or {}).get("label")
     answers = (row.get("prediction") or {}).get("answers")

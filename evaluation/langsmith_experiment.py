@@ -30,7 +30,7 @@ from factdebate.core.errors import ConfigError
 
 
 def citation_feedback(row: dict[str, Any]) -> list[tuple[str, float, str, str]]:
-    """Issue #22, as LangSmith feedback ``(key, score, value, comment)`` of a results row:
+    """Evidence quality as LangSmith feedback ``(key, score, value, comment)`` of a results row:
     ``cited_evidence_ids`` (score: how many passages the verdict cites, 0 = an uncited verdict;
     value: their ids, comma-separated) and ``citation_flags`` (score: the run's ``citation: ``
     flags, hallucinated or missing citations; comment: the first). Nothing for a row without

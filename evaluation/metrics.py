@@ -16,7 +16,7 @@ is defined) or a whole run (``corpus``: macro-F1). Definitions follow the papers
 * ``llm_judge`` (MADKE Prompt C.1), ``ragas_faithfulness``/``ragas_answer_relevancy`` of the final
   answer - computed by ``factdebate.evaluation.judging`` while the run executes (they need a
   model) and read here.
-* evidence quality (issue #22, ``factdebate.evaluation.evidence_metrics``): ``evidence_*``
+* evidence quality (``factdebate.evaluation.evidence_metrics``): ``evidence_*``
   precision/recall/F1/EM of the cited passages against the gold evidence (page level; sentence
   level on FEVEROUS), ``fever_score`` and the FEVER scorer's ``fever_evidence_*``, ``gold_retrieved``
   vs ``gold_cited``, ``uncited_verdicts``, ``hallucinated_citations``, ``uncited_replies``.

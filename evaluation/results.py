@@ -261,7 +261,7 @@ def _contexts(turns: list[dict[str, Any]], rounds: int, limit: int = 2000) -> li
 
 
 def _cited(result: dict[str, Any]) -> dict[str, Any]:
-    """Issue #22: the passages the verdict cites (``evidence``, scored against ``gold.evidence``),
+    """The passages the verdict cites (``evidence``, scored against ``gold.evidence``),
     the other passages the run saw (``retrieved``) and the per-reply ``citations`` records;
     nothing for a result object without them."""
     if "evidence" not in result:

@@ -1,4 +1,4 @@
-"""The shared last step of every graph: ``cite_verdict`` (nodes/cite_verdict.py, issue #22).
+"""The shared last step of every graph: ``cite_verdict`` (nodes/cite_verdict.py).
 
 A graph adds it with :func:`add_cite_verdict` and sends every path that would end the run to
 ``CITE_VERDICT`` instead of ``END``: direct edges (``g.add_edge("judge", CITE_VERDICT)``) and

@@ -27,7 +27,7 @@ Deviations (and why):
   responses in place of the aggregate.
 * With no documents at all (retrieval empty or failed) no agent runs; the result has no answers,
   ``stopped_by="no_documents"`` and a flag.
-* Citations (issue #22, not in the paper): each agent cites its one document ([1]) or nothing; the
+* Citations (not in the paper): each agent cites its one document ([1]) or nothing; the
   aggregator is also shown the opening of the document behind each response, numbered as the
   responses are, and cites the documents behind the answers it keeps. The final aggregate's
   citations decide; ``cite_verdict`` (last node) keeps them and the documents cited by the agents

@@ -33,7 +33,7 @@ Deviations (and why):
 * The judge also runs after round T (Alg. 1 l. 14), so ``stopped_by`` tells ``consensus`` from
   ``max_rounds``; the summariser uses the judge model spec.
 * Offline, the search source is the local keyword stand-in (flagged, as for Tool-MAD).
-* Citations (issue #22, not in the paper): every debater's verdict cites the knowledge it was
+* Citations (not in the paper): every debater's verdict cites the knowledge it was
   shown by number (its selected items, numbered 1..k in its prompt); the summariser sees only
   the answers (Prompt 3.5) and cites nothing; the consensus judge gives no label. ``cite_verdict``
   (last node) keeps the passages cited by the last round's debaters whose label became the

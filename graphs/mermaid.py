@@ -17,7 +17,7 @@ Algorithm 1, as wired here::
   step, at most T_max steps.
 * ``force_answer``: ForceAnswer at T_max (l.25-27).
 * ``update_memory``: the tools' evidence stored under the entities (l.28-29).
-* ``cite_verdict``: the verdict's cited evidence (issue #22, graphs/finish.py).
+* ``cite_verdict``: the verdict's cited evidence (graphs/finish.py).
 
 Output: the shared ``DebateOutput``; ``round`` = ReAct steps used, ``stopped_by`` = ``answer`` or
 ``forced_at_t_max``, one ``Turn`` per step (observation as evidence), ledger ``tool_calls`` per
@@ -37,7 +37,7 @@ Deviations (and why):
   With the decomposer off there are no entity keys, so the memory is skipped (flagged).
 * A step whose reply has neither a valid action nor a label still counts toward T_max and adds an
   empty observation (Alg. 1 l.20), flagged.
-* Citations (issue #22, not in the paper): the executor's final answer (a step's answer or the
+* Citations (not in the paper): the executor's final answer (a step's answer or the
   forced answer) cites the documents of its history by number - recalled memory records, then
   every step's observation, numbered once across the whole history; ``cite_verdict`` (last node)
   keeps what the answer cited as the verdict's evidence (the answer decides).

@@ -58,13 +58,13 @@ FRAMEWORKS.register(
     "check_text",
     "factdebate.graphs.check_text:build_check_text",
     aliases=("check-text",),
-    paper="Whole-text check (issue #17): claim extraction, a debate per claim, cited verdict",
+    paper="Whole-text check: claim extraction, a debate per claim, cited verdict",
     prompt_set="check_text",
     title="check_text",
     context="factdebate.nodes.check_text.state:CheckTextContext",
 )
 
-# Baselines (issue #3): graphs/baselines/, prompts/baselines/, factdebate/baseline_context.py.
+# Baselines: graphs/baselines/, prompts/baselines/, factdebate/baseline_context.py.
 _BASELINES = (
     # name, module, title, paper, context class, needs_index
     ("standard", "Standard prompting", "Brown et al. 2020 (MADKE baseline)",

@@ -31,7 +31,7 @@ Deviations (and why):
   which is not available offline. Configs: evaluation/configs/toolmad_pubmedqa.yaml and
   toolmad_medqa.yaml (RAG debater over a PubMed corpus index the user builds).
 
-* Citations (issue #22, not in the papers): every debater's and the judge's verdict cites the
+* Citations (not in the papers): every debater's and the judge's verdict cites the
   documents it relies on by number; ``cite_verdict`` (last node) keeps the passages cited by the
   judge and by the agents whose label became the verdict as the verdict's evidence.
 

@@ -1,7 +1,7 @@
 """The claim verifiers a graph may nest: a framework's compiled graph by name or alias.
 
 ``check_text`` verifies each extracted claim with a registered framework. The names come from the
-one framework registry (``factdebate.graphs.registry``, issue #23), so ``check_text`` accepts
+one framework registry (``factdebate.graphs.registry``), so ``check_text`` accepts
 every name and alias ``verify`` accepts (``toolmad``, ``tool-mad``, ``madam-rag`` ...), and a
 framework added to the registry is a verifier without further wiring.
 

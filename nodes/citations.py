@@ -1,4 +1,4 @@
-"""Checking a reply's citations against the passages its prompt showed (issue #22).
+"""Checking a reply's citations against the passages its prompt showed.
 
 A node that shows passages builds a :class:`Shown` (numbered 1..n, de-duplicated by passage key),
 renders them with :meth:`Shown.render` (``<document n="3" ...>``), asks for a reply whose schema

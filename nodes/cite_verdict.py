@@ -1,4 +1,4 @@
-"""``cite_verdict``: the evidence a verdict rests on, the last node of every graph (issue #22).
+"""``cite_verdict``: the evidence a verdict rests on, the last node of every graph.
 
 Reads the run's ``citations`` (one checked record per labelled reply), the verdict (``label`` or,
 for multi-answer tasks, ``answers``) and the passages the run saw, and writes

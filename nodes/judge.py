@@ -47,7 +47,7 @@ async def judge(state: DebateState, runtime: Runtime[JudgedContext]) -> dict[str
     turns = state.get("turns", [])
     template = prompts.templates["judge"]
     if "{documents}" in template.get("system", "") + template["user"]:
-        # every passage once, the history citing numbers (render_debate, issue #24)
+        # every passage once, the history citing numbers (render_debate)
         values |= {"debate": render_debate(turns, shown.add), "documents": shown.render()}
     else:
         values["history"] = render_history(turns, shown.add)

@@ -196,7 +196,7 @@ async def ask_structured(
     except Exception as exc:
         # a provider's own exception type reaches a server client as "An internal error
         # occurred" (langgraph-api shows only FactDebateError messages): name the model server,
-        # credentials masked (issue #21 item 5); tool faults are not raised through here
+        # credentials masked; tool faults are not raised through here
         known = None if isinstance(exc, FactDebateError) else backend_error(exc)
         if known is not None:
             raise RunFaultError(known.problem, known.remedy) from exc

@@ -6,10 +6,10 @@ other agents' answers of the previous round.
 ``open_round`` is shared by every round-based debate (Tool-MAD, MADKE, MADAM-RAG, MAD, Du et al.'s
 multi-agent debate). It numbers the new round from the rounds the turns record, not from the
 ``round`` a client may have written, and refuses to open one past ``max_rounds``
-(nodes/routing.py, issue #21).
+(nodes/routing.py).
 
 The nodes read only what ``factdebate.core.context.RoundsContext`` / ``DebatersContext`` declare
-(issue #23); each graph binds its own Context class (:func:`rounds_opener`,
+; each graph binds its own Context class (:func:`rounds_opener`,
 :func:`debater_router`), whose defaults apply when no run's Context is current (``update_state``).
 """
 

@@ -92,7 +92,7 @@ def render_debate(turns: Sequence[Turn], number: Callable[[Evidence], int]) -> s
 
     For a prompt that lists every passage of the debate once, under the numbers ``number`` gives
     (``Shown.add``; the judge of ``prompts/tool_mad``): a passage several turns retrieved is not
-    repeated (a 3-round Tool-MAD judge prompt: ~2,200 -> ~900 tokens, issue #24)."""
+    repeated (a 3-round Tool-MAD judge prompt: ~2,200 -> ~900 tokens)."""
     lines: list[str] = []
     for round_ in sorted({t["round"] for t in turns}):
         lines.append(f"Round {round_}:")

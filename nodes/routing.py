@@ -9,7 +9,7 @@ it from the knobs the first node recorded in ``state["routing"]`` (the run's own
 a thread that never ran, from the Context defaults. Recorded knobs are state a client can edit, so
 they are checked as the Context checks them (ranges, choices); an invalid one gives the defaults.
 
-**Caps count what the graph recorded** (issue #21). ``round`` is state too: were it trusted, a
+**Caps count what the graph recorded**. ``round`` is state too: were it trusted, a
 client's ``update_state``/``Command(update={"round": -150}, goto="open_round")`` would buy 150
 rounds past ``max_rounds``. Every loop therefore counts its progress from the turns it recorded
 (:func:`rounds_done`, :func:`steps_done`; a client can add turns but cannot make the graph record

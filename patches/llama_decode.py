@@ -1,6 +1,6 @@
 """One chat completion on a llama.cpp context: prompt, token loop, grammar, stopping (gated patch).
 
-Moved here from ``core/models/local_decode.py`` (issue #15): it reads llama-cpp-python's
+Moved here from ``core/models/local_decode.py``: it reads llama-cpp-python's
 private ``Llama._model`` / ``Llama._ctx`` / ``Llama._init_sampler``, so it runs only with the exact
 llama-cpp-python in ``factdebate.patches.PATCHES`` (ask ``factdebate.patches.enabled
 ("llama_decode")``; ``factdebate.core.models.local`` refuses the embedded model otherwise, naming
@@ -9,7 +9,7 @@ the version to install). ``engine`` is any object with ``llama`` (a ``llama_cpp.
 ``factdebate``.
 
 It replaces ``Llama.create_chat_completion`` (same chat template, same prompt tokens, same
-greedy picks) because of what issue #5's profile of ``local:smollm2`` showed (~9 s per call):
+greedy picks) because of what a profile of ``local:smollm2`` showed (~9 s per call):
 
 * **Grammar cost.** llama-cpp-python applies the GBNF grammar to all ~49k vocabulary entries
   before every pick: ~10 ms per token next to a ~21 ms forward pass (1.5 ms here). Greedy decoding

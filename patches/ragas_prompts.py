@@ -11,7 +11,7 @@ parameters - OpenAI bills both as prompt tokens) or appends it to the prompt its
 (``json_mode``/``text``: ``schema_instruction``), and natively-JSON models (the embedded model's
 grammar, the scripted double) receive it as ``fd_schema``. The paragraph was a second copy of the
 schema in every RAGAS call: 1,542 of a Tool-MAD claim's ~13,800 prompt tokens on the scripted
-double (issue #24, ``factdebate bench tokens``; the field descriptions it also carried are in the
+double (``factdebate bench tokens``; the field descriptions it also carried are in the
 request's schema, and the instructions and few-shot examples say the same).
 
 What: :func:`render` is ragas' ``to_string`` without that paragraph - the instruction, the few-shot

@@ -6,7 +6,7 @@ with ``n=strictness`` where the model serves ``n`` and concurrently otherwise. T
 samples of one prompt, so this subclass renders the prompt once and asks the LLM adapter for
 ``strictness`` samples (``LangChainRagasLLM.agenerate_n``: one request with ``n`` where the
 provider serves it - the prompt billed once instead of 3 times, 12 of a Tool-MAD claim's 43
-requests saved, issue #24 - else the calls sent together; an adapter without ``agenerate_n`` gets
+requests saved - else the calls sent together; an adapter without ``agenerate_n`` gets
 the calls sent together): the metric's critical path is 1 call instead of 3 and its embeddings run while
 Faithfulness' second call is still out (Tool-MAD's critical path per round: query -> answer ->
 Faithfulness' 2 calls = 4 calls instead of 5; ``factdebate bench overhead`` checks that bound).

@@ -204,11 +204,11 @@ def result_object(
         "ledger": ledger,
         "flags": values.get("flags") or [],
         "turns": values.get("turns") or [],
-        # issue #22: what the verdict rests on (cited) vs what was only retrieved
+        # what the verdict rests on (cited) vs what was only retrieved
         "evidence": values.get("verdict_evidence") or [],
         "retrieved": values.get("retrieved_evidence") or [],
         "citations": values.get("citations") or [],
-        **({"check": values["check"]} if values.get("check") else {}),  # check_text (#17)
+        **({"check": values["check"]} if values.get("check") else {}),  # check_text
         "thread_id": thread_id,
         "models": ctx.model_specs(),
         "prompt_version": prompt_version,

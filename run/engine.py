@@ -149,7 +149,7 @@ async def _advance(graph: Any, payload: Any, config: dict[str, Any], ctx: Contex
 
     Invoked, it returns every state key (``output_keys``: the values a read of the final
     checkpoint gives, without reading and decoding that checkpoint again - one read per fresh
-    claim fewer, issue #24); streamed, None.
+    claim fewer); streamed, None.
     """
     if progress is None:
         return await graph.ainvoke(payload, config, context=ctx, durability=DURABILITY,

@@ -1,6 +1,6 @@
 """The garbage-collector policy of a process that runs claims (``run_async`` and ``run_graph``).
 
-Why (issue #24, measured with ``gc.callbacks`` and ``gc.get_stats`` in ``factdebate bench
+Why (measured with ``gc.callbacks`` and ``gc.get_stats`` in ``factdebate bench
 scaling``-style runs: 128 Tool-MAD claims in flight, the scripted double at 1 s per call, one
 process): a warm process holds ~750k tracked objects that live as long as it does (LangChain,
 LangGraph, RAGAS, torch and sentence-transformers, pymilvus, the loaded models and indexes), and

@@ -135,7 +135,7 @@ def _metrics(summary: Any) -> dict[str, Any] | None:
 
 
 def _evidence(summary: Any) -> dict[str, Any] | None:
-    """The first run's evidence figures of a ``summary.json`` (issue #22), each with its n:
+    """The first run's evidence figures of a ``summary.json``, each with its n:
     ``headline`` ({name, key, value, n}: FEVER score or page-level evidence F1), ``page`` and
     ``sentence`` ({precision, recall, f1, n}), ``fever`` ({score, n, level, ...}), ``retrieval``
     ({gold_retrieved, gold_cited, retrieved_not_cited, not_retrieved, n, level}), ``citations``

@@ -11,7 +11,7 @@ validates (:func:`fill_schema`), so a new node never meets an unreadable reply f
 ``agree`` = every agent answers the task's first label and every judge accepts; ``disagree`` = the
 first agent (``rag``, MADKE's ``debater1``, MADAM-RAG's ``doc1``) answers the first label, the
 others the second, judges and moderators see no consensus, so every round runs; deciders answer
-the first label, so the verdict always has a side that cited passages (issue #22). MERMAID's
+the first label, so the verdict always has a side that cited passages. MERMAID's
 executor searches Wikipedia for the claim once (when the tool is offered) and answers from the
 observation, so its verdict cites what a tool returned.
 """

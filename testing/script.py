@@ -53,7 +53,7 @@ class ScriptCall:
 
 
 def schema_name(schema: Any) -> str:
-    """A structured request's declared name: its JSON-schema ``title`` (issue #23).
+    """A structured request's declared name: its JSON-schema ``title``.
 
     What a provider sees as the ``response_format``/tool name, so the double keys its replies on the
     same public contract a real model gets: a pydantic model's ``model_config["title"]`` when it

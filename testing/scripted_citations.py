@@ -1,4 +1,4 @@
-"""How the scripted test double cites (issue #22): like a model would, or wrongly on purpose.
+"""How the scripted test double cites: like a model would, or wrongly on purpose.
 
 A reply to a schema with a ``citations`` field (``factdebate.core.citations.with_citations``) gets
 the numbers of the documents the prompt showed (``<document n="3" ...>``) that share at least half

@@ -126,7 +126,7 @@ class MiniLMEmbeddings(Embeddings):
         Texts seen before come from the cache; the others are embedded as one batch. A text that
         another thread is embedding at the moment is waited for, not embedded again: parallel
         debaters score the same claim and often the same generated question at the same time
-        (issue #24: 3-4 encoder calls per Tool-MAD claim for 2 distinct texts before; ``bench
+        (3-4 encoder calls per Tool-MAD claim for 2 distinct texts before; ``bench
         floor``'s ``encoder_calls_cpu_s`` shows what each costs). Vectors are the ones
         ``embed_documents`` returns for the same text (the cache stores them unchanged).
         """

@@ -466,7 +466,7 @@ def read_vector_index(index_dir: str | Path, milvus_uri: str = "",
 
     :func:`inspect_index` is cheap and opens no Milvus database; a Milvus Lite folder whose files
     hold random bytes passed it, and the server started and reported "serving ... (N passages)"
-    (issue #21). This opens the index through the retriever registry - the collection, its vector
+   . This opens the index through the retriever registry - the collection, its vector
     dimension, loading it, its passage count against ``manifest.json`` - and runs one search. The
     opened retriever stays cached for the process, so the first run does not open it again.
 

@@ -1,7 +1,7 @@
 """What MERMAID's Context and state share with its tools: the offline tool names, the memory record.
 
 Both are defined here, in the tools layer beside the tools that use them (moved from the core in
-issue #23: no other framework reads them), and ``factdebate.nodes.mermaid.state`` (the Context
+no other framework reads them), and ``factdebate.nodes.mermaid.state`` (the Context
 default ``mcp_tools`` and ``MermaidState.recalled``) imports them from below;
 ``factdebate.tools.toolbox`` and ``factdebate.tools.evidence_memory`` re-export them.
 """

@@ -164,7 +164,7 @@ QUIETED_LOGGERS = ("pymilvus.decorators", "pymilvus.client.connection_manager",
 Lite's servicer and server manager: ~50 lines for one unreadable data file; pymilvus' connection
 manager: a traceback per reconnect attempt while a server is down). While this module
 calls Milvus their records are dropped: every failure is raised as one error naming the index,
-the damage and the rebuild command (issue #21)."""
+the damage and the rebuild command."""
 
 
 class _Quiet(logging.Filter):

@@ -5,13 +5,13 @@
   (its ``strictness`` questions in one request with ``n`` where the provider serves it, sent
   concurrently otherwise: critical path 1 call instead of 3).
 * :func:`cache_output_schemas` - the prompts render without their JSON-schema paragraph (the
-  structured-output request carries the schema: the gated ``factdebate.patches.ragas_prompts``,
-  issue #24), and ragas' ``BasePrompt.to_string`` regenerates its output model's
+  structured-output request carries the schema: the gated ``factdebate.patches.ragas_prompts``),
+  and ragas' ``BasePrompt.to_string`` regenerates its output model's
   JSON schema with pydantic on every call (~1 ms of CPU, 3 prompts per score); each prompt instance
   gets a same-named subclass of its output model (public ``output_model`` attribute) whose schema
   is computed once (and shared: ragas only ``json.dumps`` it). Replies are still validated against
   ragas' original class (the metrics pass it to the LLM themselves). (A memo of ragas' private
-  ``_generate_examples`` was retired in issue #15: it saved ~3% of the event loop only with the
+  ``_generate_examples`` was retired: it saved ~3% of the event loop only with the
   zero-latency test double. The gated ``ragas_prompts`` patch, which copies ragas' template
   anyway, renders the examples once per prompt instance.)
 """

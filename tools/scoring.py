@@ -18,7 +18,7 @@ deprecated. Its advantages, AnswerRelevancy asking for its 3 questions in one re
 where the model serves ``n`` and concurrently otherwise, are kept by
 ``tools/ragas_metrics.answer_relevancy`` (the gated ``factdebate.patches.ragas_relevancy``, which
 calls :meth:`LangChainRagasLLM.agenerate_n`; ``factdebate.core.models.completions`` decides per
-provider whether ``n`` is served, issue #24).
+provider whether ``n`` is served).
 
 Cost of one stability score: Faithfulness = 2 sequential calls (statements, then NLI verdicts),
 AnswerRelevancy = 1 request for ``strictness`` = 3 questions (3 concurrent requests where ``n`` is

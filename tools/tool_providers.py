@@ -59,8 +59,8 @@ def masked_fault(exc: Exception) -> Exception:
     the credentials of URLs masked (``factdebate.core.secrets_filter.redact``).
 
     Tool errors become MCP error texts and MERMAID's ``tool fault`` flags (state, checkpoints,
-    traces, output); an operator's ``http://user:pass@mirror`` must not travel with them (issue
-    #21). The masked copy keeps the class when its constructor takes a message, else it is a
+    traces, output); an operator's ``http://user:pass@mirror`` must not travel with them.
+    The masked copy keeps the class when its constructor takes a message, else it is a
     ``RuntimeError`` naming the class; it is raised ``from None`` (the original chain holds the
     unmasked text).
     """

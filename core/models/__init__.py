@@ -122,7 +122,7 @@ def missing_package(provider: str) -> ConfigError | None:
 
 @cache
 def _masked_chat_openai() -> Callable[..., BaseChatModel]:
-    """``ChatOpenAI`` whose trace manifest masks credentials in its base URL (issue #21 item 6).
+    """``ChatOpenAI`` whose trace manifest masks credentials in its base URL.
 
     ``ChatOpenAI.lc_attributes`` puts ``openai_api_base`` into the ``serialized`` part of every
     LLM run a tracer (LangSmith) records; an operator URL such as ``http://user:pass@host/v1``

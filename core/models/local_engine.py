@@ -55,7 +55,7 @@ def default_threads() -> int:
     llama.cpp's worker threads spin at barriers: when any of them is descheduled (embeddings, the
     event loop, other processes) every other one waits. Measured on 2 busy cores: 1 thread
     ~20 tokens/s, 2 threads 1-3 tokens/s; prompt evaluation of 760 tokens 80 tokens/s with one
-    thread, 40 with two (issue #5).
+    thread, 40 with two.
     """
     return max(1, (os.cpu_count() or 2) - 1)
 

@@ -1,4 +1,4 @@
-"""Baselines of issue #3, one graph module each (wiring only), all returning ``DebateOutput``.
+"""The papers' baselines, one graph module each (wiring only), all returning ``DebateOutput``.
 
 Single agent: ``standard``, ``cot``, ``self_consistency``, ``react``, ``rag``, ``no_rag``,
 ``concat_rag``, ``self_reflection``, ``self_ask``, ``astute_rag``, ``speculative_rag``.

@@ -1,4 +1,4 @@
-"""Context subclasses of the baselines (issue #3): the shared baseline knobs plus per-method ones.
+"""Context subclasses of the baselines: the shared baseline knobs plus per-method ones.
 
 ``BaselineContext`` is the Context of every baseline: the ``baselines`` prompt set, ``top_k``, the
 answer mode (a label on the task's label set, or a list of answers for RAMDocs-style questions)
@@ -6,7 +6,7 @@ and where the evidence comes from. Baselines that retrieve use one tool, the ``r
 (``rag_backend``). Rounds (``max_rounds``) belong to the debate baselines only, a judge model
 (``judge_model``) to MAD and Speculative RAG's verifier (``JudgedContext``).
 
-Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+Lives with the framework's nodes, not in ``factdebate.core``: only this framework
 reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
 """
 

@@ -52,7 +52,7 @@ def self_ask_chain(state: BaselineState, ctx: Context, shown: Shown | None = Non
 
 async def follow_up(state: BaselineState, runtime: Runtime[SelfAskContext]) -> dict[str, Any]:
     """The next follow-up question, or the decision that none is needed (numbered from the
-    recorded questions; refused past ``max_follow_ups``, only a state edit asks for that, #21)."""
+    recorded questions; refused past ``max_follow_ups``, only a state edit asks for that)."""
     ctx = runtime.context
     done = steps_done(state, (QUESTION,))
     refuse_past_cap(done, ctx.max_follow_ups, what="follow-up question(s)", knob="max_follow_ups")

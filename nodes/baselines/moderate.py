@@ -64,5 +64,5 @@ def route_after_moderate(
     if state.get("stopped_by") == "moderator":
         return END
     if rounds_used(state, rounds_done(state)) >= run_context(state, MadContext, ctx).max_rounds:
-        return "judge"  # rounds counted from the turns: an edit of 'round' buys none (#21)
+        return "judge"  # rounds counted from the turns: an edit of 'round' buys none
     return "open_round"

@@ -60,7 +60,7 @@ def _last_thought(state: BaselineState) -> Turn:
 
 async def react_step(state: BaselineState, runtime: Runtime[ReactContext]) -> dict[str, Any]:
     """The next Thought and Action (numbered from the recorded thoughts; refused past
-    ``max_steps``, which only a state edit with ``goto`` can ask for, issue #21)."""
+    ``max_steps``, which only a state edit with ``goto`` can ask for)."""
     ctx = runtime.context
     done = steps_done(state, (THOUGHT,))
     refuse_past_cap(done, ctx.max_steps, what="ReAct step(s)", knob="max_steps")

@@ -57,7 +57,7 @@ def _show(turn: Turn) -> str:
 
 async def review(state: BaselineState, runtime: Runtime[SelfReflectionContext]) -> dict[str, Any]:
     """Feedback on the latest answer (opens a reflection round, numbered from the recorded
-    reviews; refused past the cap, which only a state edit with ``goto`` asks for, issue #21)."""
+    reviews; refused past the cap, which only a state edit with ``goto`` asks for)."""
     ctx = runtime.context
     done = steps_done(state, REVIEW)
     refuse_past_cap(done, reflection_cap(ctx), what="reflection round(s)",

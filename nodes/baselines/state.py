@@ -1,11 +1,11 @@
-"""State of the baseline graphs (issue #3): ``DebateState`` plus the baselines' working keys.
+"""State of the baseline graphs: ``DebateState`` plus the baselines' working keys.
 
 Every baseline returns the shared ``DebateOutput`` (its turns may carry ``answers``); the extra
 keys here carry what single-agent and retrieval baselines work from (the evidence, Astute RAG's
 internal and consolidated passages) and per-branch payloads of the fanned-out steps
 (self-consistency samples, Speculative RAG drafts).
 
-Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+Lives with the framework's nodes, not in ``factdebate.core``: only this framework
 reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
 """
 

@@ -1,4 +1,4 @@
-"""Checking a whole text (issue #17): its Context, its typed state and the pure verdict rules.
+"""Checking a whole text: its Context, its typed state and the pure verdict rules.
 
 ``check_text`` splits a text into sentences, extracts atomic, decontextualised claims with a
 check-worthiness label from each, verifies every distinct check-worthy claim with a registered
@@ -9,7 +9,7 @@ Limits: a text holds at most ``MAX_TEXT_CHARS`` characters (longer input is refu
 remedy); at most ``max_claims`` distinct check-worthy claims are debated per text, the others are
 reported as skipped (counted, never silently dropped).
 
-Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+Lives with the framework's nodes, not in ``factdebate.core``: only this framework
 reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
 """
 
@@ -232,7 +232,7 @@ class ClaimResult(TypedDict):
     retrieved: NotRequired[list[Evidence]]
     """Passages the claim's debate retrieved or was shown but did not cite."""
     citation_records: NotRequired[list[dict[str, Any]]]
-    """The verifier's per-reply citation records (issue #22; a claim's ``citations`` are the
+    """The verifier's per-reply citation records (a claim's ``citations`` are the
     numbers of its passages in the text's citation list)."""
     flags: list[str]
     """The verifier's caveats for this claim."""

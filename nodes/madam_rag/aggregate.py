@@ -7,7 +7,7 @@ and resumed runs see the same order - and returns every correct answer with an e
 agent gave ('unknown' and empty answers left out), with all responses as the explanation. The
 final answer list also becomes the ``label`` when it is one answer that names a label of the task.
 
-Citations (issue #22, not in the paper): the aggregator is shown, besides the responses, the
+Citations (not in the paper): the aggregator is shown, besides the responses, the
 opening of the document behind each one, numbered as the responses are
 (``<document n="2">``, "Agent 2 (document [2]): Answer: ..."; a document two agents read keeps
 one number), and cites the documents behind the answers it keeps. The reply's citations are

@@ -6,7 +6,7 @@ and explanation. An agent sees its own document only. The reply is read from JSO
 {answer, explanation}, else from the paper's 'Answer: ... Explanation: ...' format; an unreadable
 reply is an empty answer, flagged.
 
-Citations (issue #22): the agent's one document is shown as document 1; its reply cites [1] when
+Citations: the agent's one document is shown as document 1; its reply cites [1] when
 its answer rests on the document (or nothing), checked like every citation (``cite``: any other
 number is dropped and flagged). The record carries the agent's label (claim tasks) or its answer
 (open questions; 'unknown' is no answer), so the verdict's evidence holds the documents of the

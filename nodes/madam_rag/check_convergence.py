@@ -4,7 +4,7 @@ The debate stops early when every agent keeps its answer of the previous round
 (r_i^(t) = r_i^(t-1) for all i; answers compared ignoring case, punctuation and spacing), and in
 any case after T = ``max_rounds`` rounds; the last aggregate is the final answer. ``stopped_by``
 is ``no_change``, ``max_rounds`` or ``no_documents``. The final aggregate's aggregator reply's
-citations become the deciding citation of the verdict's evidence (``final_citation``, issue #22).
+citations become the deciding citation of the verdict's evidence (``final_citation``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def check_convergence(state: MadamRagState, runtime: Runtime[MadamRagContext]) -
         update = {"stopped_by": "no_documents"}
     elif unchanged(state.get("responses") or [], state["round"]):
         update = {"stopped_by": "no_change", **final_citation(state)}
-    elif rounds_used(state, rounds_done(state)) >= runtime.context.max_rounds:  # from turns (#21)
+    elif rounds_used(state, rounds_done(state)) >= runtime.context.max_rounds:  # from turns
         update = {"stopped_by": "max_rounds", **final_citation(state)}
     return stop_decision(state.get("round"), update)  # progress event (nodes/progress.py)
 

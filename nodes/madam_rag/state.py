@@ -1,6 +1,6 @@
 """MADAM-RAG's configuration (``MadamRagContext``) and the state its graph adds to ``DebateState``.
 
-Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+Lives with the framework's nodes, not in ``factdebate.core``: only this framework
 reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
 """
 
@@ -76,7 +76,7 @@ class Aggregate(TypedDict):
     explanation: str
     """The aggregator's explanation (or the concatenated responses without an aggregator)."""
     citation: NotRequired[Citation]
-    """The aggregator reply's checked citations (issue #22); it becomes the deciding citation
+    """The aggregator reply's checked citations; it becomes the deciding citation
     when this aggregate is the final answer (``check_convergence``). Absent without an aggregator
     reply (aggregator off, reply unreadable)."""
 

@@ -54,7 +54,7 @@ async def judge_consensus(state: MadkeState, runtime: Runtime[MadkeContext]) -> 
         calls.flags.append(f"judge: round {state['round']} verdict unreadable; counted as [No]")
     if agreed:
         return stop_decision(state["round"], {"stopped_by": "consensus", **calls.update()})
-    if rounds_used(state, rounds_done(state)) >= ctx.max_rounds:  # counted from the turns (#21)
+    if rounds_used(state, rounds_done(state)) >= ctx.max_rounds:  # counted from the turns
         return stop_decision(state["round"], {"stopped_by": "max_rounds", **calls.update()})
     return stop_decision(state["round"], calls.update())  # progress event (nodes/progress.py)
 

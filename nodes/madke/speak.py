@@ -5,7 +5,7 @@ only. Later rounds are orderly talk: s_i = D_i(q, s_1..s_m, K_i) with the other 
 answers (this round's for those who already spoke, the previous round's for the rest) and the
 debater's own previous answer. The turn's evidence is exactly the knowledge it was shown.
 
-Citations (issue #22): the selected knowledge is shown numbered 1..k in the order it was selected
+Citations: the selected knowledge is shown numbered 1..k in the order it was selected
 (the numbers of this prompt, not the pool numbers of ``select_knowledge``'s prompt), the verdict
 cites those numbers; they are checked against the selection (``nodes/citations.py``) and the
 cited passages kept in the turn (``cited``) and the state's ``citations``.

@@ -3,7 +3,7 @@
 The shared knowledge pool is retrieved once per question, so it lives in the graph state
 (checkpointed, shown in Studio) rather than being recomputed per debater.
 
-Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+Lives with the framework's nodes, not in ``factdebate.core``: only this framework
 reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
 """
 

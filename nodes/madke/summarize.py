@@ -4,7 +4,7 @@ It condenses the debaters' answers of the last round, ReaResult = S(s_1^r, ..., 
 label on the task's label set. If its reply cannot be read even after a re-ask, the most common
 label of the last round (earliest debater on ties) is used and flagged - never a label nobody gave.
 
-Citations (issue #22): the summariser's prompt (Prompt 3.5) shows the debaters' answers, no
+Citations: the summariser's prompt (Prompt 3.5) shows the debaters' answers, no
 knowledge, so it cites nothing (its record is the deciding one, with no passages); the verdict's
 evidence is what the last round's debaters whose label became the verdict cited
 (``cite_verdict``).

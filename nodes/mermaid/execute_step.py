@@ -9,7 +9,7 @@ a readable answer is a step with an empty observation (Alg. 1 l.20). If no answe
 step T_max, ``force_answer`` asks for a verdict on the whole history (ForceAnswer, l.26).
 (The single-agent ReAct baseline's step is ``react_step`` in ``nodes/baselines/react_step.py``.)
 
-Citations (issue #22): the history numbers every passage it shows - recalled memory, then each
+Citations: the history numbers every passage it shows - recalled memory, then each
 step's observation - once across the whole history (``executor_view``); the final answer (a step's
 Answer or the forced answer) cites those numbers, checked against them, as the deciding citation
 of the verdict's evidence (``cite(..., decides=True)``). Action steps' citations are not kept.
@@ -64,7 +64,7 @@ async def execute_step(state: MermaidState, runtime: Runtime[MermaidContext]) ->
     """One Thought -> Action step: a pending tool action, or the final answer.
 
     The step is numbered from the steps the turns record, and refused past ``t_max`` (a state
-    edit with ``goto``; the routers never send a run there, issue #21).
+    edit with ``goto``; the routers never send a run there).
     """
     ctx = runtime.context
     done = steps_done(state, EXECUTOR)

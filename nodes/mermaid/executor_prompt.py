@@ -3,7 +3,7 @@
 ``background`` renders the decomposition D_c, ``history`` the recalled memory M_c followed by the
 ReAct history H_t (thought, action, observation per step), ``tools`` the enabled tools.
 
-Citations (issue #22): every passage the history shows - recalled memory records first, then the
+Citations: every passage the history shows - recalled memory records first, then the
 observations of the steps in order - gets one number across the whole history (a passage shown
 twice keeps its first number), collected in a :class:`~factdebate.nodes.citations.Shown`; the
 executor's final answer cites those numbers (``executor_view``).

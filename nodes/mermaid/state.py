@@ -1,6 +1,6 @@
 """MERMAID's Context subclass and graph state (shared by ``graphs/mermaid.py`` and its nodes).
 
-Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+Lives with the framework's nodes, not in ``factdebate.core``: only this framework
 reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
 """
 

@@ -73,7 +73,7 @@ def check_consensus(state: DebateState, runtime: Runtime[ToolMadContext]) -> dic
     """Set the verdict when this round ends the debate by consensus.
 
     First, a run whose budget refused one of this round's RAGAS calls (RAGAS records a refused
-    call as a scoring fault and goes on) stops here with the budget's error (issue #21).
+    call as a scoring fault and goes on) stops here with the budget's error.
     """
     raise_if_refused()
     turns = round_turns(state)
@@ -96,7 +96,7 @@ def route_after_check_consensus(
     """End on consensus, go to the judge after the last round, else debate another round.
 
     Rounds are counted from the turns the debate recorded (``rounds_used``), so a client's edit
-    of ``round`` cannot buy rounds past ``max_rounds`` (issue #21).
+    of ``round`` cannot buy rounds past ``max_rounds``.
     """
     if state.get("stopped_by") == "consensus":
         return END

@@ -4,7 +4,7 @@ Tool-MAD v2 (stability score: RAGAS faithfulness + answer relevancy) and v1 (con
 ``scoring_mode="consistency"``); the knobs are the papers' T, thresholds, top-k, agents and the
 ablations (query formulation off, scoring feedback off).
 
-Lives with the framework's nodes, not in ``factdebate.core`` (issue #23): only this framework
+Lives with the framework's nodes, not in ``factdebate.core``: only this framework
 reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare.
 """
 

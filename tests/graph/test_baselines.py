@@ -1,4 +1,4 @@
-"""Baselines of issue #3: each one's distinctive step, with the scripted model and ``static`` retriever."""
+"""The baselines: each one's distinctive step, with the scripted model and ``static`` retriever."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every graph's verdict rests on what its replies cited (issue #22), with the scripted double.
+"""Every graph's verdict rests on what its replies cited, with the scripted double.
 
 For each of the 18 registered frameworks:
 * every passage of ``verdict_evidence`` was cited by the deciding reply or by a reply whose label

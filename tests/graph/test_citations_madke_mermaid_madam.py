@@ -1,4 +1,4 @@
-"""MADKE, MERMAID and MADAM-RAG cite what their verdicts rest on (issue #22), scripted double.
+"""MADKE, MERMAID and MADAM-RAG cite what their verdicts rest on, scripted double.
 
 For each graph, under the built-in scenarios:
 * every passage of ``verdict_evidence`` was cited - per its ``cited_by`` - by the deciding reply or

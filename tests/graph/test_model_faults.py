@@ -1,4 +1,4 @@
-"""Model faults (issue #6.2): bad replies and provider errors through every registered framework.
+"""Model faults: bad replies and provider errors through every registered framework.
 
 Every model call of a run gets the same bad reply (or raises the same provider error) from the
 scripted double. Whatever the framework, the run must finish - or, when a provider fault outlives

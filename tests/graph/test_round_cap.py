@@ -1,4 +1,4 @@
-"""Loop caps hold on what the graph recorded, whatever a client writes into the state (issue #21).
+"""Loop caps hold on what the graph recorded, whatever a client writes into the state.
 
 The attack: ``runs.create(command={"update": {"round": -N}, "goto": "open_round"})`` (or the same
 through ``update_state``) used to run N rounds past ``max_rounds`` (N=150: 606 model calls), since

@@ -1,4 +1,4 @@
-"""The scripted test double speaks every framework (issue #14 item 5).
+"""The scripted test double speaks every framework.
 
 With the built-in ``scripted:agree`` and ``scripted:disagree`` scenarios, every registered framework
 must reach a verdict on its label set without the flags that mark an unreadable or guessed reply,

@@ -1,4 +1,4 @@
-"""One claim per run (issue #12): claim 2 on claim 1's thread equals claim 2 on a fresh thread.
+"""One claim per run: claim 2 on claim 1's thread equals claim 2 on a fresh thread.
 
 Also: ``update_state`` works on every framework (routers need no run context), routing with the
 knobs the run recorded. Scripted model, ``static`` retriever, in-memory saver.
@@ -176,4 +176,4 @@ async def test_update_state_routes_with_the_run_s_recorded_knobs(scenario):
     await graph.aupdate_state(config, {"stopped_by": ""}, as_node="check_consensus")
     assert (await graph.aget_state(config)).next == ("judge",)
     await graph.aupdate_state(config, {"stopped_by": "consensus"}, as_node="check_consensus")
-    assert (await graph.aget_state(config)).next == ("cite_verdict",)  # then END (#22)
+    assert (await graph.aget_state(config)).next == ("cite_verdict",)  # then END

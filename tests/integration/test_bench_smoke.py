@@ -130,7 +130,7 @@ def test_scaling_bench_refuses_figures_from_failed_items(tmp_path: Path, monkeyp
 
 def test_floor_bench_tiny(tmp_path: Path, monkeypatch, with_demo_index):
     """Ours, the bare-LangGraph floor and the real compute of one claim (after a warm-up claim):
-    the same model calls and checkpoints, the figures and the budget (issue #24)."""
+    the same model calls and checkpoints, the figures and the budget."""
     from collections import OrderedDict
 
     from factdebate.tools.embeddings import get_embeddings
@@ -204,7 +204,7 @@ def test_floor_profile_summary_counts_self_inclusive_and_packages(tmp_path: Path
 
 
 def test_floor_profile_names_the_checkout_s_files_as_the_package():
-    """The repository root is the factdebate package (issue #23): py-spy shows its files by
+    """The repository root is the factdebate package: py-spy shows its files by
     absolute path, by the checkout's folder name or relative to it; all are ``factdebate``."""
     from factdebate.evaluation.bench_floor import OWN_ROOT, _frame_name
 
@@ -216,7 +216,7 @@ def test_floor_profile_names_the_checkout_s_files_as_the_package():
 
 
 def test_tokens_bench_tiny(tmp_path: Path, with_demo_index):
-    """Tokens per claim per framework, outcomes and the cacheable-prefix shares (issue #24)."""
+    """Tokens per claim per framework, outcomes and the cacheable-prefix shares."""
     with_demo_index(tmp_path)
     result = run_bench("tokens", tmp_path, "factdebate bench tokens (test)", claims=1, rounds=1,
                        frameworks=["tool_mad", "standard"])

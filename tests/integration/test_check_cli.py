@@ -83,7 +83,7 @@ def test_check_json_html_and_terminal(index_dir, tmp_path):
     verified = [c for c in check_["claims"] if c["status"] == "verify"]
     assert len(verified) == 4 and all(c["turns"] and c["label"] for c in verified)
     assert check_["citations"] and all(c["title"] for c in check_["citations"])
-    # a sentence's citations are its claims' cited passages (issue #22), numbered across the text
+    # a sentence's citations are its claims' cited passages, numbered across the text
     numbered = {c["n"]: c for c in check_["citations"]}
     for c in verified:
         assert [numbered[n]["title"] for n in c["citations"]] == [e["title"] for e in c["evidence"]]

@@ -63,7 +63,7 @@ def test_verify_json_contract(index_dir):
     titles = [e["title"] for t in out["turns"] if t["agent"] == "rag" for e in t["evidence"]]
     assert titles[0] == "Eiffel Tower"
     assert any("stand-in" in f for f in out["flags"])
-    # issue #22: the verdict's evidence is what its replies cited; the rest is only retrieved
+    # the verdict's evidence is what its replies cited; the rest is only retrieved
     assert out["evidence"] and out["evidence"][0]["title"] == "Eiffel Tower"
     for e in out["evidence"]:
         assert e["cited_by"] and e["stance"] == "supports"

@@ -1,4 +1,4 @@
-"""Control codes from a corpus never reach the user's terminal (issue #29 item 2).
+"""Control codes from a corpus never reach the user's terminal.
 
 A real index whose passage title and text carry terminal commands (clear screen, an OSC 8 link to
 another site, cursor-up + erase line, C1 CSI, BEL, backspace, carriage return); ``factdebate

@@ -1,4 +1,4 @@
-"""Crash safety (issue #6.1): ``kill -9`` an evaluation at seeded random points and resume it.
+"""Crash safety: ``kill -9`` an evaluation at seeded random points and resume it.
 
 A reduced run of ``evaluation/crash_trials.py`` (the documented command runs 10 trials): the
 reference run and every killed-and-resumed trial are real ``factdebate eval`` processes, with the
@@ -83,7 +83,7 @@ async def test_a_thread_killed_before_its_input_was_written_starts_over():
     assert again["label"] == "SUPPORTS" and again["ledger"]["llm_calls"] == 1  # not rerun
 
 
-# -- issue #29: the Postgres checkpointer reads checkpoints as data, as the SQLite one does ---------
+# -- the Postgres checkpointer reads checkpoints as data, as the SQLite one does ---------
 def _pg_eval(data: Path, out: Path, uri: str, home: Path, *extra: str):
     import os
     import subprocess

@@ -1,4 +1,4 @@
-"""The one engine call's resume checks (issue #23): every refusal through ``run_graph`` once.
+"""The one engine call's resume checks: every refusal through ``run_graph`` once.
 
 ``verify`` (a claim) and ``check`` (a text) used to carry their own guards; both now go through
 ``factdebate.run.engine.run_graph``. Each case runs real graphs on a real SQLite checkpointer with
@@ -108,7 +108,7 @@ async def test_progress_gets_the_resumed_state_and_the_streamed_updates(saver):
 async def test_a_fresh_run_s_result_is_the_final_checkpoint_s_without_reading_it(
         saver, monkeypatch, static_ctx, framework, item, ctx):
     """The invocation returns every state key, so the engine reads no checkpoint for the result
-    (issue #24); the result is the one the final checkpoint gives."""
+   ; the result is the one the final checkpoint gives."""
     from langgraph.pregel import Pregel
 
     from factdebate.run.claims import compiled_graph, result_object

@@ -1,4 +1,4 @@
-"""``factdebate eval`` scores the cited evidence (issue #22) end to end on a tiny FEVEROUS-shaped
+"""``factdebate eval`` scores the cited evidence end to end on a tiny FEVEROUS-shaped
 fixture: the summary printed, summary.json, report.md, report.html and ``compare`` carry evidence
 precision/recall/F1 and the FEVER score with their n; ``?cite=wrong`` shows up as hallucinated
 citations.

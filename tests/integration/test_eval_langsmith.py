@@ -97,7 +97,7 @@ def test_langsmith_flag_records_dataset_and_experiment(capture, wiki_index, tmp_
         assert root["session_name"] == row["run_id"]
         mine = {f["key"]: f for f in feedback if f["run_id"] == row["trace_id"]}
         assert mine["correct"]["score"] == float(row["prediction"]["label"] == row["gold"]["label"])
-        # issue #22: the passages the verdict cites and the citation flags, per item
+        # the passages the verdict cites and the citation flags, per item
         cited = mine["cited_evidence_ids"]
         assert row["evidence"] and cited["score"] == len(row["evidence"])
         assert cited["value"] == ", ".join(e["id"] for e in row["evidence"])

@@ -1,4 +1,4 @@
-"""Hostile inputs (issue #6.4) through the real CLI: one-line error naming problem and remedy,
+"""Hostile inputs through the real CLI: one-line error naming problem and remedy,
 non-zero exit, and no partial output a later run could mistake for complete.
 
 Extends tests/integration/test_cli.py (empty and 5,000-char claims, unknown framework/model/

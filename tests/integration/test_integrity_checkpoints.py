@@ -266,7 +266,7 @@ def test_every_framework_writes_only_what_the_strict_reader_reads(tmp_path, monk
         assert final_values(db, name), name
 
 
-# -- issue #29 item 8: crafted files that are not checkpoints, refused tidily -----------------------
+# -- crafted files that are not checkpoints, refused tidily -----------------------
 def _whole(kind: str, blob: bytes) -> Callable[[Path], None]:
     """Every checkpoint row of the file replaced by ``blob`` stored as ``kind``."""
     def craft(db: Path) -> None:
@@ -461,7 +461,7 @@ def test_the_evals_browser_reads_a_planted_checkpoint_as_data(tmp_path):
     marker = tmp_path / "marker"
     plant(runs / "received" / "checkpoints.sqlite", PAYLOADS["os.system (one argument)"](marker))
     crafted = {**CRAFTED, **BROWSER_ONLY}
-    for n, (craft, _) in enumerate(crafted.values()):  # issue #29 item 8
+    for n, (craft, _) in enumerate(crafted.values()):
         shutil.copytree(runs / "sound", runs / f"crafted{n}")
         craft(runs / f"crafted{n}" / "checkpoints.sqlite")
     shutil.copytree(runs / "sound", runs / "large")

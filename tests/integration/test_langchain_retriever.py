@@ -1,5 +1,5 @@
 """LangChain vector stores and retrievers as debaters' tools, and ``factdebate index`` collections
-opened by ``langchain_milvus`` (issue #32).
+opened by ``langchain_milvus``.
 
 Real components: ``langchain_milvus.Milvus`` over Milvus Lite and over the session's Milvus
 standalone server (``milvus_server``), LangChain's ``InMemoryVectorStore``, the bundled MiniLM

@@ -2,7 +2,7 @@
 
 The 135M model's verdicts are often wrong, so these tests check structure (schema, usage, metadata,
 concurrency, caching, decoding equivalence, loop cutting), never correctness. Prompts and reply
-caps are small to keep the file fast. No timed assertions (issue #5's figures come from
+caps are small to keep the file fast. No timed assertions (the local model's figures come from
 ``factdebate bench embedded``).
 """
 

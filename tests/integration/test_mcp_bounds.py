@@ -1,4 +1,4 @@
-"""The MCP tool server bounds what a client sends and stays stoppable (issue #29 item 7).
+"""The MCP tool server bounds what a client sends and stays stoppable.
 
 Real server processes (streamable HTTP on a free loopback port) on a keyword index written here;
 an ``mcp`` ``ClientSession`` calls them. A title or query over the limit is a tool error naming

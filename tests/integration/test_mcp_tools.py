@@ -1,4 +1,4 @@
-"""MERMAID's MCP tool server as an MCP client sees it (issue #16 item 9), over real sessions.
+"""MERMAID's MCP tool server as an MCP client sees it, over real sessions.
 
 The server runs as its own process (streamable HTTP on a free loopback port, or spawned over
 stdio) on a keyword index written here; an ``mcp`` ``ClientSession`` lists and calls its tools.

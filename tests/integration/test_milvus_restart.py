@@ -1,4 +1,4 @@
-"""``eval`` across a Milvus server killed and restarted mid-evaluation (issue #32): nothing lost,
+"""``eval`` across a Milvus server killed and restarted mid-evaluation: nothing lost,
 error rows retried.
 
 Real components: a Milvus standalone server of this test's own (PyPI's ``milvus`` package, its own

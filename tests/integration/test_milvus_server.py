@@ -1,4 +1,4 @@
-"""The index, ``verify`` and ``eval --workers`` against a real Milvus server (issue #32).
+"""The index, ``verify`` and ``eval --workers`` against a real Milvus server.
 
 Real components: Milvus standalone from PyPI's ``milvus`` package on loopback ports (one server for
 the session, ``milvus_server`` in conftest.py; each test in its own Milvus database), the

@@ -1,5 +1,5 @@
 """The LangGraph server with two users over a Milvus server reached through TLS with a token,
-and a server failing mid-build (issue #32; docs/deployment.md, "Scaling out").
+and a server failing mid-build (docs/deployment.md, "Scaling out").
 
 Real components: Milvus standalone on loopback (``milvus_server``, one per session), in front of
 it a gRPC endpoint that records each call's metadata and forwards it (with TLS and a token check:

@@ -125,7 +125,7 @@ def test_verify_every_framework_through_the_server(server, index_dir, name):
 
 
 def assert_citations_checked(out: dict[str, Any]) -> None:
-    """Citations from a real model (issue #22): whatever it cited, only shown passages survive,
+    """Citations from a real model: whatever it cited, only shown passages survive,
     the verdict's evidence is among them, and uncited or invented ids are flagged and counted."""
     for c in out["citations"]:
         assert len(c["passages"]) <= c["shown"], c

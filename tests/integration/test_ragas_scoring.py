@@ -56,7 +56,7 @@ async def test_faithful_and_relevant_answer_scores_high_and_every_call_is_counte
     assert result["faithfulness"] == 1.0
     assert result["answer_relevancy"] is not None and result["answer_relevancy"] > 0.8
     # Faithfulness: statements + verdicts; AnswerRelevancy: strictness (3) questions, asked in
-    # one request with n=3 (the double serves n, issue #24)
+    # one request with n=3 (the double serves n)
     assert sorted(metrics) == ["answer_relevancy"] * 3 + ["faithfulness"] * 2
     assert tracker.llm_calls == 3 and tracker.prompt_tokens > 0
     assert tracker.multi_completion_calls == 1 and len(model.timeline) == 3

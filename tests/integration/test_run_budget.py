@@ -1,4 +1,4 @@
-"""The operator's per-run budget of model calls and tokens (issue #21 item 3b).
+"""The operator's per-run budget of model calls and tokens (per run).
 
 One 20,000-character ``check_text`` request with ``max_claims=200`` made 26,467 model calls. The
 budget (``FACTDEBATE_MAX_MODEL_CALLS_PER_RUN``, ``FACTDEBATE_MAX_TOKENS_PER_RUN``) is counted

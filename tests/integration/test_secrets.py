@@ -1,4 +1,4 @@
-"""Secrets (issue #6.7): fake API keys never reach traces, logs, results, reports or checkpoints.
+"""Secrets: fake API keys never reach traces, logs, results, reports or checkpoints.
 
 Real components on loopback: an OpenAI-compatible chat server (so a real ``ChatOpenAI`` client
 holds ``OPENAI_API_KEY``), a Tavily stand-in (the real ``tavily-python`` client holds
@@ -211,7 +211,7 @@ def test_credentials_in_the_operator_base_url_stay_out_of_traces(server, index_d
                          b.find(OPERATOR_SECRET.encode()) + 50] for b in leaks][:2]
 
 
-# --- issue #29 item 1: a provider that repeats the request's credentials in its error ---------
+# --- a provider that repeats the request's credentials in its error ---------
 OP_KEY = f"sk-op-{secrets.token_hex(16)}"
 OP_PASSWORD = f"Pw{secrets.token_hex(6)}+="  # URL-special characters (encoded: %2B, %3D)
 SERVER_KEYS = {"alice": f"alice-{secrets.token_hex(10)}", "bob": f"bob-{secrets.token_hex(10)}"}

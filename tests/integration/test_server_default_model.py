@@ -1,4 +1,4 @@
-"""A real ``langgraph dev`` whose allow-list holds only the scripted model (issue #30).
+"""A real ``langgraph dev`` whose allow-list holds only the scripted model.
 
 * A run that names no model - a bare SDK run, a ``RemoteGraph`` used as a node of a local graph
   (it sends no ``context``) - runs the operator's model (``FACTDEBATE_MODEL=scripted:agree``),

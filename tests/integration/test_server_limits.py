@@ -1,5 +1,5 @@
 """Bounded work per client, masked credentials, safe files and safe starts of the LangGraph server
-(issue #21, items 3, 6, 7, 8 and 12).
+(items 3, 6, 7, 8 and 12).
 
 One real ``langgraph dev`` with three job slots (``--n-jobs-per-worker 3``) and alice and bob as
 users, each limited to one pending or running run (``FACTDEBATE_MAX_RUNS_PER_USER=1``). Its

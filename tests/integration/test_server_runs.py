@@ -1,4 +1,4 @@
-"""Runs on a real ``langgraph dev`` behave right (issue #12), through ``langgraph_sdk``.
+"""Runs on a real ``langgraph dev`` behave right, through ``langgraph_sdk``.
 
 One server, started the way a new user starts it: a fresh ``FACTDEBATE_HOME``, no index
 configured. Its start-up builds the bundled demo index (``server/lifespan.py``), so the

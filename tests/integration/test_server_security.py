@@ -1,4 +1,4 @@
-"""The LangGraph server as a multi-user deployment, attacked through its public API (issue #12).
+"""The LangGraph server as a multi-user deployment, attacked through its public API.
 
 One real ``langgraph dev`` (in-memory runtime) with three identities: alice and bob from
 ``FACTDEBATE_API_KEYS``, carol from a ``chmod 600`` keys file. The scripted model is allowed
@@ -147,7 +147,7 @@ def attacks(command: str, url: str) -> list[tuple[str, str, dict[str, Any], str]
             "debater_model": "openai:gpt-4o-mini"}}, "debater_model"),
         ("THREAD/runs", "judge model off the allow-list", {**run, "assistant_id": "tool_mad",
          "context": {**OK_CONTEXT, "judge_model": "openai:gpt-4o"}}, "judge_model"),
-        # check_text hands verifier_settings to the verifier's Context (issue #21, item 11)
+        # check_text hands verifier_settings to the verifier's Context (item 11)
         ("/assistants", "assistant verifier_settings", {"graph_id": "check_text", "context": {
             "verifier_settings": {"mcp_command": command}}}, "mcp_command"),
         ("/assistants", "verifier_settings of a MERMAID verifier, as text", {
@@ -335,7 +335,7 @@ def test_verifier_settings_are_checked_when_an_assistant_or_cron_is_stored(
         assert bob.delete(f"/assistants/{ok.json()['assistant_id']}").status_code in (200, 204)
 
 
-# --- client-chosen ids (issue #21, item 1) --------------------------------------------------------
+# --- client-chosen ids (item 1) --------------------------------------------------------
 def test_a_client_chosen_id_of_another_users_object_is_a_conflict(server: str):
     """``POST /threads`` / ``POST /assistants`` with an existing id and ``if_exists: do_nothing``
     returned the existing object to anyone; now another user's id is 409 (as ``raise`` is) and
@@ -386,7 +386,7 @@ def test_a_client_chosen_id_of_another_users_object_is_a_conflict(server: str):
         assert alice.get(f"/assistants/{aid}").json()["name"] == "alice-private"
 
 
-# --- the web page's headers (issue #21, item 12) --------------------------------------------------
+# --- the web page's headers (item 12) --------------------------------------------------
 def test_the_page_sends_browser_security_headers(server: str):
     for path, headers in (("/app/", {}), ("/app/js/main.js", {}),
                           ("/app/api/options", {"x-api-key": KEYS["alice"]})):

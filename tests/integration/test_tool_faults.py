@@ -1,4 +1,4 @@
-"""Tool faults (issue #6.3) from a real local HTTP server standing in for Tavily, MediaWiki and
+"""Tool faults from a real local HTTP server standing in for Tavily, MediaWiki and
 OpenAlex, and from an MCP tool server killed in the middle of a run.
 
 Tool-MAD's ``search`` debater uses the real ``tavily-python`` client (``search_backend="tavily"``,

@@ -182,7 +182,7 @@ def test_a_claim_streams_round_by_round_then_the_verdict(page, server, tmp_path)
     verdict = page.locator(".pane .verdict")
     assert verdict.locator(".chip").first.inner_text() == "SUPPORTS"
     assert "decided by judge after 3 rounds" in verdict.inner_text()
-    # issue #22: the passage the verdict cites is under its heading, with who cited it and the
+    # the passage the verdict cites is under its heading, with who cited it and the
     # stance; the passages only retrieved are under theirs (never both)
     cited, retrieved = assert_cited_apart_from_retrieved(verdict)
     assert cited == ["Eiffel Tower"] and "Berlin" in retrieved and "Nile" in retrieved

@@ -58,7 +58,7 @@ def test_verifier_settings_parse():
 
 def test_graph_layer_lookup_finds_exactly_the_registered_frameworks():
     registered = [n for n in FRAMEWORKS.names() if n != "check_text"]
-    assert verifier_names() == registered  # one registry (issue #23)
+    assert verifier_names() == registered  # one registry
     for name in registered:
         assert type(verifier_builder(name)) is type(build_framework(name))
         assert verifier_builder(name).context_schema is build_framework(name).context_schema
@@ -67,7 +67,7 @@ def test_graph_layer_lookup_finds_exactly_the_registered_frameworks():
 
 
 def test_check_text_accepts_every_name_and_alias_verify_accepts():
-    """``verify --framework toolmad`` worked while check_text refused it (issue #23)."""
+    """``verify --framework toolmad`` worked while check_text refused it."""
     names = {alias: FRAMEWORKS.resolve(alias) for entry in FRAMEWORKS
              for alias in (entry.name, *FRAMEWORKS.aliases_of(entry.name))
              if entry.name != "check_text"}

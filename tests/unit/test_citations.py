@@ -1,4 +1,4 @@
-"""Citations (issue #22): reading cited numbers, checking them against what was shown, and the
+"""Citations: reading cited numbers, checking them against what was shown, and the
 evidence a verdict rests on."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``factdebate compare`` (issue #16 item 8): McNemar's exact test, small-n warning, run names by
+"""``factdebate compare``: McNemar's exact test, small-n warning, run names by
 differing settings, and a wide table that is not cut when stdout is not a terminal."""
 
 from __future__ import annotations

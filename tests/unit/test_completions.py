@@ -1,4 +1,4 @@
-"""``n`` completions per request and the ledger's counting of them (issue #24), without a server.
+"""``n`` completions per request and the ledger's counting of them, without a server.
 
 The provider path (an OpenAI-compatible server that serves, ignores or rejects ``n`` and reports
 ``cached_tokens``) is tested over HTTP in ``tests/integration/test_n_completions.py``.

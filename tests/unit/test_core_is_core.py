@@ -1,4 +1,4 @@
-"""``factdebate.core`` holds only what every framework shares, and no test double (issue #23).
+"""``factdebate.core`` holds only what every framework shares, and no test double.
 
 The import graph is grimp's over the installed package (the checkout itself, docs/architecture_text.md
 "Architecture"). A framework is a folder of ``nodes/`` (``nodes/tool_mad`` ...) or a graph module

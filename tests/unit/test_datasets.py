@@ -158,7 +158,7 @@ def test_parsed_files_are_reused_until_the_file_changes(data_dir, monkeypatch):
     assert len(changed) == 6 and len(calls) == 1
 
 
-# -- issue #29 item 6: malformed gold evidence stops the load, naming file, line, item, field ----
+# -- malformed gold evidence stops the load, naming file, line, item, field ----
 MALFORMED_GOLD = [
     # (record fields, the field the error names, what it says the value is)
     ({"evidence_sets": 5}, "evidence_sets", "a number (5)"),
@@ -255,7 +255,7 @@ def test_eval_on_malformed_gold_evidence_is_one_error_line(tmp_path, monkeypatch
     assert not (tmp_path / "out" / "results.jsonl").exists()
 
 
-# -- issue #29: every field a reader uses is checked at load, one line naming file, line, item ----
+# -- every field a reader uses is checked at load, one line naming file, line, item ----
 _HUGE = "x" * 100_000
 MALFORMED_FIELDS = [
     # (record fields over a good claim record, what the error says after "FILE, line 2, item ID: ")

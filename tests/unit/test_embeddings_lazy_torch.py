@@ -1,5 +1,5 @@
 """MiniLM queries without torch: the ``tokenizers`` + ONNX path gives sentence-transformers' vectors,
-and a process with the graph cached imports neither torch nor sentence-transformers (issue #33)."""
+and a process with the graph cached imports neither torch nor sentence-transformers."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def _held_encoder(model: MiniLMEmbeddings, monkeypatch, fail: bool = False):
 
 
 def test_a_text_another_thread_is_embedding_is_waited_for_not_embedded_again(monkeypatch):
-    """Parallel debaters score the same claim at the same time (issue #24): one encoder call."""
+    """Parallel debaters score the same claim at the same time: one encoder call."""
     from concurrent.futures import ThreadPoolExecutor
 
     model = MiniLMEmbeddings()

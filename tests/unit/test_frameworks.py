@@ -35,7 +35,7 @@ def test_exported_graphs_point_at_modules_that_exist():
 
 
 def test_langgraph_json_lists_exactly_the_registry_with_each_builders_module():
-    """One registry (issue #23): langgraph.json's graphs are the registry's names, each pointing
+    """One registry: langgraph.json's graphs are the registry's names, each pointing
     at the file of the module whose ``build_<name>`` the registry holds."""
     assert list(EXPORTED) == FRAMEWORKS.names()
     for entry in FRAMEWORKS:

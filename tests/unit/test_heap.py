@@ -1,4 +1,4 @@
-"""The collector policy of a process that runs claims (run/heap.py, issue #24)."""
+"""The collector policy of a process that runs claims (run/heap.py)."""
 
 from __future__ import annotations
 

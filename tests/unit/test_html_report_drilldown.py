@@ -1,5 +1,5 @@
 """The eval report's per-item drill-down (evaluation/html_report.py): an item's cited evidence apart
-from what it only retrieved (issue #22), from its final state or, without one, its results row."""
+from what it only retrieved, from its final state or, without one, its results row."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ the import graph, and no library-private imports outside ``factdebate.patches``.
 
 The graph is grimp's (what import-linter uses: every ``import``, including those inside functions
 and under ``TYPE_CHECKING``) over the checkout itself: the repository root is the ``factdebate``
-package (``package-dir = {"factdebate" = "."}``, issue #23), so no copy or link is needed.
+package (``package-dir = {"factdebate" = "."}``), so no copy or link is needed.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def test_only_the_patches_package_installs_a_patch() -> None:
 
 
 def test_the_repository_root_is_the_package():
-    """One source tree (issue #23): ``import factdebate`` is the checkout's root, every package
+    """One source tree: ``import factdebate`` is the checkout's root, every package
     folder sits at the top level, and no ``factdebate/`` folder or link duplicates them."""
     spec = importlib.util.find_spec("factdebate")
     assert spec is not None and Path(spec.origin).resolve() == (REPO / "__init__.py").resolve()

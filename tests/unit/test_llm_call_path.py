@@ -189,7 +189,7 @@ def test_ragas_calls_carry_the_metric_config_and_inherit_the_node_run() -> None:
 
     result = run_in_node(body, recorder)
     assert result["errors"] == [] and result["faithfulness"] == 1.0
-    # answer relevancy's 3 questions come in one request with n=3 (the double serves n, issue #24)
+    # answer relevancy's 3 questions come in one request with n=3 (the double serves n)
     assert calls.tracker.llm_calls == 3 and calls.tracker.prompt_tokens > 0
     assert calls.tracker.multi_completion_calls == 1
     by_metric: dict[str, list] = {}
@@ -356,7 +356,7 @@ def _without_schema_paragraph(text: str, prompt: Any) -> str:
 
 
 def test_ragas_prompts_render_as_ragas_without_the_schema_paragraph() -> None:
-    """Everything else of ragas' prompt text, in ragas' order (issue #24), examples memoised."""
+    """Everything else of ragas' prompt text, in ragas' order, examples memoised."""
     pytest.importorskip("ragas")
     from ragas.metrics.collections import AnswerRelevancy, Faithfulness
     from ragas.metrics.collections.answer_relevancy.util import AnswerRelevanceInput

@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis) of every parser that reads model or server text (issue #6.2).
+"""Property-based tests (hypothesis) of every parser that reads model or server text.
 
 Each parser gets arbitrary text - plus text built from the fragments real replies are made of
 (labels, JSON braces, fences, ``[Yes]``, ``All Correct Answers:``) - and must never raise and

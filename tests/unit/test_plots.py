@@ -1,4 +1,4 @@
-"""Evaluation plots (issue #16 item 7): the rounds curves, the cost-axis fallback, and that every
+"""Evaluation plots: the rounds curves, the cost-axis fallback, and that every
 plot is drawn from a small synthetic evaluation (the PNGs were also checked by eye)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tool-MAD's prompts put the stable part first and show each passage once (issue #24)."""
+"""Tool-MAD's prompts put the stable part first and show each passage once."""
 
 from __future__ import annotations
 

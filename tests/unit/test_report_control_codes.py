@@ -1,4 +1,4 @@
-"""report.md shows the control characters of what it took from files as text (issue #29 item 2).
+"""report.md shows the control characters of what it took from files as text.
 
 A real scripted evaluation over a data file whose claims and dataset name and whose run folder
 carry terminal commands (clear screen, an OSC 8 link, cursor-up + erase line, C1 CSI, a bidi

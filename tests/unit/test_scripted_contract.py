@@ -1,4 +1,4 @@
-"""The scripted double's contract with the nodes is public (issue #23): it answers a structured
+"""The scripted double's contract with the nodes is public: it answers a structured
 request by the schema's declared name (its JSON-schema title, what a provider is sent), and it is
 registered as a provider from outside the core (a ``factdebate.providers`` entry point)."""
 

@@ -147,7 +147,7 @@ async def test_one_users_mermaid_memory_is_not_recalled_by_another(scenario, mon
     assert namespace[0] == "alice" and await store.asearch(namespace, limit=1)
 
 
-# --- operator limits (issue #21, item 3) ----------------------------------------------------------
+# --- operator limits (item 3) ----------------------------------------------------------
 def test_limits_come_from_the_environment_with_defaults():
     from factdebate.server.limits import DEFAULT_CAPS, load_limits
 
@@ -259,7 +259,7 @@ def test_too_few_job_slots_are_named_at_the_start():
                              {"N_JOBS_PER_WORKER": "10"})  # no per-user limit: any slots
 
 
-# --- masked log lines (issue #21, item 6) ---------------------------------------------------------
+# --- masked log lines (item 6) ---------------------------------------------------------
 def test_log_records_have_credentials_in_urls_masked():
     import logging
 
@@ -293,7 +293,7 @@ def test_run_metadata_model_specs_are_masked():
                                  "model_judge": "openai:http://u:***@host/v1"}
 
 
-# --- the evaluation browser's files (issue #21, item 7) ----------------------------------------
+# --- the evaluation browser's files (item 7) ----------------------------------------
 def test_evaluation_files_must_resolve_inside_the_root(tmp_path: Path):
     from factdebate.server.evals_browser import inside, relative
 
@@ -315,7 +315,7 @@ def test_evaluation_files_must_resolve_inside_the_root(tmp_path: Path):
 
 @pytest.mark.parametrize("framework", ["toolmad", "tool-mad", "madam-rag", "madamrag", "cot"])
 def test_verifier_settings_of_every_framework_alias_are_checked_by_that_framework(framework):
-    """check_text takes every alias ``verify`` takes (issue #23): so do the server's checks."""
+    """check_text takes every alias ``verify`` takes: so do the server's checks."""
     limits = load_limits({})
     check_verifier_settings({"framework": framework, "verifier_settings": {"tool_retries": 2}},
                             "context", limits)

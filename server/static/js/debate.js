@@ -2,7 +2,7 @@
 // or the judge, the verdict with the evidence behind it. Content is only ever appended below what
 // is already shown, so nothing moves while a run streams.
 //
-// Issue #22: the evidence behind the verdict is what the deciding replies CITED
+// The evidence behind the verdict is what the deciding replies CITED
 // (state.verdict_evidence: who cited each passage, with which stance); passages only retrieved
 // (state.retrieved_evidence) are listed apart under "Retrieved, not cited" and never called cited.
 // A turn's card marks the passages that turn cited (turn.cited holds their keys).

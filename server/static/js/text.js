@@ -1,6 +1,6 @@
 // Text mode (the check_text graph): the text with each sentence marked as its claims finish,
 // then the numbered claims with their verdicts, debates and citations. A sentence's citations are
-// the passages its claims' verdicts cited (issue #22); what the debates only retrieved is listed
+// the passages its claims' verdicts cited; what the debates only retrieved is listed
 // apart ("Retrieved, not cited").
 import { DebateView, passageKey } from "./debate.js";
 import { h, keyed, labelChip, safeLink } from "./dom.js";
