@@ -1,8 +1,9 @@
 """MADAM-RAG: Multi-agent Debate for Ambiguity and Misinformation in RAG.
 
-Paper (../shared/papers/madam-rag.txt): "Retrieval-Augmented Generation with Conflicting
-Evidence" - §4 (document agents, aggregator, multi-round debate, early stopping), prompts in
-Appendix E ("MADAM-RAG: Individual Agent", "Aggregator"); T = 3 rounds (§5).
+Paper: Han Wang, Archiki Prasad, Elias Stengel-Eskin, Mohit Bansal, "Retrieval-Augmented Generation
+with Conflicting Evidence", arXiv:2504.13079 (2025) - §4 (document agents, aggregator, multi-round
+debate, early stopping), prompts in Appendix E ("MADAM-RAG: Individual Agent", "Aggregator"); T = 3
+rounds (§5).
 
 The method, as wired here:
 ``prepare`` -> ``gather_documents`` (the item's documents, or top ``num_documents`` from the

@@ -1,7 +1,8 @@
 """MADKE: Multi-Agent Debate with Knowledge-Enhanced framework.
 
-Paper (../shared/papers/madke.txt): "Breaking Cognitive Islands: Multi-Agent Debate with
-Knowledge-Enhanced framework" - Algorithm 1, §3 (shared knowledge pool, adaptive knowledge
+Paper: Haotian Wang, Xiyuan Du, Weijiang Yu, Qianglong Chen, Kun Zhu, Zheng Chu, Lian Yan, Yi Guan,
+"Learning to Break: Knowledge-Enhanced Reasoning in Multi-Agent Debate System" (MADKE),
+Neurocomputing 618 (2025), arXiv:2312.04854 - Algorithm 1, §3 (shared knowledge pool, adaptive knowledge
 selection, simultaneous/orderly talk, judge, summariser), Prompts 3.1-3.5, role definitions in
 Appendix A; 2 debaters, at most 3 rounds, temperature 0.5 (§4.4); the pool keeps the top 5
 Wikipedia passages and up to the top 10 Google results (§3.1.1; §4.4's implementation details

@@ -1,6 +1,8 @@
 """MERMAID: memory-enhanced retrieval and reasoning with multi-agent iterative knowledge grounding.
 
-Paper (../shared/papers/mermaid.txt): "MERMAID ... for Veracity Assessment", Algorithm 1, §3,
+Paper: Yupeng Cao, Chengyang He, Yangyang Yu, Ping Wang, K.P. Subbalakshmi, "MERMAID:
+Memory-Enhanced Retrieval and Reasoning with Multi-Agent Iterative Knowledge Grounding for
+Veracity Assessment", arXiv:2601.22361 (2026), Algorithm 1, §3,
 prompts in Appendix A.1-A.2, toolset in A.3.
 
 Algorithm 1, as wired here::

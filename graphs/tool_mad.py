@@ -1,8 +1,11 @@
 """Tool-MAD: tool-augmented multi-agent debate for fact verification.
 
-Papers (../shared/papers): "Tool-MAD" with the stability score (tool-mad-stability-score.txt,
-Algorithm 1, §III) and its earlier version with the consistency score
-(tool-mad-consistency-score.txt, Algorithm 1 in the appendix, prompts in Appendix A).
+Papers: Seyeon Jeong, Yeonjun Choi, JongWook Kim, Beakcheol Jang, "Tool-MAD: A Multi-Agent Debate
+Framework for Fact Verification with Diverse Tool Augmentation and Adaptive Retrieval",
+arXiv:2601.04742 (2026), with the stability score (Algorithm 1, §III); and its earlier version
+with the consistency score, "Tool-MAD: Dynamic Multi-Agent Debate Framework with Adaptive Retrieval
+for Accurate and Hallucination-Resistant Fact Verification" (anonymous ACL submission; Algorithm 1
+in the appendix, prompts in Appendix A).
 
 Algorithm 1, as wired here: per round every debater (parallel ``Send`` branches of the
 ``debate_turn`` subgraph) formulates a query -> retrieves top-k with its own tool -> responds ->

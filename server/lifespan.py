@@ -22,7 +22,10 @@ A problem stops the start with one line on stderr naming it and the remedy, e.g.
 ``factdebate: the server cannot start: the index at /srv/index is damaged: manifest.json is
 missing. rebuild it: ...``; the process then exits with the error's exit code (2 configuration,
 3 index damaged or unreachable, 6 in use) without a traceback: raising from a lifespan makes
-Starlette and uvicorn log the whole traceback around the line. Nothing happens at import time.
+Starlette and uvicorn log the whole traceback around the line. Under a supervisor process (the
+reloader of ``langgraph dev``, uvicorn's ``--workers``) the worker ends the supervisor too, so
+the command exits non-zero instead of staying alive serving nothing. Nothing happens at import
+time.
 """
 
 from __future__ import annotations
@@ -67,9 +70,32 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await asyncio.to_thread(prepare_index)
     except FactDebateError as exc:
         _say(f"the server cannot start: {exc}")
+        _end_supervisor()
         os._exit(exc.exit_code)  # a raise here would bury the line under a lifespan traceback
     async with _store_ttl():
         yield
+
+
+def _end_supervisor() -> None:
+    """End the uvicorn supervisor this worker runs under, if any, so the refused start ends it.
+
+    ``langgraph dev`` (its reloader on, the default) and ``uvicorn --workers N`` run the app in a
+    child process started with ``multiprocessing`` (spawn); the supervisor ignores a child that
+    exits (the reloader waits for file changes, ``--workers`` starts the child again), so the
+    refused start would leave a process serving nothing. The child signals its parent
+    (``multiprocessing.parent_process()``) with ``SIGUSR1``, a signal neither supervisor handles:
+    the supervisor ends at once with a non-zero status (128 + 10 in a shell), and whoever started
+    it learns that the start failed. A server run in-process (``--no-reload``, plain ``uvicorn``)
+    has no such parent and exits with the error's code itself.
+    """
+    import multiprocessing
+    import signal
+
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.pid is None or "uvicorn" not in sys.modules:
+        return
+    with contextlib.suppress(OSError):  # already gone: nothing to end
+        os.kill(parent.pid, signal.SIGUSR1)
 
 
 def _store_ttl() -> contextlib.AbstractAsyncContextManager[None]:

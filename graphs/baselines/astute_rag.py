@@ -1,6 +1,6 @@
 """Astute RAG (Wang et al. 2024), MADAM-RAG's baseline.
 
-Paper: madam-rag.txt §5.1 and App. C (adaptive internal knowledge generation; iterative
+Paper: MADAM-RAG (arXiv:2504.13079) §5.1 and App. C (adaptive internal knowledge generation; iterative
 source-aware knowledge consolidation into consistent/conflicting groups; answer finalization that
 proposes an answer per group with a confidence and selects the most reliable); prompts in App. E.
 Graph: prepare -> gather_evidence -> generate_passages -> consolidate x ``consolidation_rounds``

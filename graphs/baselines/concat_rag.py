@@ -1,6 +1,6 @@
 """Concatenated-prompt RAG: all of the item's documents in one prompt (MADAM-RAG's baseline).
 
-Paper: madam-rag.txt §5.1 "Concatenated-prompt: a standard RAG pipeline where all retrieved
+Paper: MADAM-RAG (arXiv:2504.13079) §5.1 "Concatenated-prompt: a standard RAG pipeline where all retrieved
 documents are concatenated and passed as input to the model along with the query"; prompt in
 App. E (the one-shot Michael Jordan example, "All Correct Answers: [...]"). Graph: prepare ->
 gather_evidence (the item's documents) -> answer; the same wiring as ``rag``.

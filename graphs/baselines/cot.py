@@ -1,7 +1,8 @@
 """Zero-shot chain-of-thought: "Let's think step by step" (Kojima et al. 2022).
 
-Papers: tool-mad-stability-score.txt / tool-mad-consistency-score.txt ("Zero-shot CoT is to induce
-reasoning with the prompt 'Let's think step by step'"); madke.txt §4.2. Graph: prepare -> answer.
+Papers: Tool-MAD (arXiv:2601.04742) and its consistency-score version ("Zero-shot CoT is to induce
+reasoning with the prompt 'Let's think step by step'"); MADKE (arXiv:2312.04854) §4.2. Graph:
+prepare -> answer.
 
 Deviations: Kojima et al. use two calls (reasoning extraction, then answer extraction with
 "Therefore, the answer is"); here one call returns JSON whose ``reasoning`` field (written first)

@@ -1,6 +1,6 @@
 """MAD: "tit for tat" debate with a moderator and a judge (Liang et al. 2023).
 
-Papers: tool-mad-stability-score.txt / -consistency-score.txt ("MAD is a framework that uses an
+Papers: Tool-MAD (arXiv:2601.04742) and its consistency-score version ("MAD is a framework that uses an
 interactive 'tit for tat' debate structure, motivated by the Degeneration of Thought"; Table II:
 reasoning and multi-agent, no retrieval). Original: an affirmative and a negative debater argue;
 at the end of every round a moderator decides whether one side is correct (adaptive break);

@@ -1,6 +1,6 @@
 """Multi-agent debate (Du et al. 2023), MADKE's baseline.
 
-Paper: madke.txt §4.2 "Multi-Agent Debate utilizes multiple agents to propose and debate their
+Paper: MADKE (arXiv:2312.04854) §4.2 "Multi-Agent Debate utilizes multiple agents to propose and debate their
 individual responses and reasoning processes over multiple rounds to arrive at a final answer".
 Original: N agents answer independently; each later round every agent sees the other agents'
 previous answers and updates its own; the final answer is the majority. Graph: prepare ->

@@ -1,8 +1,8 @@
 """No-RAG: the question only, answered from parametric knowledge (MADAM-RAG's baseline).
 
-Paper: madam-rag.txt §5.1 "No RAG: prompt the LLM with the question only, without any retrieved
-documents"; prompt in App. E ("If there are multiple correct answers, please list them all").
-Graph: prepare -> answer. Default (``NoRagContext``): ``answer_mode="answers"`` (a list).
+Paper: MADAM-RAG (arXiv:2504.13079) §5.1 "No RAG: prompt the LLM with the question only, without any
+retrieved documents"; prompt in App. E ("If there are multiple correct answers, please list them
+all"). Graph: prepare -> answer. Default (``NoRagContext``): ``answer_mode="answers"`` (a list).
 
 Deviations: answers as JSON {answers, explanation} instead of the bare answer text.
 """

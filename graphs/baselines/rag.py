@@ -1,8 +1,9 @@
 """Plain retrieval-augmented generation: all retrieved knowledge concatenated, one call.
 
-Paper: madke.txt §4.2 "Retrieval-Augmented Generation uses all knowledge retrieved from the Google
-search engine and Wikipedia to generate the final answer". Graph: prepare -> gather_evidence
-(top_k from the ``rag`` retriever, or the item's documents when it has them) -> answer.
+Paper: MADKE (arXiv:2312.04854) §4.2 "Retrieval-Augmented Generation uses all knowledge retrieved
+from the Google search engine and Wikipedia to generate the final answer". Graph: prepare ->
+gather_evidence (top_k from the ``rag`` retriever, or the item's documents when it has them) ->
+answer.
 
 Deviations: retrieval is our configured ``rag`` backend (vector or keyword index) instead of
 Google + Wikipedia. ``concat_rag`` is this graph with MADAM-RAG's prompt and the item's documents.

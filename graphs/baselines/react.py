@@ -1,6 +1,6 @@
 """Single-agent ReAct with the RAG tool (Yao et al. 2023), the Tool-MAD papers' "Single Agent".
 
-Papers: tool-mad-stability-score.txt / -consistency-score.txt ("The single-agent baseline is based
+Papers: Tool-MAD (arXiv:2601.04742) and its consistency-score version ("The single-agent baseline is based
 on the ReAct framework, using RAG for external knowledge retrieval. ReAct enables iterative
 reasoning via tool use and feedback"; Table II: reasoning, retrieval and query formulation).
 Graph loop: prepare -> react_step (Thought + Action) -> react_tool (search -> Observation) ->

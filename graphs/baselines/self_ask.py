@@ -1,6 +1,6 @@
 """Self-Ask with retrieval (Press et al. 2022), MERMAID's natural-claim baseline.
 
-Paper: mermaid.txt "Self-Ask is a structured prompting strategy that decomposes a complex query
+Paper: MERMAID (arXiv:2601.22361) "Self-Ask is a structured prompting strategy that decomposes a complex query
 into sub-questions, answers them sequentially, and then produces the final answer". Original
 (Self-Ask + Search Engine): the model writes "Follow up:" questions, a search engine's answer is
 inserted as "Intermediate answer:", until "So the final answer is:". Graph loop: prepare ->

@@ -1,9 +1,10 @@
 """Self-consistency (Wang et al. 2022): k sampled chain-of-thought paths, majority vote.
 
-Paper: madke.txt §4.2 "Self Consistency samples a diverse set of reasoning paths and then selects
-the most consistent answer by marginalizing all possible reasoning paths". Graph: prepare ->
-k parallel ``sample`` branches (``Send``; the zero-shot CoT template at ``sample_temperature``)
--> vote. Knobs (``SelfConsistencyContext``): ``samples`` k=5, ``sample_temperature`` 0.7.
+Paper: MADKE (arXiv:2312.04854) §4.2 "Self Consistency samples a diverse set of reasoning paths and
+then selects the most consistent answer by marginalizing all possible reasoning paths". Graph:
+prepare -> k parallel ``sample`` branches (``Send``; the zero-shot CoT template at
+``sample_temperature``) -> vote. Knobs (``SelfConsistencyContext``): ``samples`` k=5,
+``sample_temperature`` 0.7.
 
 Deviations: "marginalizing" is the unweighted majority over the parsed answers (the original's
 main variant); ties go to the lowest-numbered sample and are flagged. Wang et al. sample 40 paths;

@@ -1,8 +1,8 @@
 """Single agent with self-reflection (MADAM-RAG's baseline, after Madaan et al. 2023).
 
-Paper: madam-rag.txt §5.1 "1) prompt LLM to generate an initial answer; 2) prompt LLM to review
-its previous answer and produce feedback; 3) prompt LLM to answer the question again with the
-feedback. We conduct two rounds of self-reflection"; prompts in App. E. Graph: prepare ->
+Paper: MADAM-RAG (arXiv:2504.13079) §5.1 "1) prompt LLM to generate an initial answer; 2) prompt LLM
+to review its previous answer and produce feedback; 3) prompt LLM to answer the question again with
+the feedback. We conduct two rounds of self-reflection"; prompts in App. E. Graph: prepare ->
 gather_evidence -> answer -> (review -> refine) x ``reflection_rounds`` (default 2).
 
 Deviations: answers as JSON (label or {answers, explanation}); feedback as JSON {feedback}. With

@@ -1,9 +1,9 @@
 """Speculative RAG (Wang et al. 2024): parallel drafts from document subsets, a verifier picks one.
 
-Paper: madam-rag.txt §5.1 and App. B (documents clustered by perspective, one document per cluster
-per subset; a specialist drafter writes an answer + rationale per subset in parallel; a generalist
-verifier selects the best draft). Graph: prepare -> gather_evidence -> ``draft_branch`` per subset
-(``Send``; subgraph draft -> verify_draft) -> select_draft.
+Paper: MADAM-RAG (arXiv:2504.13079) §5.1 and App. B (documents clustered by perspective, one
+document per cluster per subset; a specialist drafter writes an answer + rationale per subset in
+parallel; a generalist verifier selects the best draft). Graph: prepare -> gather_evidence ->
+``draft_branch`` per subset (``Send``; subgraph draft -> verify_draft) -> select_draft.
 
 Knobs (``SpeculativeRagContext``): ``drafts`` m=3, ``top_k`` 6 documents.
 Deviations: subsets are a disjoint round-robin split of the ranked documents instead of

@@ -1,6 +1,6 @@
 """Standard prompting: the model answers directly (Brown et al. 2020, as MADKE's baseline).
 
-Paper: madke.txt §4.2 "Standard Prompting directly generates the final answer with a one-shot
+Paper: MADKE (arXiv:2312.04854) §4.2 "Standard Prompting directly generates the final answer with a one-shot
 demonstration to standardize the output format". Graph: prepare -> answer (one call).
 
 Deviations: no one-shot demonstration - the output format is fixed by the JSON answer schema

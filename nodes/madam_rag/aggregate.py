@@ -1,4 +1,4 @@
-"""``aggregate``: MADAM-RAG's aggregator (madam-rag.txt §4 "Aggregator Module", Appendix E).
+"""``aggregate``: MADAM-RAG's aggregator (MADAM-RAG (arXiv:2504.13079) §4 "Aggregator Module", Appendix E).
 
 (y^(t), e^(t)) = A(R^(t)): the aggregator reads this round's agent responses, shuffled against
 position bias - deterministically, seeded by ``shuffle_seed``, the claim and the round, so runs

@@ -1,4 +1,5 @@
-"""MADAM-RAG's document agents (madam-rag.txt §4 "Role of a Single LLM Agent", "Multi-round Debate").
+"""MADAM-RAG's document agents (arXiv:2504.13079, §4 "Role of a Single LLM Agent",
+"Multi-round Debate").
 
 One agent per document, all in parallel (``Send``): r_i = L_i(q, d_i) in round 1 and
 r_i = L_i(q, d_i, y^(t-1), e^(t-1)) later, where (y, e) is the previous round's aggregated answer

@@ -1,4 +1,4 @@
-"""``check_convergence``: MADAM-RAG's stopping rule (madam-rag.txt §4 "End of Debate").
+"""``check_convergence``: MADAM-RAG's stopping rule (MADAM-RAG (arXiv:2504.13079) §4 "End of Debate").
 
 The debate stops early when every agent keeps its answer of the previous round
 (r_i^(t) = r_i^(t-1) for all i; answers compared ignoring case, punctuation and spacing), and in

@@ -1,4 +1,4 @@
-"""MADKE's shared knowledge pool (madke.txt §3.1.1, Eq. 1): SKPool(q) = WR(q) ∪ GSE(q).
+"""MADKE's shared knowledge pool (MADKE (arXiv:2312.04854) §3.1.1, Eq. 1): SKPool(q) = WR(q) ∪ GSE(q).
 
 Retrieved once per question, with the question itself as the query: one ``gather_knowledge``
 branch per configured source (``rag`` = the Context's ``rag_backend``, the paper's Wikipedia

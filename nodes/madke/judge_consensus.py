@@ -1,4 +1,5 @@
-"""``judge_consensus``: MADKE's judge after every round (madke.txt Eq. 5, Prompt 3.4, Alg. 1 l. 14).
+"""``judge_consensus``: MADKE's judge after every round (arXiv:2312.04854, Eq. 5, Prompt 3.4,
+Alg. 1 l. 14).
 
 The judge reads this round's answers and says [Yes] (consistent: the debate ends early) or [No]
 (debate on). The reply is read from JSON, else from the paper's ``[Yes]``/``[No]`` tokens; an

@@ -1,4 +1,5 @@
-"""``select_knowledge``: MADKE's adaptive knowledge selection (madke.txt §3.1.2, Eq. 2, Prompt 3.1).
+"""``select_knowledge``: MADKE's adaptive knowledge selection (arXiv:2312.04854, §3.1.2, Eq. 2,
+Prompt 3.1).
 
 Before every answer each debater picks up to 3 items of the shared pool by number - from the
 question alone in round 1, from the question and its own previous answer later - or declares

@@ -1,4 +1,4 @@
-"""``speak``: a MADKE debater states its answer (madke.txt §3.2.2, Eqs. 3-4, Prompts 3.2-3.3).
+"""``speak``: a MADKE debater states its answer (MADKE (arXiv:2312.04854) §3.2.2, Eqs. 3-4, Prompts 3.2-3.3).
 
 Round 1 is simultaneous talk: s_i = D_i(q, K_i) from the question and the selected knowledge
 only. Later rounds are orderly talk: s_i = D_i(q, s_1..s_m, K_i) with the other debaters' latest

@@ -1,4 +1,4 @@
-"""``summarize``: MADKE's summariser writes the final answer (madke.txt Eq. 6, Prompt 3.5).
+"""``summarize``: MADKE's summariser writes the final answer (MADKE (arXiv:2312.04854) Eq. 6, Prompt 3.5).
 
 It condenses the debaters' answers of the last round, ReaResult = S(s_1^r, ..., s_m^r), into one
 label on the task's label set. If its reply cannot be read even after a re-ask, the most common

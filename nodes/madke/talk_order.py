@@ -1,4 +1,4 @@
-"""Who speaks next in MADKE (madke.txt §3.2.2, Alg. 1 l. 3-12).
+"""Who speaks next in MADKE (MADKE (arXiv:2312.04854) §3.2.2, Alg. 1 l. 3-12).
 
 Round 1, simultaneous talk: every debater gets a ``debater_turn`` branch at once (``Send``), none
 sees another's answer. Rounds > 1, orderly talk: one debater at a time in a fixed order; after
