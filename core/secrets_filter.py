@@ -1,4 +1,4 @@
-"""The one filter that removes every secret the process knows from what it says.
+r"""The one filter that removes every secret the process knows from what it says.
 
 What is secret (:func:`known_secrets`):
 
@@ -12,11 +12,16 @@ What is secret (:func:`known_secrets`):
   ``--set milvus_uri=...``; every Context registers its fields), and its secret query parameters;
 * what the process registers itself (:func:`register`): the LangGraph server's API keys.
 
-Each is removed in every form it travels in (:func:`forms`): as is, URL-encoded, and base64
+Each is removed in every form it travels in (:func:`forms`): as is, URL-encoded, base64
 (standard and URL-safe alphabets, at each of the three byte alignments, so it is found inside
-``Basic base64(user:password)`` and any other base64 text that contains it). Credentials of URLs
-the process never saw are masked as well (:func:`mask_url`, also exported by
-``factdebate.core.settings``). This module imports no other ``factdebate`` module.
+``Basic base64(user:password)`` and any other base64 text that contains it), hex (lower and upper
+case) and JSON-escaped; each of these also with invisible characters between its characters
+(zero-width spaces and joiners, the word joiner, the byte-order mark, the soft hyphen, raw or as
+``\uXXXX`` escapes written out: :data:`INVISIBLE`). Credentials of URLs the process never saw
+are masked as well (:func:`mask_url`, also exported by ``factdebate.core.settings``). Text that
+arrives in pieces (a streamed reply) is redacted by :class:`StreamRedactor`, which holds back only
+the end of a piece that could be the start of a secret (:func:`held_from`). This module imports
+no other ``factdebate`` module.
 
 Where it applies - every way out passes through one of these, and each calls :func:`redact`:
 
@@ -32,7 +37,10 @@ Where it applies - every way out passes through one of these, and each calls :fu
   outputs, error, metadata, extra, events;
 * log lines of the server process (``factdebate.server.logs``): every record's message, its
   arguments and its rendered traceback;
-* the CLI's consoles (``factdebate.cli.output``).
+* the CLI's consoles (``factdebate.cli.output``);
+* everything the LangGraph server sends, once more at its edge (``factdebate.server.egress``: HTTP
+  bodies, every stream mode's events, thread state and history, run errors, the web page), and
+  every log line it writes (``factdebate.server.logs``: the rendered line, after every formatter).
 
 Secrets shorter than ``MIN_SECRET_CHARS`` are not searched for (they would match ordinary words).
 """
@@ -41,6 +49,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import os
 import re
 import threading
@@ -151,18 +160,68 @@ def _base64_cores(data: bytes) -> set[str]:
 
 
 def forms(secret: str) -> set[str]:
-    """``secret`` as it may travel: as is, URL-encoded, and inside base64 text."""
+    """``secret`` as it may travel: as is, URL-encoded, inside base64 text, hex, JSON-escaped."""
     data = secret.encode("utf-8")
-    return {secret, quote(secret, safe=""), quote_plus(secret), quote(secret)} | \
-        _base64_cores(data)
+    plain = {secret, quote(secret, safe=""), quote_plus(secret), quote(secret),
+             data.hex(), data.hex().upper()} | _base64_cores(data)
+    escaped = {json.dumps(f, ensure_ascii=ascii)[1:-1] for f in plain for ascii in (True, False)}
+    return plain | escaped
+
+
+INVISIBLE = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e]"
+                       r"|\\u(?:200[bcdBCD]|2060|[fF][eE][fF][fF]|00[aA][dD]|180[eE])")
+"""Characters a text may hide between a secret's characters, raw or as JSON/``repr`` escapes."""
 
 
 @functools.lru_cache(maxsize=8)
-def _pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
+def _compiled(secrets: frozenset[str]) -> tuple[re.Pattern[str] | None, dict[str, tuple[str, ...]],
+                                                 int]:
+    """(one pattern of every form, the forms by their first character, the longest form)."""
     every = {form for secret in secrets for form in forms(secret) if form}
     if not every:
-        return None
-    return re.compile("|".join(re.escape(f) for f in sorted(every, key=len, reverse=True)))
+        return None, {}, 0
+    by_first: dict[str, set[str]] = {}
+    for form in every:
+        by_first.setdefault(form[0], set()).add(form)
+    pattern = re.compile("|".join(re.escape(f) for f in sorted(every, key=len, reverse=True)))
+    return (pattern, {c: tuple(sorted(fs, key=len)) for c, fs in by_first.items()},
+            max(map(len, every)))
+
+
+def _visible(text: str) -> tuple[str, list[int] | None]:
+    """``text`` without :data:`INVISIBLE` characters, and where each of its characters was in
+    ``text`` (None: there were none)."""
+    if INVISIBLE.search(text) is None:
+        return text, None
+    where: list[int] = []
+    pos = 0
+    for m in INVISIBLE.finditer(text):
+        where.extend(range(pos, m.start()))
+        pos = m.end()
+    where.extend(range(pos, len(text)))
+    return "".join(text[i] for i in where), where
+
+
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds a form of a known secret, invisible characters inside it included."""
+    pattern = _compiled(known_secrets())[0]
+    if pattern is None or not text:
+        return []
+    visible, where = _visible(text)
+    if where is None:
+        return [m.span() for m in pattern.finditer(text)]
+    return [(where[m.start()], where[m.end() - 1] + 1) for m in pattern.finditer(visible)
+            if m.end() > m.start()]
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    out, pos = [], 0
+    for start, end in spans:
+        out.append(text[pos:start])
+        out.append(MASK)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact(text: str) -> str:
@@ -171,8 +230,73 @@ def redact(text: str) -> str:
     if not isinstance(text, str) or not text:
         return text
     masked = mask_url(text)  # first: a URL keeps its user name (``http://op:***@host``)
-    pattern = _pattern(known_secrets())
-    return pattern.sub(MASK, masked) if pattern is not None else masked
+    spans = secret_spans(masked)
+    return _masked(masked, spans) if spans else masked
+
+
+_OPEN_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@?#]*\Z"
+                       r"|(?i:[?&](?:api[_-]?key|key|token|access[_-]?token|password|passwd|"
+                       r"secret|sig|signature)=[^&#\s]*\Z)")
+"""The end of a text that may be a URL's user info or a secret query parameter still arriving."""
+_PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+HOLD_LIMIT = 4096
+"""Most characters :func:`held_from` holds back (an unknown URL's user info longer than this is
+not waited for)."""
+
+
+def held_from(text: str) -> int:
+    """Where the end of ``text`` could begin a secret that the text's next piece completes:
+    ``len(text)`` when nothing needs holding back.
+
+    Held: the longest end of ``text`` (invisible characters skipped) that is the start of a form
+    of a known secret, and the open user info or secret query parameter of a URL (:func:`mask_url`
+    masks it once complete), at most :data:`HOLD_LIMIT` characters.
+    """
+    n = len(text)
+    floor = max(0, n - HOLD_LIMIT)
+    held = n
+    url = _OPEN_URL.search(text, floor)
+    if url is not None:
+        held = url.start()
+    _, by_first, longest = _compiled(known_secrets())
+    if not by_first:
+        return held
+    tail_from = max(floor, n - 8 * longest)
+    visible, where = _visible(text[tail_from:])
+    partial = _PARTIAL_ESCAPE.search(visible)  # an invisible character's escape, still arriving
+    if partial is not None and partial.start() > 0:
+        visible = visible[:partial.start()]
+    for p in range(max(0, len(visible) - longest + 1), len(visible)):
+        rest = visible[p:]
+        if any(len(f) > len(rest) and f.startswith(rest) for f in by_first.get(rest[0], ())):
+            start = tail_from + (where[p] if where is not None else p)
+            return min(held, start)
+    return held
+
+
+class StreamRedactor:
+    """Redacts a text that arrives in pieces (a streamed reply): each piece is given out redacted
+    at once except its end that could begin a secret (:func:`held_from`), which waits for the next
+    piece; ``final`` gives out the rest."""
+
+    def __init__(self) -> None:
+        """An empty stream."""
+        self.pending = ""
+
+    def feed(self, piece: str, final: bool = False) -> str:
+        """The redacted text of ``pending + piece`` that no later piece can change."""
+        text = self.pending + piece
+        if final:
+            self.pending = ""
+            return redact(text)
+        cut = held_from(text)
+        spans = [*secret_spans(text), *(m.span() for m in _USERINFO.finditer(text)),
+                 *(m.span() for m in _SECRET_PARAM_MASK.finditer(text))]
+        for start, end in sorted(spans, reverse=True):
+            if start < cut < end:  # a match the cut would split waits whole
+                cut = start
+        self.pending = text[cut:]
+        return redact(text[:cut])
 
 
 def redact_value(value: Any, depth: int = 0) -> Any:

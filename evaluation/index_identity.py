@@ -47,9 +47,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import os
 import re
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -128,17 +130,105 @@ def _no_paths(text: str, *known: str) -> str:
     return _PATH.sub("<path>", text)
 
 
+_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .+-]{0,63}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .+-]{0,199}")
+_MODEL = re.compile(r"(?!.*(?:://|@|\.\.|:/))[A-Za-z0-9_][A-Za-z0-9_.:+/-]{0,199}")
+_PARAM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .+*(),-]{0,63}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+STATUSES = ("ok", "absent", "damaged")
+
+
+def _fits(pattern: re.Pattern[str], value: Any) -> str | None:
+    return value if isinstance(value, str) and pattern.fullmatch(value) else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _number(value: Any) -> int | float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return value if ok else None
+
+
+def _built(value: Any) -> str | None:
+    if not isinstance(value, str) or len(value) > 40:
+        return None
+    try:
+        return datetime.fromisoformat(value).isoformat()
+    except ValueError:
+        return None
+
+
+def _params(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, dict) or len(value) > 32:
+        return None
+    out = {k: v if _number(v) is not None else _fits(_PARAM, v)
+           for k, v in value.items() if _fits(_NAME, k)}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _vector(value: Any) -> dict[str, Any] | None:
+    part = _part(value, VECTOR_FIELDS)
+    if part is None:
+        return None
+    shaped = {"field": _fits(_NAME, part.get("field")), "metric": _fits(_NAME, part.get("metric")),
+              "index_type": _fits(_NAME, part.get("index_type")),
+              "build_params": _params(part.get("build_params")),
+              "search_params": _params(part.get("search_params"))}
+    return {k: v for k, v in shaped.items() if k in part and v is not None}
+
+
+def _keyword(value: Any) -> dict[str, Any] | None:
+    part = _part(value, KEYWORD_FIELDS)
+    if part is None:
+        return None
+    names = part.get("fields")
+    shaped = {"kind": _fits(_WORD, part.get("kind")), "title_boost": _number(
+        part.get("title_boost")), "tantivy": _fits(_WORD, part.get("tantivy")),
+        "fields": [n for n in names if _fits(_NAME, n)][:16] if isinstance(names, list) else None}
+    return {k: v for k, v in shaped.items() if k in part and v is not None}
+
+
+def _corpus_name(corpus: Any) -> str | None:
+    if not isinstance(corpus, str):
+        return None
+    return _fits(_FILE, Path(corpus.replace("\\", "/")).name)
+
+
+_SHAPES: dict[str, Callable[[Any], Any]] = {
+    "status": lambda v: v if v in STATUSES else None,
+    "corpus": _corpus_name,
+    "corpus_sha256": lambda v: _fits(_SHA256, v),
+    "documents": _count, "passages": _count, "chunk_chars": _count, "dimension": _count,
+    "embedding_model": lambda v: _fits(_MODEL, v),
+    "metric": lambda v: _fits(_NAME, v),
+    "vector_index": _vector,
+    "keyword_index": _keyword,
+    "collection": lambda v: _fits(_NAME, v),
+    "built": _built,
+    "demo": lambda v: v if isinstance(v, bool) else None,
+}
+"""Each public field's shape: a value of another shape is sent as None (a hand-edited manifest's
+path, URI or credential never reaches a client)."""
+
+
 def public_identity(identity: dict[str, Any]) -> dict[str, Any]:
-    """What a client may know of an index: :data:`PUBLIC_FIELDS` only - the corpus file by its
-    name, a damage reason without paths, the vector and keyword index by kind and parameters; no
-    index folder, no Milvus URI (not even masked), nothing else the manifest holds."""
-    out = {k: identity.get(k) for k in PUBLIC_FIELDS if k in identity}
-    corpus = out.get("corpus")
-    out["corpus"] = Path(corpus.replace("\\", "/")).name if isinstance(corpus, str) else None
-    if "damage" in out:
-        out["damage"] = _no_paths(str(out["damage"]), str(identity.get("index_dir") or ""))
-    out["vector_index"] = _part(out.get("vector_index"), VECTOR_FIELDS)
-    out["keyword_index"] = _part(out.get("keyword_index"), KEYWORD_FIELDS)
+    """What a client may know of an index: :data:`PUBLIC_FIELDS` only, each of its known shape
+    (:data:`_SHAPES`; another value is None) - the corpus file by its name, a damage reason
+    without paths or credentials (at most 300 characters), the vector and keyword index by kind
+    and parameters; no index folder, no Milvus URI (not even masked), nothing else the manifest
+    holds."""
+    out: dict[str, Any] = {}
+    for k in PUBLIC_FIELDS:
+        if k == "damage":
+            if "damage" in identity:
+                text = mask_url(_no_paths(str(identity["damage"]),
+                                          str(identity.get("index_dir") or "")))
+                out["damage"] = text if len(text) <= 300 else text[:297] + "..."
+        elif k in identity or k in ("corpus", "vector_index", "keyword_index"):
+            out[k] = _SHAPES[k](identity.get(k))
     return out
 
 

@@ -56,17 +56,38 @@ from factdebate.core.context import (
 )
 from factdebate.core.errors import ConfigError, SettingsRefused
 from factdebate.core.settings import coerce, default_of, field_types
-from factdebate.graphs.registry import FRAMEWORKS, context_class
+from factdebate.graphs.exported import BREAKPOINTS_KEY, node_names
+from factdebate.graphs.registry import FRAMEWORKS, context_class, exported_graph
 from factdebate.graphs.verifiers import verifier_key
 from factdebate.server.limits import RECURSION_ENV, Limits, load_limits
+
+MAX_DETAIL_CHARS = 2000
+"""Longest refusal a client gets (a refusal quoting a client's value is cut, not echoed whole)."""
+MAX_SHOWN_CHARS = 80
+"""Longest client value a refusal quotes (:func:`shown`)."""
+
+
+def shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``repr(value)`` for a refusal, cut to ``limit`` characters (its length said when cut)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def bounded(detail: str, limit: int = MAX_DETAIL_CHARS) -> str:
+    """``detail`` cut to ``limit`` characters (a refusal's body stays small whatever was sent)."""
+    return detail if len(detail) <= limit else f"{detail[:limit - 20]}... (cut)"
 
 
 class Refused(Exception):
     """A client setting the server does not accept (the auth handlers answer ``status`` with it:
-    403 for what this server does not allow, 422 for a value no run could use)."""
+    403 for what this server does not allow, 422 for a value no run could use). Its ``detail`` is
+    at most :data:`MAX_DETAIL_CHARS` long."""
 
     def __init__(self, field: str, detail: str, status: int = 403) -> None:
         """``field``: the refused setting; ``detail``: the one-line message for the client."""
+        field, detail = bounded(field, MAX_SHOWN_CHARS), bounded(detail)
         super().__init__(detail)
         self.field = field
         self.detail = detail
@@ -350,6 +371,55 @@ def check_reserved_configurable(config: Mapping[str, Any] | None, where: str) ->
                           "not by clients; remove it")
 
 
+MAX_BREAKPOINTS = 64
+"""Most node names one kind of breakpoint may name."""
+
+
+def check_inner_breakpoints(configurable: Any, where: str, graph: str | None = None) -> None:
+    """A ``configurable`` that carries the inner-breakpoint key itself (``BREAKPOINTS_KEY`` of
+    ``factdebate.graphs.exported``, which the graphs set from a run's ``interrupt_before``/
+    ``interrupt_after``): ``{"before": [names], "after": [names]}``, each name a node inside a
+    turn of ``graph`` (any graph when unknown: the shape only), plain or ``turn:``-qualified.
+
+    Raises:
+        Refused: 422 naming the key and what is wrong, quoting at most a short part of a value.
+    """
+    if not isinstance(configurable, Mapping) or BREAKPOINTS_KEY not in configurable:
+        return
+    value = configurable[BREAKPOINTS_KEY]
+    field = f"config.configurable.{BREAKPOINTS_KEY}"
+    if value is None:
+        return
+    if not isinstance(value, Mapping) or set(value) - {"before", "after"}:
+        raise Refused(field, f"{where}: {field} must be an object with the lists 'before' and "
+                      f"'after' of node names, not {shown(value)}; or name the nodes in "
+                      "interrupt_before/interrupt_after", 422)
+    inner = _inner_nodes(graph) if graph else None
+    for kind in ("before", "after"):
+        names = value.get(kind)
+        if names is None:
+            continue
+        if (not isinstance(names, list) or len(names) > MAX_BREAKPOINTS
+                or not all(isinstance(n, str) and 0 < len(n) <= MAX_SHOWN_CHARS for n in names)):
+            raise Refused(field, f"{where}: {field}.{kind} must be a list of at most "
+                          f"{MAX_BREAKPOINTS} node names of at most {MAX_SHOWN_CHARS} characters, "
+                          f"not {shown(names)}", 422)
+        unknown = [n for n in names if inner is not None and n not in inner]
+        if unknown:
+            raise Refused(field, f"{where}: {field}.{kind} names node(s) inside no turn of "
+                          f"{graph}: {', '.join(shown(n) for n in unknown[:5])}"
+                          f"{f' and {len(unknown) - 5} more' if len(unknown) > 5 else ''}; "
+                          f"its nodes inside turns: {', '.join(sorted(inner)) or 'none'}", 422)
+
+
+@functools.cache
+def _inner_nodes(graph: str) -> frozenset[str]:
+    """The names of graph ``graph``'s nodes inside turns, plain and ``turn:``-qualified."""
+    top, drawn = node_names(exported_graph(graph))
+    inner = [n for n in drawn if n not in top and ":" in n]
+    return frozenset({*inner, *(n.rsplit(":", 1)[-1] for n in inner)})
+
+
 def check_run_kwargs(kwargs: Mapping[str, Any], graph: str | None = None) -> None:
     """A run's settings, as langgraph-api hands them to ``threads.create_run``.
 
@@ -361,6 +431,8 @@ def check_run_kwargs(kwargs: Mapping[str, Any], graph: str | None = None) -> Non
     check_settings(kwargs.get("context"), "run context", graph, limits)
     configurable = (kwargs.get("config") or {}).get("configurable") or {}
     check_settings(configurable, "run config.configurable", graph, limits)
+    check_inner_breakpoints(configurable, "run", graph)
+    check_inner_breakpoints(kwargs.get("context"), "run context", graph)
     context = kwargs.get("context")
     check_unset_models({**configurable, **(context if isinstance(context, Mapping) else {})},
                        "run", graph)
@@ -375,6 +447,8 @@ def check_assistant(value: Mapping[str, Any]) -> None:
     check_reserved_configurable(value.get("config"), "assistant")
     check_settings((value.get("config") or {}).get("configurable"),
                    "assistant config.configurable", graph, limits, stored=True)
+    check_inner_breakpoints((value.get("config") or {}).get("configurable"), "assistant", graph)
+    check_inner_breakpoints(value.get("context"), "assistant context", graph)
 
 
 def check_cron_payload(payload: Mapping[str, Any] | None) -> None:
@@ -389,3 +463,5 @@ def check_cron_payload(payload: Mapping[str, Any] | None) -> None:
                     if k != "cron_id"}  # langgraph-api stamps cron_id itself before the check
     check_reserved_configurable({"configurable": configurable}, "cron")
     check_settings(configurable, "cron config.configurable", graph, limits, stored=True)
+    check_inner_breakpoints(configurable, "cron", graph)
+    check_inner_breakpoints(payload.get("context"), "cron context", graph)

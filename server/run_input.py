@@ -13,6 +13,10 @@
   graph as Studio draws them (``get_graph(xray=True)``: nodes inside turns too, by plain or
   ``turn:``-qualified name, graphs/exported.py) or ``"*"``; an unknown name is refused (422, the
   graph's nodes listed) before the run is created, instead of failing or being ignored later.
+  Names are strings of at most ``MAX_SHOWN_CHARS`` characters, at most ``MAX_BREAKPOINTS`` of
+  them (a refusal quotes a cut value, never a client's whole value); the inner-breakpoint key a
+  client puts in ``config.configurable`` itself gets the same checks
+  (``factdebate.server.policy.check_inner_breakpoints``, also for assistants and crons).
 
 The handler mutates the ``RunsCreate`` value in place (langgraph-api stores the run from it after
 the handler returns). Wiring, in server/auth.py::
@@ -33,7 +37,13 @@ from factdebate.core.errors import ConfigError
 from factdebate.core.state import complete_input
 from factdebate.graphs.exported import split_breakpoints
 from factdebate.graphs.registry import exported_graph
-from factdebate.server.policy import Refused
+from factdebate.server.policy import (
+    MAX_BREAKPOINTS,
+    MAX_SHOWN_CHARS,
+    Refused,
+    check_inner_breakpoints,
+    shown,
+)
 
 
 def check_breakpoints(value: dict[str, Any], graph_id: str | None) -> None:
@@ -42,14 +52,25 @@ def check_breakpoints(value: dict[str, Any], graph_id: str | None) -> None:
     Runs of other assistants' graphs (``graph_id`` None) are checked when the run starts
     (``DebateGraph.astream`` raises the same ``ConfigError``).
     """
-    if graph_id is None:
-        return
     kwargs = value.get("kwargs") or {}
     for kind in ("interrupt_before", "interrupt_after"):
+        names = kwargs.get(kind)
+        listed = [names] if isinstance(names, str) else names
+        if names is not None and (
+                not isinstance(listed, list) or len(listed) > MAX_BREAKPOINTS
+                or not all(isinstance(n, str) and 0 < len(n) <= MAX_SHOWN_CHARS for n in listed)):
+            raise Refused(kind, f"{kind} must be '*' or a list of at most {MAX_BREAKPOINTS} node "
+                          f"names of at most {MAX_SHOWN_CHARS} characters, not {shown(names)}",
+                          status=422)
+        if graph_id is None:
+            continue
         try:
-            split_breakpoints(exported_graph(graph_id), kwargs.get(kind), kind)
+            split_breakpoints(exported_graph(graph_id), names, kind)
         except ConfigError as exc:
             raise Refused(kind, str(exc), status=422) from None
+    config = kwargs.get("config")
+    check_inner_breakpoints(config.get("configurable") if isinstance(config, dict) else None,
+                            "run", graph_id)
 
 
 def complete_run_input(value: dict[str, Any]) -> None:

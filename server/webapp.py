@@ -55,6 +55,7 @@ from factdebate.evaluation.index_identity import INDEX_ROUTE, index_identity, pu
 from factdebate.graphs.registry import FRAMEWORKS, context_class
 from factdebate.server import evals_browser
 from factdebate.server.auth import LIMITS, authenticate
+from factdebate.server.egress import EgressFilter
 from factdebate.server.guard import ServerGuard
 from factdebate.server.lifespan import lifespan
 from factdebate.testing.script import SCENARIOS
@@ -209,5 +210,6 @@ app = Starlette(routes=[
     Route(INDEX_ROUTE, index, methods=["GET"]),
     Mount("/app", StaticFiles(directory=STATIC, html=True), name="app"),
 ], lifespan=lifespan,  # the index is found or built before the first request
-    middleware=[Middleware(ServerGuard)])  # langgraph-api runs it on every route
+    middleware=[Middleware(EgressFilter),  # outermost: every byte sent passes the secret filter
+                Middleware(ServerGuard)])  # langgraph-api runs both on every route
 """The custom app langgraph-api merges with its own (``langgraph.json`` ``http.app``)."""

@@ -192,3 +192,39 @@ def test_the_evaluation_browser_lists_each_runs_index_and_ceiling(tmp_path, monk
                                "demo": False, "corpus": "wiki.jsonl"}  # no server path
     assert listed["evidence"]["ceiling"]["share"] == 0.5
     assert listed["evidence"]["headline"]["ceiling"] == 0.5
+
+
+def test_a_hand_edited_manifest_reaches_no_client_except_in_known_shapes():
+    """``/factdebate/index`` sends the public fields only, each of its known shape: a path, a URI
+    with ``user:password`` or any other value of another shape is sent as None."""
+    edited = dict(IDENTITY, corpus="http://u:corpus-pw@host/wiki.jsonl",
+                  corpus_sha256="see http://u:sha-pw@host", documents="4; /etc/passwd",
+                  passages=-1, embedding_model="onnx:/srv/models/minilm.onnx",
+                  dimension=True, metric="COSINE; http://u:m-pw@h", collection="/idx/milvus",
+                  built="yesterday at /srv", demo="yes",
+                  vector_index={"index_type": "HNSW", "metric": "COSINE", "field": "vector",
+                                "build_params": {"M": 16, "uri": "http://root:vi-pw@db:19530",
+                                                 "/path": 1},
+                                "search_params": {"ef": "max(64, 2*k)"}, "folder": "/idx"},
+                  keyword_index={"kind": "tantivy BM25", "fields": ["title", "/srv/x"],
+                                 "title_boost": float("nan"), "tantivy": "0.22.0"},
+                  status="ok http://u:st-pw@h", extra="http://u:extra-pw@h",
+                  damage="cannot read /srv/idx/keyword (http://u:dmg-pw@db:1) " + "x" * 500)
+    told = public_identity(edited)
+    text = json.dumps(told)
+    for secret in ("-pw", "/srv", "/etc", "/idx", "extra"):
+        assert secret not in text, (secret, text)
+    assert set(told) == {"status", "damage", "corpus", "corpus_sha256", "documents", "passages",
+                         "chunk_chars", "embedding_model", "dimension", "metric", "vector_index",
+                         "keyword_index", "collection", "built", "demo"}
+    assert told["status"] is None and told["corpus_sha256"] is None and told["passages"] is None
+    assert told["vector_index"] == {"field": "vector", "metric": "COSINE", "index_type": "HNSW",
+                                    "build_params": {"M": 16},
+                                    "search_params": {"ef": "max(64, 2*k)"}}
+    assert told["keyword_index"] == {"kind": "tantivy BM25", "fields": ["title"],
+                                     "tantivy": "0.22.0"}
+    assert len(told["damage"]) <= 300
+    clean = public_identity(IDENTITY)  # a built index's manifest passes whole
+    assert clean["corpus"] == "wiki.jsonl" and clean["corpus_sha256"] == "a" * 64
+    assert clean["built"] == "2026-01-01T00:00:00+00:00" and clean["embedding_model"] == "minilm"
+    assert clean["vector_index"]["build_params"] == {"M": 16, "efConstruction": 200}

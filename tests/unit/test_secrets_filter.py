@@ -99,6 +99,8 @@ CALL_SITES = {
     "evaluation/results.py": "eval's ToolFault rows (the tool faults' flags and the message)",
     "nodes/retrieval.py": "a retriever's fault in the run's flags (verify, check, eval --tool-faults score)",
     "nodes/mermaid/call_tool.py": "a MERMAID tool's fault in the run's flags",
+    "server/egress.py": "everything the LangGraph server sends (its edge, EgressFilter)",
+    "server/logs.py": "every line the server's log handlers write (after every formatter)",
 }
 
 
@@ -147,3 +149,42 @@ async def test_a_retrievers_fault_reaches_the_flags_masked():
     flag = next(f for f in out["flags"] if f.startswith("tool fault: leaky"))
     assert "ConnectionError" in flag and "http://op:***@127.0.0.1:9" in flag, flag
     assert PASSWORD not in flag and KEY not in flag, flag
+
+
+def test_hex_json_escaped_and_invisibly_split_forms_are_removed():
+    data = KEY.encode()
+    hidden = {"hex": data.hex(), "HEX": data.hex().upper(), "zero-width": "\u200b".join(KEY),
+              "joiners": "\u200d\u2060".join(KEY), "soft hyphens": "\u00ad".join(KEY),
+              "escaped zero-width": "\\u200b".join(KEY), "json": '"' + PASSWORD + '"'}
+    for name, text in hidden.items():
+        out = redact(f"model said {text}.")
+        visible = secrets_filter.INVISIBLE.sub("", out)
+        assert KEY not in visible and data.hex() not in visible.lower(), (name, out)
+        assert out.startswith("model said ") and out.endswith("."), (name, out)
+    assert redact("ordinary text\u200bwith a zero-width space") == (
+        "ordinary text\u200bwith a zero-width space")
+
+
+ZW = "\u200b"
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 11])
+def test_a_streamed_text_is_redacted_across_its_pieces(size: int):
+    text = (f"the reply holds {KEY} and {ZW.join(KEY)} and "
+            f"http://op:{PASSWORD}@127.0.0.1:9/v1 and {base64.b64encode(KEY.encode()).decode()};"
+            " the Eiffel Tower is in Paris.")
+    stream = secrets_filter.StreamRedactor()
+    out = "".join(stream.feed(text[i:i + size]) for i in range(0, len(text), size))
+    out += stream.feed("", final=True)
+    assert KEY not in secrets_filter.INVISIBLE.sub("", out) and PASSWORD not in out, out
+    assert out.startswith("the reply holds *** and *** and http://") and out.count("***") == 4
+    assert out.endswith("@127.0.0.1:9/v1 and ***g==; the Eiffel Tower is in Paris."), out
+
+
+def test_only_an_end_that_could_begin_a_secret_is_held_back():
+    stream = secrets_filter.StreamRedactor()
+    assert stream.feed("The Eiffel Tower is in Paris. ") == "The Eiffel Tower is in Paris. "
+    assert stream.feed("It said sk-op-01") == "It said "  # the start of the key waits
+    assert stream.feed("XYZ") == "sk-op-01XYZ"  # not the key after all: given out
+    assert secrets_filter.held_from("a url http://op:pass") == len("a url ")
+    assert secrets_filter.held_from("nothing here.") == len("nothing here.")

@@ -323,3 +323,57 @@ def test_verifier_settings_of_every_framework_alias_are_checked_by_that_framewor
         check_verifier_settings({"framework": framework,
                                  "verifier_settings": {"tool_retries": "many"}}, "context", limits)
     assert refused.value.field == "verifier_settings.tool_retries", refused.value.detail
+
+
+BIG = "n" * 200_000
+
+
+@pytest.mark.parametrize("value, says", [
+    ("respond", "must be an object"),
+    ({"before": "respond"}, "must be a list"),
+    ({"before": [5]}, "must be a list"),
+    ({"during": ["respond"]}, "must be an object"),
+    ({"before": [BIG]}, "must be a list"),
+    ({"after": ["no_such_node"]}, "names node(s) inside no turn of tool_mad"),
+])
+@pytest.mark.parametrize("where", ["run", "assistant", "cron"])
+def test_the_inner_breakpoint_key_is_checked_wherever_it_comes_from(value: Any, says: str,
+                                                                    where: str):
+    """``config.configurable`` carrying the graphs' inner-breakpoint key itself: a malformed value
+    is a 422 naming the key (no run ends on a TypeError), a long value is not echoed."""
+    from factdebate.graphs.exported import BREAKPOINTS_KEY
+    from factdebate.server.policy import check_cron_payload
+    from factdebate.server.run_input import check_breakpoints
+
+    config = {"configurable": {BREAKPOINTS_KEY: value}}
+    with pytest.raises(Refused) as refused:
+        if where == "run":
+            check_run_kwargs({"config": config}, "tool_mad")
+        elif where == "assistant":
+            check_assistant({"graph_id": "tool_mad", "config": config})
+        else:
+            check_cron_payload({"assistant_id": "tool_mad", "config": config})
+    assert refused.value.status == 422 and says in refused.value.detail, refused.value.detail
+    assert BREAKPOINTS_KEY in refused.value.detail and len(refused.value.detail) < 3000
+    if where == "run":
+        with pytest.raises(Refused, match=BREAKPOINTS_KEY):
+            check_breakpoints({"kwargs": {"config": config}}, "tool_mad")
+
+
+def test_valid_inner_breakpoints_pass_and_refusals_of_names_stay_small():
+    from factdebate.graphs.exported import BREAKPOINTS_KEY
+    from factdebate.server.run_input import check_breakpoints
+
+    check_run_kwargs({"config": {"configurable": {BREAKPOINTS_KEY: {
+        "before": ["respond", "debate_turn:respond"], "after": None}}}}, "tool_mad")
+    check_run_kwargs({"config": {"configurable": {BREAKPOINTS_KEY: {"before": ["x"]}}}}, None)
+    for names in ([BIG], [f"n{i}" for i in range(5000)], BIG, [{"a": 1}]):
+        with pytest.raises(Refused) as refused:
+            check_breakpoints({"kwargs": {"interrupt_before": names}}, "tool_mad")
+        assert refused.value.status == 422 and len(refused.value.detail) < 600, names
+        assert "interrupt_before must be" in refused.value.detail
+    with pytest.raises(Refused) as refused:
+        check_breakpoints({"kwargs": {"interrupt_after": ["nope"]}}, "tool_mad")
+    assert "'nope'" in refused.value.detail and "respond" in refused.value.detail
+    huge = Refused("model", f"run context: debater_model={BIG!r} is not allowed")
+    assert len(huge.detail) <= 2000 and huge.detail.endswith("(cut)")

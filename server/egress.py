@@ -1,0 +1,307 @@
+"""The server's edge: everything the LangGraph server sends passes the one secret filter.
+
+The secret filter (:mod:`factdebate.core.secrets_filter`) is applied where errors are made (every
+``FactDebateError``, every exception a node raises, tool faults, traces, log records); a path past
+those places - a library's exception whose text is computed rather than stored (pydantic's
+``ValidationError`` quoting a model reply that holds the operator's key), a model's completion
+that repeats a key into the run's state - would reach a client as it is. :class:`EgressFilter`
+is the last place before the network: an ASGI middleware of the custom app (``server/webapp.py``),
+which langgraph-api runs on every route before its own (``langgraph.json``: ``http.app``,
+``"middleware_order": "middleware_first"``). It redacts:
+
+* every response's headers and body: thread state and history, runs, assistants, crons, store
+  items, run errors (``__error__``), ``runs/wait``'s reply, the 4xx/5xx details, the web page and
+  its files. A body sent in one piece is redacted whole (``Content-Length`` set anew); a streamed
+  one piece by piece (:class:`~factdebate.core.secrets_filter.StreamRedactor`: only an end that
+  could begin a secret waits for the next piece, so nothing is delayed otherwise);
+* Server-Sent Events (``runs/stream``, ``threads/{id}/runs/{id}/stream``, every stream mode) event
+  by event: an event is sent when it is complete, redacted, so SSE framing stays intact. The model
+  text that a stream splits over many events is redacted across them: the token chunks of
+  ``messages-tuple`` (``messages``) and ``events`` (``on_chat_model_stream``) per message, each
+  event's text held back only where it could begin a secret (it goes out in the message's next
+  event, its last chunk, or one added event of the same message when the stream ends); the
+  accumulated ``messages/partial`` text without such an end;
+* gzip- or deflate-encoded bodies are decoded and sent as identity (langgraph-api does not
+  compress; a proxy or an app that does is handled); a body in an encoding it cannot read is
+  replaced by a 502 naming the encoding.
+
+What it cannot catch is listed in ``docs/deployment.md`` (secrets it does not know, secrets
+shorter than ``MIN_SECRET_CHARS``, other transformations, images, structured content parts split
+across stream events, tool-call argument deltas).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import json
+import re
+import zlib
+from typing import Any
+
+from factdebate.core.secrets_filter import StreamRedactor, held_from, redact
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+
+_EVENT_END = re.compile(r"\r\n\r\n|\n\n|\r\r")
+_DECODABLE = {b"gzip": 16 + zlib.MAX_WBITS, b"x-gzip": 16 + zlib.MAX_WBITS,
+              b"deflate": zlib.MAX_WBITS}
+_FILE_SENDS = ("http.response.pathsend", "http.response.zerocopysend")
+"""ASGI extensions that send a file without body messages: withheld so every byte is seen."""
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """``data`` (any bytes; UTF-8 text where it is text) without the secrets the process knows."""
+    return _encode(redact(_decode(data))) if data else data
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    return next((v for k, v in headers if k.lower() == name), None)
+
+
+class EgressFilter:
+    """Pure ASGI middleware: every response of the server through the secret filter (module
+    docstring)."""
+
+    def __init__(self, app: Any) -> None:
+        """Wrap ``app`` (the rest of the server)."""
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        """Run the server with a ``send`` that redacts what it sends."""
+        if scope["type"] == "http":
+            extensions = scope.get("extensions") or {}
+            if any(k in extensions for k in _FILE_SENDS):
+                scope = {**scope, "extensions": {k: v for k, v in extensions.items()
+                                                 if k not in _FILE_SENDS}}
+            await self.app(scope, receive, _Response(send).send)
+        elif scope["type"] == "websocket":
+            await self.app(scope, receive, _websocket(send))
+        else:
+            await self.app(scope, receive, send)
+
+
+def _websocket(send: Any) -> Any:
+    async def redacted(message: Message) -> None:
+        if message.get("type") == "websocket.send":
+            if message.get("text"):
+                message = {**message, "text": redact(message["text"])}
+            elif message.get("bytes"):
+                message = {**message, "bytes": redact_bytes(message["bytes"])}
+        elif message.get("type") == "websocket.close" and message.get("reason"):
+            message = {**message, "reason": redact(message["reason"])}
+        await send(message)
+
+    return redacted
+
+
+class _Response:
+    """One response's ``send``: holds the start until the first body piece says how to filter."""
+
+    def __init__(self, send: Any) -> None:
+        self._send = send
+        self._lock = asyncio.Lock()  # the SSE heartbeat task sends beside the stream
+        self._start: Message | None = None
+        self._mode = ""
+        self._decoder: Any = None
+        self._inflate: Any = None
+        self._text = StreamRedactor()
+        self._events: _SseEvents | None = None
+
+    async def send(self, message: Message) -> None:
+        async with self._lock:
+            kind = message.get("type")
+            if kind == "http.response.start":
+                self._start = message
+                return
+            if kind != "http.response.body":
+                await self._send(message)
+                return
+            if not self._mode:
+                if await self._begin(message):
+                    return
+            await self._body(message.get("body", b""), bool(message.get("more_body")))
+
+    async def _begin(self, message: Message) -> bool:
+        """Send the start; True when ``message`` was answered whole here."""
+        start = self._start or {"type": "http.response.start", "status": 200, "headers": []}
+        headers = [(k, redact(v.decode("latin-1")).encode("latin-1", "replace"))
+                   for k, v in start.get("headers") or ()]
+        encoding = (_header(headers, b"content-encoding") or b"identity").strip().lower()
+        if encoding not in (b"identity", b"") and encoding not in _DECODABLE:
+            await self._refuse(encoding)
+            return True
+        if encoding in _DECODABLE:
+            self._inflate = zlib.decompressobj(_DECODABLE[encoding])
+            headers = [(k, v) for k, v in headers if k.lower() != b"content-encoding"]
+        kind = (_header(headers, b"content-type") or b"").split(b";")[0].strip().lower()
+        whole = not message.get("more_body")
+        if whole:
+            body = message.get("body", b"")
+            if self._inflate is not None:
+                body = self._inflate.decompress(body) + self._inflate.flush()
+            body = redact_bytes(body)
+            headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(body)).encode()))
+            await self._send({**start, "headers": headers})
+            await self._send({"type": "http.response.body", "body": body, "more_body": False})
+            self._mode = "done"
+            return True
+        headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+        await self._send({**start, "headers": headers})
+        self._mode = "sse" if kind == b"text/event-stream" else "text"
+        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        if self._mode == "sse":
+            self._events = _SseEvents()
+        return False
+
+    async def _refuse(self, encoding: bytes) -> None:
+        body = json.dumps({"detail": f"the response is {encoding.decode('latin-1')}-encoded, "
+                                     "which this server's secret filter cannot read"}).encode()
+        await self._send({"type": "http.response.start", "status": 502, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await self._send({"type": "http.response.body", "body": body, "more_body": False})
+        self._mode = "refused"
+
+    async def _body(self, body: bytes, more: bool) -> None:
+        if self._mode in ("done", "refused"):
+            return
+        if self._inflate is not None:
+            body = self._inflate.decompress(body) + (b"" if more else self._inflate.flush())
+        text = self._decoder.decode(body, final=not more)
+        if self._mode == "sse":
+            assert self._events is not None
+            out = self._events.feed(text, final=not more)
+        else:
+            out = self._text.feed(text, final=not more)
+        if out or not more:
+            await self._send({"type": "http.response.body", "body": _encode(out),
+                              "more_body": more})
+        if not more:
+            self._mode = "done"
+
+
+class _SseEvents:
+    """Server-Sent Events redacted event by event, model text across events (module docstring)."""
+
+    def __init__(self) -> None:
+        self.buffer = ""
+        self.streams: dict[tuple[str, ...], tuple[StreamRedactor, str, Any]] = {}
+
+    def feed(self, text: str, final: bool) -> str:
+        """The complete events of ``buffer + text``, redacted (all of it when ``final``)."""
+        self.buffer += text
+        last = None
+        for match in _EVENT_END.finditer(self.buffer):
+            last = match
+        if final:
+            events, self.buffer = self.buffer, ""
+        elif last is None:
+            return ""
+        else:
+            events, self.buffer = self.buffer[:last.end()], self.buffer[last.end():]
+        out: list[str] = []
+        pos = 0
+        for end in _EVENT_END.finditer(events):
+            out.append(self._event(events[pos:end.end()]))
+            pos = end.end()
+        if pos < len(events):
+            out.append(self._event(events[pos:]))
+        if final:
+            out.extend(self._flush(key) for key in list(self.streams))
+        return "".join(out)
+
+    def _event(self, raw: str) -> str:
+        """One event (its blank line included), its model text redacted across events."""
+        lines = raw.splitlines(keepends=True)
+        names = [ln for ln in lines if ln.startswith("event:")]
+        datas = [i for i, ln in enumerate(lines) if ln.startswith("data:")]
+        if len(names) != 1 or len(datas) != 1:
+            return redact(raw)
+        name = names[0][6:].strip()
+        line = lines[datas[0]]
+        body = line[5:].lstrip(" ").rstrip("\r\n")
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return redact(raw)
+        before = ""
+        changed = self._model_text(name.split("|")[0], name, data)
+        if isinstance(changed, tuple):
+            before, data = changed
+        elif changed is None:
+            return redact(raw)
+        else:
+            data = changed
+        ending = line[len(line.rstrip("\r\n")):]
+        lines[datas[0]] = "data: " + json.dumps(data, ensure_ascii=False,
+                                                separators=(",", ":")) + ending
+        return before + redact("".join(lines))
+
+    def _model_text(self, mode: str, name: str, data: Any) -> Any:
+        """``data`` with its model text redacted across events (None: no model text here); a
+        tuple (events to send first, data) when an earlier stream must be flushed first."""
+        if mode == "messages" and isinstance(data, list) and data and isinstance(data[0], dict):
+            chunk = data[0]
+            key = ("messages", name, str(chunk.get("id")))
+            return [self._delta(key, name, data, chunk), *data[1:]]
+        if mode == "messages/partial" and isinstance(data, list):
+            return [_partial(m) for m in data]
+        if mode == "events" and isinstance(data, dict):
+            run, event = str(data.get("run_id")), data.get("event")
+            chunk = (data.get("data") or {}).get("chunk") if isinstance(
+                data.get("data"), dict) else None
+            key = ("events", name, run)
+            if event == "on_chat_model_stream" and isinstance(chunk, dict):
+                new = self._delta(key, name, data, chunk)
+                return {**data, "data": {**data["data"], "chunk": new}}
+            if event == "on_chat_model_end" and key in self.streams:
+                return self._flush(key), data
+        return None
+
+    def _delta(self, key: tuple[str, ...], name: str, template: Any,
+               chunk: dict[str, Any]) -> dict[str, Any]:
+        content = chunk.get("content")
+        if not isinstance(content, str):
+            return chunk
+        redactor = self.streams[key][0] if key in self.streams else StreamRedactor()
+        meta = chunk.get("response_metadata") or {}
+        last = chunk.get("chunk_position") == "last" or bool(
+            isinstance(meta, dict) and meta.get("finish_reason"))
+        shown = redactor.feed(content, final=last)
+        if last:
+            self.streams.pop(key, None)
+        else:
+            self.streams[key] = (redactor, name, template)
+        return {**chunk, "content": shown}
+
+    def _flush(self, key: tuple[str, ...]) -> str:
+        """One added event of stream ``key`` carrying the text it still holds back."""
+        redactor, name, template = self.streams.pop(key)
+        rest = redactor.feed("", final=True)
+        if not rest:
+            return ""
+        if key[0] == "messages":
+            data = [{**template[0], "content": rest}, *template[1:]]
+        else:
+            chunk = {**template["data"]["chunk"], "content": rest}
+            data = {**template, "data": {**template["data"], "chunk": chunk}}
+        return redact(f"event: {name}\r\ndata: "
+                      f"{json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\r\n\r\n")
+
+
+def _partial(message: Any) -> Any:
+    """An accumulated message (``messages/partial``) without the end that may begin a secret."""
+    if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+        return message
+    text = redact(message["content"])
+    return {**message, "content": text[:held_from(text)]}
