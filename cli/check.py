@@ -28,6 +28,11 @@ from factdebate.core.control_chars import json_text
 from factdebate.core.errors import FactDebateError, InputError
 from factdebate.nodes.check_text.state import MAX_TEXT_CHARS, CheckTextContext
 
+WIKIPEDIA_HELP = (
+    "Search live Wikipedia ($FACTDEBATE_MEDIAWIKI_URL, English Wikipedia by default) instead of a "
+    "local index: rag_backend=wikipedia, search_backend=wikipedia unless TAVILY_API_KEY is set; "
+    "no index needed.")
+"""``--wikipedia`` of ``check`` and ``verify``."""
 CHECKS_FILE_BYTES = MAX_TEXT_CHARS * 4
 """A file larger than this cannot hold a text within the limit (4 bytes per character at most)."""
 
@@ -92,6 +97,7 @@ def check(
     rag_backend: Annotated[str | None, typer.Option(help="milvus | keyword | hybrid.")] = None,
     search_backend: Annotated[str | None, typer.Option(help="auto|tavily|local_search.")] = None,
     index_dir: Annotated[str | None, typer.Option(help="Index folder.")] = None,
+    wikipedia: Annotated[bool, typer.Option("--wikipedia", help=WIKIPEDIA_HELP)] = False,
     set_: Annotated[list[str], typer.Option("--set", help="Context field=value (the text "
                     "check's, else the verifier's).")] = [],  # noqa: B006
     thread_id: Annotated[str | None, typer.Option(help="Name of this run's checkpoint thread.")] = None,
@@ -119,12 +125,23 @@ def check(
         from factdebate.graphs.registry import FRAMEWORKS
 
         name = FRAMEWORKS.resolve(framework)
+        backends: dict[str, Any] = {"rag_backend": rag_backend, "search_backend": search_backend}
+        verifier: dict[str, Any] = {} if rounds is None else {"max_rounds": rounds}
+        if wikipedia:
+            from factdebate.graphs.registry import context_class
+            from factdebate.tools.wikipedia_live import shortcut_settings
+
+            backends = shortcut_settings(rag_backend, search_backend)
+            wiki = backends.pop("wiki_backend")  # MERMAID's field: the verifier's, not the check's
+            if "wiki_backend" in {f.name for f in fields(context_class(name))}:
+                verifier["wiki_backend"] = wiki
         ctx = check_context(
             {"framework": name, "debater_model": model, "judge_model": judge_model,
              "model_base_url": base_url, "max_claims": max_claims, "label_set": label_set,
-             "rag_backend": rag_backend, "search_backend": search_backend,
-             "index_dir": index_dir}, list(set_), {} if rounds is None else {"max_rounds": rounds})
-        if FRAMEWORKS.entry(name).meta.get("needs_index", True):
+             **backends, "index_dir": index_dir}, list(set_), verifier)
+        from factdebate.tools.wikipedia_live import needs_local_index
+
+        if FRAMEWORKS.entry(name).meta.get("needs_index", True) and needs_local_index(ctx):
             from factdebate.run.setup import check_index
 
             check_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))

@@ -18,6 +18,7 @@ for _var, _val in (("RAGAS_DO_NOT_TRACK", "true"), ("HF_HUB_OFFLINE", "1"),
 
 import typer  # noqa: E402
 
+from factdebate.cli.check import WIKIPEDIA_HELP  # noqa: E402
 from factdebate.cli.output import err, fail, out, quiet_libraries  # noqa: E402
 from factdebate.cli.verify_checks import read_claim  # noqa: E402
 from factdebate.core import log_redaction  # noqa: E402
@@ -77,6 +78,16 @@ def _tm(field: str, empty: str = "") -> str:
     return text or empty
 
 
+def _searches_index(framework: str, ctx: Any) -> bool:
+    """True when the run may read the local index folder (so it is checked, or the demo index
+    built, first): a framework that searches one, with a backend that reads it."""
+    from factdebate.graphs.registry import FRAMEWORKS
+    from factdebate.tools.wikipedia_live import needs_local_index
+
+    return bool(FRAMEWORKS.entry(framework).meta.get("needs_index", True)) and \
+        needs_local_index(ctx)
+
+
 @app.command()
 def verify(
     claim: Annotated[str, typer.Argument(help="The claim to verify ('-' reads stdin).")],
@@ -107,6 +118,8 @@ def verify(
         help="auto|tavily|local_search.", show_default=_tm("search_backend"))] = None,
     index_dir: Annotated[str | None, typer.Option(
         help="Index folder.", show_default="$FACTDEBATE_HOME/index")] = None,
+    wikipedia: Annotated[bool, typer.Option(
+        "--wikipedia", help=WIKIPEDIA_HELP, show_default=False)] = False,
     set_: Annotated[list[str], typer.Option(
         "--set", help="Any Context field=value.", show_default="none")] = [],  # noqa: B006
     thread_id: Annotated[str | None, typer.Option(
@@ -133,17 +146,23 @@ def verify(
         from factdebate.graphs.registry import FRAMEWORKS, context_class
 
         framework = FRAMEWORKS.resolve(framework)
+        cls = context_class(framework)
+        backends = {"rag_backend": rag_backend, "search_backend": search_backend}
+        if wikipedia:
+            from factdebate.tools.wikipedia_live import shortcut_settings
+
+            backends = {k: v for k, v in shortcut_settings(rag_backend, search_backend).items()
+                        if k in context_fields(cls)}
         ctx = build_context(
             {"debater_model": model, "judge_model": judge_model, "model_base_url": base_url,
              "max_rounds": rounds, "top_k": top_k, "scoring_mode": scoring,
              "debaters": debaters.split(",") if debaters else None,
              "query_formulation": query_formulation, "label_set": label_set,
-             "rag_backend": rag_backend, "search_backend": search_backend,
-             "index_dir": index_dir},
+             **backends, "index_dir": index_dir},
             set_,
-            context_class(framework),
+            cls,
         )
-        if FRAMEWORKS.entry(framework).meta.get("needs_index", True):
+        if _searches_index(framework, ctx):
             check_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
         from factdebate.run.engine import run_local
 

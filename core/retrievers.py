@@ -23,3 +23,4 @@ RETRIEVERS.register("tavily", "factdebate.tools.tavily_search:open_tavily_retrie
 RETRIEVERS.register("hybrid", "factdebate.tools.hybrid:open_hybrid_retriever")
 RETRIEVERS.register("openalex", "factdebate.tools.openalex:open_openalex_retriever")
 RETRIEVERS.register("langchain", "factdebate.tools.langchain_retriever:open_langchain_retriever")
+RETRIEVERS.register("wikipedia", "factdebate.tools.wikipedia_live:open_wikipedia_retriever")

@@ -68,7 +68,7 @@ CORPUS_FOLDER = "corpus"
 CORPORA = "corpora"
 """Folder under ``$FACTDEBATE_HOME`` holding the indexes of data folders' corpora."""
 KEY_FIELDS = ("corpus_sha256", "passages", "chunk_chars", "embedding_model", "dimension", "metric",
-              "vector_index", "keyword_index", "collection")
+              "vector_index", "keyword_index", "collection", "live")
 """Identity fields that decide what a search can find (:func:`index_key`)."""
 PUBLIC_FIELDS = ("status", "damage", "corpus", "corpus_sha256", "documents", "passages",
                  "chunk_chars", "embedding_model", "dimension", "metric", "vector_index",
@@ -116,8 +116,13 @@ def identity_of(index_dir: Path, milvus_uri: str = "") -> dict[str, Any]:
 
 def index_identity(ctx: Context) -> dict[str, Any]:
     """The identity of the index ``ctx`` searches (see the module docstring); cheap: reads the
-    manifest and opens the keyword index, never the Milvus database."""
-    return identity_of(ctx.index_path, ctx.resolved_milvus_uri)
+    manifest and opens the keyword index, never the Milvus database. A run that also searches a
+    live source (``rag_backend=wikipedia``) records it under ``live``: the wiki it cites."""
+    from factdebate.tools.wikipedia_live import live_sources
+
+    identity = identity_of(ctx.index_path, ctx.resolved_milvus_uri)
+    live = live_sources(ctx)
+    return {**identity, "live": live} if live else identity
 
 
 def _part(value: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
@@ -310,6 +315,9 @@ def describe(identity: dict[str, Any] | None) -> str:
     if identity is None:
         return "no index (the framework searches none)"
     ceiling = f"; retrieval ceiling {identity['ceiling']}" if identity.get("ceiling") else ""
+    ceiling += "".join(f"; searched live: {name} at {source.get('wiki')}"  # said on every form
+                       for name, source in (identity.get("live") or {}).items()
+                       if isinstance(source, dict))
     if identity.get("status") != "ok":
         return _not_ok(identity) + ceiling
     sha = str(identity.get("corpus_sha256") or "")

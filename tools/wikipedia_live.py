@@ -1,0 +1,520 @@
+"""Live Wikipedia as a retriever backend (``rag_backend=wikipedia``): nothing to index, only a wiki.
+
+For a user who has a model key and no index: each search asks the MediaWiki Action API at
+``FACTDEBATE_MEDIAWIKI_URL`` (default ``https://en.wikipedia.org/w/api.php``, the URL MERMAID's
+Wikipedia tools use) and answers with passages of the pages it finds:
+
+1. ``list=search`` for the query: the titles of the top ``FACTDEBATE_WIKIPEDIA_PAGES`` pages (3);
+2. per page, its plain text and current revision (``prop=extracts|revisions|info``,
+   ``explaintext``; TextExtracts gives a whole page's text for one title per request);
+3. each page split into passages of at most :data:`PASSAGE_CHARS` characters along its paragraphs
+   (headings start a passage; the reference sections at the end are dropped);
+4. the passages of all pages ranked against the query with Okapi BM25 (:func:`bm25_rank`, over
+   the fetched passages only) and the top ``k`` returned.
+
+Every passage carries the project's passage contract - ``id`` (``<title>#<n>``), ``title``,
+``text``, ``url``, ``page`` (the title), ``sentences`` (``[]``), ``pool`` (``""``) - plus
+``revision`` (the revision id): ``url`` is the permanent link of that revision
+(``index.php?title=<title>&oldid=<revision>`` on the same wiki), so a citation names the page text
+the verdict read even after the page changes.
+
+Politeness (the Wikimedia API etiquette):
+
+* the ``User-Agent`` names the project and a contact, ``FACTDEBATE_CONTACT`` (an e-mail address or
+  URL; Wikimedia may block clients without one);
+* requests start at most ``FACTDEBATE_MEDIAWIKI_RATE`` per second in this process (4; ``0`` = no
+  limit), across threads and event loops;
+* every request sends ``maxlag`` (:data:`MAXLAG_S`): a wiki whose replicas lag answers with a
+  ``maxlag`` error, raised as :class:`WikiLagging` with the wait it asked for (``Retry-After``),
+  which the one retry policy (``core/retry.py``, through the search's caller
+  ``nodes/retrieval.search_tool``) waits out before asking again;
+* answers are cached on disk under ``$FACTDEBATE_HOME/wikipedia`` (:class:`DiskCache`), keyed by the
+  wiki's URL and the query (and pages by the wiki's URL and title), for
+  ``FACTDEBATE_WIKIPEDIA_CACHE_TTL_S`` seconds (one day; ``0`` = no cache): a repeated query sends
+  no request. Entries are written to a temporary file and renamed into place, so concurrent
+  processes read an old or a new entry, never half of one.
+
+Faults: an HTTP error, a refused connection or a lag is raised to the caller; ``search_tool``
+bounds each attempt by ``tool_timeout_s``, retries transient faults ``tool_retries`` times and then
+records a tool fault of that turn (a flag and a ``tool_faults`` ledger entry) - the debate goes on
+without that evidence. A query that finds nothing is an empty result, not a fault.
+
+Who chooses the wiki: ``FACTDEBATE_MEDIAWIKI_URL`` is read from the environment of the process
+that searches. It is not a ``Context`` field, and ``rag_backend``/``search_backend`` are
+operator-only fields, so a client of a shared server can neither choose this backend nor point the
+server at another URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import math
+import os
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from factdebate.core.context import factdebate_home
+from factdebate.core.errors import ConfigError, FactDebateError
+from factdebate.core.retry import header_retry_after
+from factdebate.core.settings import mask_url
+from factdebate.core.state import Evidence
+from factdebate.tools.base import RetrieverSettings
+from factdebate.tools.web_apis import MediaWikiClient
+
+NAME = "wikipedia"
+"""The backend's registered name (``core/retrievers.py``) and its passages' ``source``."""
+URL_ENV = MediaWikiClient.env_var
+"""``FACTDEBATE_MEDIAWIKI_URL``: the Action API endpoint (``.../w/api.php``)."""
+DEFAULT_URL = MediaWikiClient.default_url
+CONTACT_ENV = "FACTDEBATE_CONTACT"
+"""An e-mail address or URL the ``User-Agent`` names, so a wiki's operators can reach the user."""
+RATE_ENV = "FACTDEBATE_MEDIAWIKI_RATE"
+DEFAULT_RATE = 4.0
+"""Requests per second this process starts at most (``0`` = no limit)."""
+TTL_ENV = "FACTDEBATE_WIKIPEDIA_CACHE_TTL_S"
+DEFAULT_TTL_S = 86_400.0
+"""How long a cached search or page is answered from disk (seconds; ``0`` = never cached)."""
+PAGES_ENV = "FACTDEBATE_WIKIPEDIA_PAGES"
+DEFAULT_PAGES = 3
+"""Pages fetched per query; their passages are ranked together."""
+HTTP_TIMEOUT_ENV = "FACTDEBATE_MEDIAWIKI_TIMEOUT_S"
+DEFAULT_HTTP_TIMEOUT_S = 20.0
+"""One HTTP request's timeout; a search as a whole is bounded by the run's ``tool_timeout_s``."""
+MAXLAG_S = 5
+"""``maxlag`` sent with every request (the value Wikimedia recommends for bots)."""
+PASSAGE_CHARS = 800
+"""Most characters of a passage (a paragraph longer than this is cut at sentence ends)."""
+PAGE_CHARS = 200_000
+"""Most characters of a page's text that are split and ranked (the rest is not read)."""
+CACHE_FOLDER = "wikipedia"
+"""Folder of the on-disk cache under ``$FACTDEBATE_HOME``."""
+SKIPPED_SECTIONS = frozenset({"references", "external links", "see also", "further reading",
+                              "notes", "bibliography", "sources", "citations", "footnotes"})
+"""Sections whose text is not evidence (lists of links and citations): a page is read up to them."""
+_HEADING = re.compile(r"^\s*(={2,6})\s*(.*?)\s*\1\s*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_TOKEN = re.compile(r"\w+")
+
+
+class WikiLagging(FactDebateError):
+    """The wiki refused a request because its replicas lag (a ``maxlag`` error).
+
+    ``retryable``: the one retry policy asks again after ``retry_after`` seconds.
+    """
+
+    retryable = True
+
+    def __init__(self, wiki: str, lag: float | None, retry_after: float | None) -> None:
+        """Name the wiki and the lag it reported."""
+        self.retry_after = retry_after if retry_after is not None else lag
+        said = f"{lag:g} s" if lag is not None else "an unknown time"
+        super().__init__(f"the wiki at {mask_url(wiki)} is lagging ({said}; maxlag "
+                         f"{MAXLAG_S} s)", "it is asked again after the wait it named")
+
+
+class WikiError(FactDebateError):
+    """The wiki answered a request with an API error (other than ``maxlag``)."""
+
+    retryable = False
+
+
+# -- settings ------------------------------------------------------------------------------------
+def _env_number(name: str, default: float, *, low: float = 0.0) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < low:
+        raise ConfigError(f"{name}={raw!r} is not a number of {low:g} or more",
+                          f"set {name} to a number such as {default:g}")
+    return value
+
+
+def wiki_url() -> str:
+    """The Action API endpoint searched: ``$FACTDEBATE_MEDIAWIKI_URL`` or English Wikipedia's."""
+    url = (os.environ.get(URL_ENV) or DEFAULT_URL).strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"{URL_ENV}={mask_url(url)!r} is not an http(s) URL",
+                          "set it to a MediaWiki API endpoint such as "
+                          "https://en.wikipedia.org/w/api.php")
+    return url
+
+
+def user_agent() -> str:
+    """``factdebate/<version> (<contact>) httpx/<version>``: the project and who runs it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        own = version("factdebate")
+    except PackageNotFoundError:
+        own = "0"
+    contact = " ".join(os.environ.get(CONTACT_ENV, "").split())[:200]
+    who = f"contact: {contact}" if contact else f"claim verification; contact unset ({CONTACT_ENV})"
+    return f"factdebate/{own} ({who}) httpx/{httpx.__version__}"
+
+
+def describe_source() -> dict[str, Any]:
+    """What a run searching this backend searched (recorded where an index identity is):
+    the wiki's URL (credentials masked), the cache's lifetime and the pages read per query."""
+    return {"backend": NAME, "wiki": mask_url(wiki_url()),
+            "cache_ttl_s": _env_number(TTL_ENV, DEFAULT_TTL_S),
+            "pages_per_query": int(_env_number(PAGES_ENV, DEFAULT_PAGES, low=1))}
+
+
+def page_link(api_url: str, title: str, revision: int | None) -> str:
+    """The permanent link of ``title`` at ``revision`` on the wiki whose API is ``api_url``."""
+    base = api_url[: -len("api.php")] + "index.php" if api_url.endswith("api.php") else api_url
+    link = f"{base}?title={quote(title.replace(' ', '_'), safe='')}"
+    return f"{link}&oldid={revision}" if revision else link
+
+
+# -- the per-process rate limit ------------------------------------------------------------------
+class RateLimit:
+    """Request starts at most ``rate`` per second in this process (any thread, any event loop)."""
+
+    def __init__(self) -> None:
+        """No request started yet."""
+        self._lock = threading.Lock()
+        self._next = 0.0
+
+    def delay(self, rate: float) -> float:
+        """Reserve the next start; the seconds to wait before it (0 with no limit)."""
+        if rate <= 0:
+            return 0.0
+        with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + 1.0 / rate
+            return start - now
+
+
+RATE_LIMIT = RateLimit()
+"""The process's one limiter: every wiki request goes through it."""
+
+
+# -- the on-disk cache ---------------------------------------------------------------------------
+class DiskCache:
+    """JSON entries in one folder, one file per key, each valid for ``ttl_s`` seconds.
+
+    A key is the wiki's URL, a kind (``search``/``page``) and the query or title; its file is
+    named by their SHA-256. Writes go to a temporary file in the same folder and are renamed over
+    the entry (atomic on POSIX and Windows), so readers in other processes see a whole entry or
+    none. An unreadable, foreign or expired entry is a miss (and is overwritten by the next write).
+    """
+
+    def __init__(self, folder: Path, ttl_s: float) -> None:
+        """Entries live in ``folder`` (made on first write) for ``ttl_s`` seconds."""
+        self.folder = folder
+        self.ttl_s = ttl_s
+
+    def _path(self, key: tuple[str, ...]) -> Path:
+        digest = hashlib.sha256("\x00".join(key).encode("utf-8")).hexdigest()
+        return self.folder / f"{digest}.json"
+
+    def get(self, key: tuple[str, ...]) -> Any | None:
+        """The value stored under ``key`` if younger than the TTL, else None."""
+        if self.ttl_s <= 0:
+            return None
+        try:
+            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("key") != list(key):
+            return None
+        stored = entry.get("stored")
+        if not isinstance(stored, int | float) or not 0 <= time.time() - stored < self.ttl_s:
+            return None
+        return entry.get("value")
+
+    def put(self, key: tuple[str, ...], value: Any) -> None:
+        """Store ``value`` under ``key``; a folder that cannot be written only loses the entry."""
+        if self.ttl_s <= 0:
+            return
+        path = self._path(key)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"key": list(key), "stored": time.time(), "value": value},
+                                      ensure_ascii=False), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:  # a read-only home costs requests, not the search
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+# -- passages and ranking ------------------------------------------------------------------------
+def split_passages(text: str, limit: int = PASSAGE_CHARS) -> list[str]:
+    """A page's plain text as passages of at most ``limit`` characters.
+
+    Paragraphs are packed together up to ``limit``; a heading (``== History ==``) ends the
+    passage before it; a longer paragraph is cut at sentence ends (at spaces inside a sentence
+    longer than ``limit``). Text from a :data:`SKIPPED_SECTIONS` heading on is dropped.
+    """
+    out: list[str] = []
+    current = ""
+
+    def flush() -> None:
+        nonlocal current
+        if current.strip():
+            out.append(current.strip())
+        current = ""
+
+    for line in text[:PAGE_CHARS].splitlines():
+        heading = _HEADING.match(line)
+        if heading:
+            flush()
+            if heading.group(2).casefold() in SKIPPED_SECTIONS:
+                break
+            continue
+        paragraph = " ".join(line.split())
+        if not paragraph:
+            continue
+        for piece in _pieces(paragraph, limit):
+            if current and len(current) + 1 + len(piece) > limit:
+                flush()
+            current = f"{current} {piece}" if current else piece
+    flush()
+    return out
+
+
+def _pieces(paragraph: str, limit: int) -> Iterable[str]:
+    """``paragraph`` in pieces of at most ``limit`` characters, cut at sentence ends."""
+    if len(paragraph) <= limit:
+        yield paragraph
+        return
+    piece = ""
+    for sentence in _SENTENCE_END.split(paragraph):
+        while len(sentence) > limit:  # one sentence over the limit: cut at a space
+            cut = sentence.rfind(" ", 0, limit)
+            cut = cut if cut > limit // 4 else limit
+            if piece:
+                yield piece
+                piece = ""
+            yield sentence[:cut].strip()
+            sentence = sentence[cut:].strip()
+        if piece and len(piece) + 1 + len(sentence) > limit:
+            yield piece
+            piece = ""
+        piece = f"{piece} {sentence}" if piece else sentence
+    if piece:
+        yield piece
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case word tokens (Unicode letters and digits)."""
+    return _TOKEN.findall(text.casefold())
+
+
+def bm25_rank(query: str, texts: list[str], *, k1: float = 1.2, b: float = 0.75) -> list[float]:
+    """Okapi BM25 score of each of ``texts`` for ``query``, statistics from ``texts`` alone.
+
+    IDF is the non-negative form ``log(1 + (N - n + 0.5) / (n + 0.5))``, so a word found in most
+    passages still counts a little and never counts against one.
+    """
+    docs = [Counter(tokens(t)) for t in texts]
+    if not docs:
+        return []
+    lengths = [sum(d.values()) for d in docs]
+    average = sum(lengths) / len(docs) or 1.0
+    terms = set(tokens(query))
+    idf = {}
+    for term in terms:
+        n = sum(1 for d in docs if term in d)
+        idf[term] = math.log(1 + (len(docs) - n + 0.5) / (n + 0.5))
+    scores = []
+    for doc, length in zip(docs, lengths, strict=True):
+        score = 0.0
+        for term in terms:
+            tf = doc.get(term, 0)
+            if tf:
+                score += idf[term] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
+        scores.append(score)
+    return scores
+
+
+# -- the retriever -------------------------------------------------------------------------------
+class _Wiki(MediaWikiClient):
+    """MERMAID's MediaWiki client with the politeness of this backend: the rate limit, ``maxlag``
+    and its refusals, the ``User-Agent`` naming the contact."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        super().__init__(url, timeout=timeout)
+        self._http.headers["User-Agent"] = user_agent()
+
+    async def _query(self, **params: Any) -> dict[str, Any]:
+        wait = RATE_LIMIT.delay(_env_number(RATE_ENV, DEFAULT_RATE))
+        if wait > 0:
+            await asyncio.sleep(wait)
+        params |= {"format": "json", "formatversion": 2, "maxlag": MAXLAG_S}
+        response = await self._get("", params)
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise WikiError(f"the wiki at {mask_url(self.base_url)} answered something other than "
+                            "JSON", f"check that {URL_ENV} is a MediaWiki api.php URL") from exc
+        error = data.get("error") if isinstance(data, dict) else None
+        if isinstance(error, dict):
+            if error.get("code") == "maxlag":
+                lag = error.get("lag")
+                raise WikiLagging(self.base_url, float(lag) if isinstance(lag, int | float)
+                                  else None, header_retry_after(response.headers))
+            raise WikiError(f"the wiki at {mask_url(self.base_url)} refused the request "
+                            f"({error.get('code')}: {str(error.get('info', ''))[:200]})",
+                            f"check that {URL_ENV} is a MediaWiki api.php URL")
+        if not isinstance(data, dict):
+            raise WikiError(f"the wiki at {mask_url(self.base_url)} answered a JSON "
+                            f"{type(data).__name__}, not an object",
+                            f"check that {URL_ENV} is a MediaWiki api.php URL")
+        return data
+
+    async def titles(self, query: str, limit: int) -> list[str]:
+        """Titles of the top ``limit`` pages for ``query`` (the wiki's own search)."""
+        data = await self._query(action="query", list="search", srsearch=query, srlimit=limit,
+                                 srprop="", srnamespace=0)
+        hits = data.get("query", {}).get("search", [])
+        return [h["title"] for h in hits if isinstance(h, dict) and isinstance(h.get("title"), str)]
+
+    async def page(self, title: str) -> dict[str, Any] | None:
+        """``{title, revision, text}`` of a page (redirects followed); None if it is missing."""
+        data = await self._query(action="query", prop="extracts|revisions", titles=title,
+                                 explaintext=1, exsectionformat="wiki", rvprop="ids",
+                                 redirects=1)
+        pages = data.get("query", {}).get("pages", [])
+        page = pages[0] if pages and isinstance(pages[0], dict) else {}
+        if not page or page.get("missing") or page.get("invalid") or not page.get("extract"):
+            return None
+        revisions = page.get("revisions") or [{}]
+        revid = revisions[0].get("revid") if isinstance(revisions[0], dict) else None
+        return {"title": str(page.get("title") or title),
+                "revision": int(revid) if isinstance(revid, int) else None,
+                "text": str(page["extract"])}
+
+
+class WikipediaRetriever:
+    """Search live Wikipedia (or any MediaWiki) and rank its pages' passages against the query."""
+
+    name = NAME
+
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        """Cache under ``cache_dir`` (default ``$FACTDEBATE_HOME/wikipedia``)."""
+        self._cache_dir = cache_dir
+
+    def _cache(self) -> DiskCache:
+        folder = self._cache_dir or factdebate_home() / CACHE_FOLDER
+        return DiskCache(folder, _env_number(TTL_ENV, DEFAULT_TTL_S))
+
+    async def search(self, query: str, *, k: int) -> list[Evidence]:
+        """Top-``k`` passages of the wiki's top pages for ``query``, best first."""
+        query = " ".join(query.split())
+        if not query or k <= 0:
+            return []
+        url = wiki_url()
+        pages = int(_env_number(PAGES_ENV, DEFAULT_PAGES, low=1))
+        cache = self._cache()
+        key = (url, "search", str(pages), query)
+        ranked = cache.get(key)
+        if not isinstance(ranked, list):
+            ranked = await self._fetch_and_rank(url, query, pages, cache)
+            cache.put(key, ranked)
+        return [Evidence(**p) for p in ranked[:k] if isinstance(p, dict)]  # type: ignore[typeddict-item]
+
+    async def _fetch_and_rank(self, url: str, query: str, pages: int,
+                              cache: DiskCache) -> list[dict[str, Any]]:
+        client = _Wiki(url, _env_number(HTTP_TIMEOUT_ENV, DEFAULT_HTTP_TIMEOUT_S))
+        try:  # one client per search: an httpx client belongs to the event loop that opened it
+            found = []
+            for title in await client.titles(query, pages):
+                page = cache.get((url, "page", title))
+                if not isinstance(page, dict):
+                    page = await client.page(title)
+                    if page is None:
+                        continue
+                    cache.put((url, "page", title), page)
+                found.append(page)
+        finally:
+            await client.aclose()
+        passages = [passage(url, page, n, text) for page in found
+                    for n, text in enumerate(split_passages(page["text"]), 1)]
+        scores = bm25_rank(query, [f"{p['title']} {p['text']}" for p in passages])
+        for p, score in zip(passages, scores, strict=True):
+            p["score"] = round(score, 6)
+        order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))  # ties: page order
+        return [passages[i] for i in order]
+
+
+def passage(url: str, page: dict[str, Any], n: int, text: str) -> dict[str, Any]:
+    """Passage ``n`` (from 1) of ``page`` in the passage contract, cited by its revision."""
+    title, revision = page["title"], page.get("revision")
+    return {"id": f"{title}#{n}", "title": title, "text": text, "source": NAME,
+            "url": page_link(url, title, revision), "score": 0.0, "page": title,
+            "sentences": [], "pool": "", "revision": revision}
+
+
+def open_wikipedia_retriever(settings: RetrieverSettings) -> WikipediaRetriever:
+    """Registry factory (``RETRIEVERS["wikipedia"]``): the wiki comes from the environment."""
+    wiki_url()  # a malformed FACTDEBATE_MEDIAWIKI_URL is one line before any debate starts
+    return WikipediaRetriever()
+
+
+_NO_INDEX = frozenset({NAME, "tavily", "openalex", "langchain"})
+"""Backends that search no local index (the others read the index folder)."""
+
+
+def shortcut_settings(rag_backend: str | None, search_backend: str | None) -> dict[str, str]:
+    """The settings ``--wikipedia`` makes: ``rag_backend``/``search_backend`` (an explicit search
+    backend is kept) and MERMAID's ``wiki_backend=mediawiki`` (a caller drops the fields its
+    framework lacks); another explicit rag backend is refused.
+
+    Raises:
+        ConfigError: ``--rag-backend`` names another backend.
+    """
+    if rag_backend not in (None, NAME):
+        raise ConfigError(f"--wikipedia sets rag_backend=wikipedia, but --rag-backend is "
+                          f"{rag_backend!r}", "drop one of the two")
+    search = search_backend or ("auto" if os.environ.get("TAVILY_API_KEY") else NAME)
+    return {"rag_backend": NAME, "search_backend": search, "wiki_backend": "mediawiki"}
+
+
+def needs_local_index(ctx: Any) -> bool:
+    """True when a run with Context ``ctx`` may read the local index folder: its rag or search
+    backend (``auto`` without ``TAVILY_API_KEY`` is the offline keyword stand-in), MERMAID's
+    offline Wikipedia tools, or a text check's verifier settings name a backend that does."""
+    from factdebate.core.retrievers import RETRIEVERS
+
+    values = {"rag_backend": getattr(ctx, "rag_backend", "milvus"),
+              "search_backend": getattr(ctx, "search_backend", "auto"),
+              "wiki_backend": getattr(ctx, "wiki_backend", "mediawiki")}
+    overrides = getattr(ctx, "verifier_settings", None)
+    if isinstance(overrides, dict):
+        values |= {k: str(v) for k, v in overrides.items() if k in values}
+    if values["search_backend"] == "auto":
+        values["search_backend"] = "tavily" if os.environ.get("TAVILY_API_KEY") else "local_search"
+    if values["wiki_backend"] != "mediawiki":
+        return True
+    return any(RETRIEVERS.resolve(values[k]) not in _NO_INDEX
+               for k in ("rag_backend", "search_backend"))
+
+
+def live_sources(ctx: Any) -> dict[str, Any]:
+    """``{"wikipedia": describe_source()}`` when a run with Context ``ctx`` searches this backend
+    (as its rag or search backend), else ``{}``: recorded beside the index identity
+    (``evaluation/index_identity.py``), so results say which wiki they cite."""
+    from factdebate.core.retrievers import RETRIEVERS
+
+    used = {getattr(ctx, "rag_backend", ""), getattr(ctx, "search_backend", "")}
+    return {NAME: describe_source()} if any(
+        b and b != "auto" and RETRIEVERS.resolve(b) == NAME for b in used) else {}
