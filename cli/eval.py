@@ -85,11 +85,14 @@ def evidence_lines(run: dict[str, Any]) -> list[str]:
     for level in ("page", "sentence"):
         block = ev.get(level)
         if block:
-            only = (" - page level only: the gold's sentence ids cannot be matched, the corpus "
-                    "passages carry none" if ev.get("level") == "page" else "")
-            lines.append(f"evidence {name}, {level} level: precision {_f(block['precision'])} "
-                         f"recall {_f(block['recall'])} F1 {_f(block['f1'])} (n={block['n']} "
-                         f"items with gold evidence){_ceiling(block)}{only}")
+            only = (" - page level only: the gold's sentence ids cannot be matched, the passages "
+                    "carry none" if ev.get("level") == "page" else "")
+            basis = f" by {ev['basis']}" if level == "sentence" and ev.get("basis") else ""
+            em = f" EM {_f(block['em'])}" if level == "sentence" and "em" in block else ""
+            lines.append(f"evidence {name}, {level} level{basis}: precision "
+                         f"{_f(block['precision'])} recall {_f(block['recall'])} F1 "
+                         f"{_f(block['f1'])}{em} (n={block['n']} items with gold evidence)"
+                         f"{_ceiling(block)}{only}")
     fever = ev.get("fever")
     if fever:
         level = " (page level)" if fever["level"] == "page" else ""
@@ -101,8 +104,8 @@ def evidence_lines(run: dict[str, Any]) -> list[str]:
                      f"{_ceiling(fever)}")
     if ev.get("hover"):
         hover = ev["hover"]
-        lines.append(f"HoVer supporting facts {name}, page level: EM {_f(hover['em'])} F1 "
-                     f"{_f(hover['f1'])} (n={hover['n']}){_ceiling(hover)}")
+        lines.append(f"HoVer supporting facts {name}, {hover.get('level', 'page')} level: EM "
+                     f"{_f(hover['em'])} F1 {_f(hover['f1'])} (n={hover['n']}){_ceiling(hover)}")
     retrieval = ev.get("retrieval")
     if retrieval:
         lines.append(f"gold evidence {name}: retrieved {_f(retrieval['gold_retrieved'])}, cited "
@@ -175,6 +178,12 @@ def eval_command(
         "--demo-index", help="Search the bundled demo corpus (the default index folder) although "
         "no index is named; every report says so at its top.",
         show_default="off: a named index, else the data folder's corpus/ indexed once")] = False,
+    index: Annotated[str | None, typer.Option(
+        "--index", help="Index to search: a name ($FACTDEBATE_HOME/indexes/NAME: 'factdebate index "
+        "DUMP --format fever-wiki --index-dir $FACTDEBATE_HOME/indexes/fever-wiki' builds "
+        "fever-wiki) or a folder.",
+        show_default="the one DATA_DIR/indexes.json or the dataset names, else the data folder's "
+        "corpus/")] = None,
     feverous_rule: Annotated[str | None, typer.Option(
         help="NOT ENOUGH INFO rule of the FEVEROUS score: 'feverous' (its scorer: NEI needs "
              "evidence) or 'fever' (FEVER's: NEI needs none).", show_default="feverous")] = None,
@@ -202,7 +211,8 @@ def eval_command(
                 "concurrency": concurrency, "workers": workers, "model": model,
                 "data_dir": data_dir, "sets": set_,
                 "metrics": extra, "metric_model": metric_model, "server": server,
-                "demo_index": demo_index or None, "feverous_rule": feverous_rule})
+                "demo_index": demo_index or None, "feverous_rule": feverous_rule,
+                "index": index})
         else:
             if not framework or not dataset:
                 from factdebate.core.errors import InputError
@@ -216,7 +226,7 @@ def eval_command(
                 workers=1 if workers is None else workers, model=model, sets=list(set_),
                 data_dir=data_dir,
                 metrics=extra or [], metric_model=metric_model, server=server,
-                checkpointer=checkpointer, demo_index=demo_index,
+                checkpointer=checkpointer, demo_index=demo_index, index=index,
                 feverous_rule=feverous_rule or "feverous"))]
         for _, spec in specs:
             spec = with_flags(spec, resume=resume, retry_errors=retry_errors, repair=repair,

@@ -27,6 +27,11 @@ from typing_extensions import TypedDict
 from factdebate.core.labels import NEI
 from factdebate.core.schema_docs import described
 
+PASSAGE_IDS = ("page", "sentences", "pool")
+"""Keys of an imported passage kept on its citation (``tools/sources``: the page id as the
+dataset's gold names it, the sentence ids it holds, its knowledge-store pool): evidence scoring
+matches gold sentences by them (``evaluation/evidence_metrics.py``)."""
+
 
 @described
 class CitedPassage(TypedDict):
@@ -144,7 +149,8 @@ def evidence_behind_verdict(
                     id=str(p.get("id", "")), title=str(p.get("title", "")),
                     text=str(p.get("text", "")), source=str(p.get("source", "")),
                     url=str(p.get("url", "")), score=float(p.get("score") or 0.0),
-                    cited_by=[], stance=stance)
+                    cited_by=[], stance=stance,
+                    **{k: p[k] for k in PASSAGE_IDS if k in p})  # type: ignore[typeddict-item]
             if who not in out[key]["cited_by"]:
                 out[key]["cited_by"].append(who)
     return list(out.values())

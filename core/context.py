@@ -137,6 +137,9 @@ class Context:
         "VectorStore (a user's existing index), imported and called once per process.",
         env="FACTDEBATE_LANGCHAIN_FACTORY", operator=True,
     )
+    pool: str = knob(
+        "", "Knowledge-store pool the retrievers search (an AVeriTeC claim id: eval sets it per "
+        "claim over an index of AVeriTeC's knowledge store); empty = every passage.")
     label_set: str = knob(
         "fever",
         "Task label set: fever (3-way), binary (FEVEROUS/FaVIQ/HoVer), averitec (4-way), medqa "

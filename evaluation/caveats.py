@@ -96,9 +96,9 @@ def loud_caveats(run: dict[str, Any]) -> list[str]:
     lines = []
     if c.get("demo_index"):
         lines.append("**demo corpus**: the run searched the bundled demo corpus "
-                     f"({(run.get('index') or {}).get('passages')} passages, `--demo-index`), "
-                     "not the benchmark's corpus: its evidence figures (and accuracy, as far as "
-                     "it rests on retrieval) describe that corpus, not the framework")
+                     f"({searched(run.get('index') or {})}), not the benchmark's corpus: its "
+                     "evidence figures (and accuracy, as far as it rests on retrieval) describe "
+                     "that corpus, not the framework")
     ceiling = c.get("low_ceiling")
     if ceiling:
         lines.append(f"**low retrieval ceiling**: the complete gold evidence of only "
@@ -106,6 +106,14 @@ def loud_caveats(run: dict[str, Any]) -> list[str]:
                      f"index at all ({ceiling['level']} level): most evidence misses are the "
                      "index's, not the framework's")
     return lines
+
+
+def searched(index: dict[str, Any]) -> str:
+    """Where a run's index was, in words: its passages and its name, folder or server."""
+    where = (f"on the server {index.get('server')}" if index.get("searched_by") == "server"
+             else f"index folder {index.get('index_dir')}")
+    name = f"index {index['name']!r}, " if index.get("name") else ""
+    return f"{index.get('passages')} passages, {name}{where}"
 
 
 def caveat_lines(run: dict[str, Any]) -> list[str]:

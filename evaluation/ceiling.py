@@ -8,16 +8,23 @@ of items whose gold evidence the index holds. For each sampled item with gold ev
 * ``page``: some gold set's pages are all pages of the index (a page is present when a passage
   goes by its name as :func:`~factdebate.evaluation.evidence_metrics.passage_pages` names it:
   decoded title, or id before a ``#n`` chunk suffix);
-* ``sentence`` (gold with sentence text: FEVEROUS): some gold set's sentences are all contained,
-  on word boundaries, in a passage of their page (the rule sentence-level scoring applies); None
-  for gold without text.
+* ``sentence``: over an index of a dump whose passages carry the page id and the element ids
+  they hold (``page``/``sentences`` fields of the keyword index; FEVER, HoVer and FEVEROUS
+  dumps imported by ``factdebate index --format``), some gold set's
+  ``(page, sentence)`` pairs are all held by passages of their page (``ids``: true); for gold
+  with sentence text (FEVEROUS as ProgramFC releases it), some gold set's sentences are all
+  contained, on word boundaries, in a passage of their page (the rule sentence-level scoring
+  applies); None otherwise.
 
 ``evidence_metrics.evidence_summary`` turns them into the ceiling beside every evidence figure.
 
-Lookups go through the index's keyword index (tantivy, read-only): per gold page one query for
-titles holding all its words and term queries for ids ``page``, ``page#1``, ``page#2`` ...; the
-answers are filtered to the exact page name. Nothing is scanned whole, so the cost grows with the
-gold pages of the sample, not with the corpus.
+Lookups go through the index's keyword index (tantivy, read-only). An index whose passages carry
+element ids is asked one term query per gold page on its ``page`` field (the page id as the gold
+names it, then its decoded title), reading the stored ``sentences`` of the answers. Any other
+index: per gold
+page one query for titles holding all its words and term queries for ids ``page``, ``page#1``,
+``page#2`` ...; the answers are filtered to the exact page name. Nothing is scanned whole, so the
+cost grows with the gold pages of the sample, not with the corpus.
 
 An ``eval --server`` run searches the server's index, which this process cannot open. Its
 ceiling comes from a local copy of the server's corpus (:func:`server_corpus`): the data folder's
@@ -32,6 +39,7 @@ figure measured on another corpus.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -39,6 +47,7 @@ from typing import Any
 from factdebate.core.errors import InputError
 from factdebate.evaluation.evidence_metrics import (
     contains_words,
+    element_id,
     normal_text,
     passage_pages,
 )
@@ -46,6 +55,16 @@ from factdebate.tools.keyword import KEYWORD_SUBDIR
 
 MAX_TITLE_HITS = 1000
 """Passages a title query returns before the exact-name filter (the exact title ranks first)."""
+MAX_PAGE_PASSAGES = 100_000
+"""Passages of one page a page lookup reads (a FEVEROUS page cut one passage per table holds a
+few hundred)."""
+SAMPLE_PASSAGES = 20
+"""Passages read to learn whether an index's passages carry element ids."""
+PAGE_FIELD = "page"
+SENTENCES_FIELD = "sentences"
+POOL_FIELD = "pool"
+"""Keyword-index fields of the passage contract: the page id, the element ids a passage holds
+and its knowledge-store pool."""
 MAX_TOKEN_BYTES = 40
 """tantivy's default tokenizer drops longer tokens; a query for them would find nothing."""
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -63,6 +82,44 @@ class IndexLookup:
         self._schema = self._index.schema
         self._searcher = self._index.searcher()
         self._pages: dict[str, list[str]] = {}
+        self._elements: dict[str, set[Any] | None] = {}
+        with_pages = self._with(PAGE_FIELD, SAMPLE_PASSAGES)
+        self.has_pages = bool(with_pages)
+        """The index's passages carry the page id of the passage contract (an imported dump)."""
+        self.has_ids = any(stored_elements(doc.get_all(SENTENCES_FIELD)) for doc in with_pages)
+        """Its passages carry element ids too (sampled: a dump's passages all do, or none)."""
+        self.has_pools = bool(self._with(POOL_FIELD, 1))
+        """Its passages belong to per-claim pools (AVeriTeC's knowledge store)."""
+
+    def _with(self, name: str, limit: int) -> list[Any]:
+        """Up to ``limit`` passages whose ``name`` field is not empty (none when the schema has
+        no such field: an index built before it existed)."""
+        try:
+            query = self._tantivy.Query.regex_query(self._schema, name, ".+")
+            hits = self._searcher.search(query, limit=limit).hits
+        except ValueError:
+            return []
+        return [self._searcher.doc(address) for _, address in hits]
+
+    def page_elements(self, page_id: str, page: str = "") -> set[Any] | None:
+        """The element ids (sentence numbers, FEVEROUS element ids) the passages of a page hold,
+        found by a term query on the index's ``page`` field (``page_id`` as the gold names it,
+        else its decoded title ``page``); None when the index holds no passage of that page."""
+        key = page_id or page
+        if key in self._elements:
+            return self._elements[key]
+        tv = self._tantivy
+        found: set[Any] | None = None
+        for name in dict.fromkeys(n for n in (page_id, page) if n):
+            query = tv.Query.term_query(self._schema, PAGE_FIELD, name)
+            hits = self._searcher.search(query, limit=MAX_PAGE_PASSAGES).hits
+            if hits:
+                found = set()
+                for _, address in hits:
+                    found |= stored_elements(self._searcher.doc(address).get_all(SENTENCES_FIELD))
+                break
+        self._elements[key] = found
+        return found
 
     def _docs(self, query: Any, limit: int) -> list[dict[str, str]]:
         hits = self._searcher.search(query, limit=limit).hits
@@ -110,6 +167,26 @@ class IndexLookup:
         query = tv.Query.boolean_query([
             (tv.Occur.Must, tv.Query.term_query(self._schema, "body", w)) for w in set(words)])
         return any(contains_words(normal_text(d["body"]), needle) for d in self._docs(query, 50))
+
+
+def stored_elements(values: list[Any]) -> set[Any]:
+    """The element ids of a passage as its keyword index stores them: one JSON list (bytes or
+    text), or one value per id; FEVER/HoVer numbers and FEVEROUS ids as
+    :func:`~factdebate.evaluation.evidence_metrics.element_id` compares them."""
+    out: set[Any] = set()
+    for value in values:
+        if isinstance(value, bytes | bytearray):
+            value = value.decode("utf-8", "replace")
+        if isinstance(value, str) and value.lstrip().startswith("["):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                continue
+        for one in value if isinstance(value, list) else [value]:
+            sid = element_id(one)
+            if sid is not None:
+                out.add(sid)
+    return out
 
 
 def _gold_elements(golds: list[Any]) -> list[dict[str, Any]]:
@@ -198,9 +275,34 @@ def gold_in_index(gold: dict[str, Any] | None,
     sets = [s for s in sets if s]
     if not sets:
         return None
+    if getattr(lookup, "has_ids", False):  # an imported dump: pages and element ids by id
+        return _by_ids(gold, sets, lookup)  # type: ignore[arg-type]
     page = any(all(lookup.page_texts(e["page"]) for e in s if e.get("page")) for s in sets)
     sentence = None
     if gold.get("level") == "sentence":
         sentence = any(all(lookup.has_sentence(str(e.get("page") or ""), str(e["text"]))
                            for e in s if e.get("text")) for s in sets)
     return {"page": page, "sentence": sentence, "level": gold.get("level") or "page"}
+
+
+def _by_ids(gold: dict[str, Any], sets: list[list[dict[str, Any]]],
+            lookup: IndexLookup) -> dict[str, Any]:
+    """``gold_in_index`` over an index whose passages carry ``page`` and ``sentences``: a set is
+    in it at page level when each of its pages has a passage, at sentence level when each of its
+    ``(page, element id)`` pairs is held by a passage of that page (None for gold without ids,
+    whose sentences have text only - FEVEROUS as ProgramFC releases it - is looked up by text, as
+    without ids)."""
+    def elements(e: dict[str, Any]) -> set[Any] | None:
+        return lookup.page_elements(str(e.get("page_id") or ""), str(e.get("page") or ""))
+
+    page = any(all(elements(e) is not None for e in s if e.get("page")) for s in sets)
+    with_ids = all(element_id(e.get("sent_id")) is not None for s in sets for e in s)
+    sentence = None
+    if with_ids:
+        sentence = any(all(element_id(e.get("sent_id")) in (elements(e) or set()) for e in s)
+                       for s in sets)
+    elif gold.get("level") == "sentence":
+        sentence = any(all(lookup.has_sentence(str(e.get("page") or ""), str(e["text"]))
+                           for e in s if e.get("text")) for s in sets)
+    return {"page": page, "sentence": sentence,
+            "level": "sentence" if sentence is not None else "page", "ids": lookup.has_ids}

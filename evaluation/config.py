@@ -12,6 +12,7 @@ Format (every key optional except ``frameworks``/``datasets`` or ``runs``)::
     set: {search_backend: tavily}   # Context fields for every run
     metrics: [llm_judge]            # extra model-based measurements
     demo_index: false               # true: search the bundled demo corpus (eval --demo-index)
+    index: fever-wiki               # an index by name or folder for every run (eval --index)
     feverous_rule: feverous         # or fever: NEI rule of the FEVEROUS score
     frameworks: [tool_mad]          # crossed with datasets
     datasets: [toolmad_fever, feverous, toolmad_faviq, averitec]
@@ -43,8 +44,9 @@ from factdebate.core.errors import InputError
 from factdebate.evaluation.runner import RunSpec
 
 _TOP = {"out", "data_dir", "limit", "seed", "concurrency", "workers", "model", "set", "metrics",
-        "metric_model", "frameworks", "datasets", "runs", "server", "demo_index", "feverous_rule"}
-_RUN = {"framework", "dataset", "name", "limit", "seed", "model", "set", "metrics", "concurrency"}
+        "metric_model", "frameworks", "datasets", "runs", "server", "demo_index", "feverous_rule", "index"}
+_RUN = {"framework", "dataset", "name", "limit", "seed", "model", "set", "metrics", "concurrency",
+        "index"}
 
 
 def set_pairs(values: dict[str, Any] | list[str] | None) -> list[str]:
@@ -170,9 +172,20 @@ def load_config(path: Path, overrides: dict[str, Any]) -> tuple[Path, list[tuple
             metric_model=top.get("metric_model"), server=top.get("server"),
             demo_index=_flag(path, top, "demo_index"),
             feverous_rule=str(top.get("feverous_rule") or "feverous"),
+            index=_index(path, job.get("index", top.get("index"))),
         )
         specs.append((name, spec))
     return out, specs
+
+
+def _index(path: Path, value: Any) -> str | None:
+    """A run's ``index`` (a name or a folder; missing: None); anything else is an error."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{path}: 'index' must be an index name or folder, got {value!r}"[:300],
+                         "write index: fever-wiki (or a folder path)")
+    return value
 
 
 def _flag(path: Path, top: dict[str, Any], key: str) -> bool:

@@ -1,7 +1,7 @@
 """The dataset registry (name -> file, task, version) and stratified, seeded sampling.
 
 Datasets are read from a data directory the user names (``--data-dir`` or ``FACTDEBATE_DATA_DIR``),
-laid out like ``../shared/data`` (see its README); nothing is copied into the repository.
+laid out like ``../shared/data``; nothing is copied into the repository.
 ``--dataset`` also accepts the path of any JSONL/JSON file in the shared schema or an official
 release format (``evaluation/formats.py``). Each entry carries a ``version`` recorded in
 ``run.json`` next to the data file's SHA-256, so a results table names exactly what it scored.
@@ -27,8 +27,10 @@ the file, the line, the item and the field.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
+import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,9 +38,11 @@ from typing import Any
 
 from factdebate.core.caching import ProcessCache
 from factdebate.core.errors import ConfigError, InputError
+from factdebate.core.labels import get_label_set
 from factdebate.core.registry import Registry
-from factdebate.evaluation.evidence_metrics import gold_evidence
+from factdebate.evaluation.evidence_metrics import gold_evidence, split_feverous_id
 from factdebate.evaluation.formats import ANSWERS_TASK, Item, describe, read_records, to_item
+from factdebate.tools.index_state import MANIFEST
 
 DATA_DIR_ENV = "FACTDEBATE_DATA_DIR"
 
@@ -57,27 +61,31 @@ class DatasetSpec:
     description: str
     num_hops: int | None = None
     """HoVer subset filter."""
+    index: str = ""
+    """Name of the index holding the dataset's evidence (``$FACTDEBATE_HOME/indexes/<name>``;
+    :func:`dataset_index`); "" when it names none."""
 
 
 DATASETS: Registry[DatasetSpec] = Registry("dataset")
 
 
 def _add(name: str, path: str, task: str, version: str, description: str,
-         aliases: tuple[str, ...] = (), num_hops: int | None = None) -> None:
-    spec = DatasetSpec(name, path, task, version, description, num_hops)
+         aliases: tuple[str, ...] = (), num_hops: int | None = None, index: str = "") -> None:
+    spec = DatasetSpec(name, path, task, version, description, num_hops, index)
     DATASETS.register(name, spec, aliases=aliases, version=version, task=task)
 
 
 _add("fever", "fever/paper_dev.jsonl", "fever", "fever-1.0-paper_dev",
-     "FEVER 1.0 paper_dev, 3-way (SUPPORTS/REFUTES/NEI)")
+     "FEVER 1.0 paper_dev, 3-way (SUPPORTS/REFUTES/NEI)", index="fever-wiki")
 _add("feverous", "feverous/dev.jsonl", "binary", "feverous-s-dev-programfc",
-     "FEVEROUS-S dev as released by ProgramFC, binary")
-_add("hover", "hover/dev.jsonl", "binary", "hover-1.1-dev", "HoVer v1.1 dev, binary, 2-4 hops")
+     "FEVEROUS-S dev as released by ProgramFC, binary", index="feverous-db")
+_add("hover", "hover/dev.jsonl", "binary", "hover-1.1-dev", "HoVer v1.1 dev, binary, 2-4 hops",
+     index="hover-wiki")
 for _hops in (2, 3, 4):
     _add(f"hover_{_hops}hop", "hover/dev.jsonl", "binary", "hover-1.1-dev",
-         f"HoVer v1.1 dev, {_hops}-hop claims only", num_hops=_hops)
+         f"HoVer v1.1 dev, {_hops}-hop claims only", num_hops=_hops, index="hover-wiki")
 _add("averitec", "averitec/dev.jsonl", "averitec", "averitec-dev",
-     "AVeriTeC dev, 4-way (adds CONFLICTING)")
+     "AVeriTeC dev, 4-way (adds CONFLICTING)", index="averitec-store")
 _add("scifact", "scifact/claims_dev.jsonl", "fever", "scifact-dev",
      "SciFact dev claims, 3-way (CONTRADICT -> REFUTES)")
 _add("pubmedqa", "pubmedqa/pqa_labeled.jsonl", "pubmedqa", "pubmedqa-pqa_l",
@@ -89,7 +97,7 @@ for _name, _file in (("bingcheck", "bingcheck"), ("factcheckbench", "factcheckbe
                      ("factool_qa", "factool_qa"), ("felm_wk", "felm_wk")):
     _add(_name, f"fire/{_file}.jsonl", "binary", f"fire-{_name}", f"FIRE set {_name}, binary")
 _add("toolmad_fever", "toolmad_samples/fever.jsonl", "fever", "toolmad-sample-fever-200",
-     "Tool-MAD paper's 200-item FEVER sample (train ids)")
+     "Tool-MAD paper's 200-item FEVER sample (train ids)", index="fever-wiki")
 _add("toolmad_faviq", "toolmad_samples/faviq.jsonl", "binary", "toolmad-sample-faviq-200",
      "Tool-MAD paper's 200-item FaVIQ sample, binary", aliases=("faviq",))
 
@@ -114,6 +122,69 @@ def dataset_spec(name: str, data_dir: Path | None = None) -> tuple[DatasetSpec, 
         return DatasetSpec(path.stem, str(path), "", f"file:{path.name}", f"ad-hoc file {path}"), path
     spec = DATASETS.get(name)
     return spec, resolve_data_dir(data_dir) / spec.path
+
+
+INDEXES = "indexes"
+"""Folder under ``$FACTDEBATE_HOME`` holding indexes by name (``<name>/`` each an index folder)."""
+DATA_INDEXES = "indexes.json"
+"""File of a data folder naming the index each dataset searches: ``{"fever": "fever-wiki",
+"hover": "/data/indexes/hover"}`` (a name, or a folder)."""
+_INDEX_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def index_folder(name_or_folder: str) -> Path:
+    """The folder of an index named by ``eval --index``, ``indexes.json`` or a run's config: a
+    plain name (letters, digits, ``.``, ``_``, ``-``) is ``$FACTDEBATE_HOME/indexes/<name>``,
+    anything with a path separator (or ``~``, or an existing folder) is that folder.
+
+    Raises:
+        InputError: ``name_or_folder`` is empty.
+    """
+    from factdebate.core.context import factdebate_home
+
+    text = name_or_folder.strip()
+    if not text:
+        raise InputError("the index name is empty", "give an index name or folder")
+    if _INDEX_NAME.match(text) and not Path(text).is_dir():
+        return factdebate_home() / INDEXES / text
+    return Path(text).expanduser().absolute()
+
+
+def dataset_index(name: str, data_dir: Path | str | None = None) -> tuple[str, str] | None:
+    """``(index name or folder, who named it)`` of dataset ``name``: the data folder's
+    :data:`DATA_INDEXES` entry, else the registry's ``index`` when that index exists; None when
+    neither names one (or the dataset is a file path the data folder does not name).
+
+    Raises:
+        InputError: ``indexes.json`` is not a JSON object of strings (named with its path).
+    """
+    folder = None
+    raw = data_dir or os.environ.get(DATA_DIR_ENV)
+    if raw and Path(raw).expanduser().is_dir():
+        folder = Path(raw).expanduser().resolve()
+    if folder is not None and (folder / DATA_INDEXES).is_file():
+        path = folder / DATA_INDEXES
+        try:
+            names = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{path}: not valid JSON ({exc})", 'write {"fever": "fever-wiki"}') \
+                from exc
+        if not isinstance(names, dict):
+            raise InputError(f"{path}: expected a JSON object of dataset -> index name",
+                             'write {"fever": "fever-wiki"}')
+        key = name if name in names else Path(name).stem if name.endswith((".jsonl", ".json")) \
+            else DATASETS.resolve(name) if name in DATASETS else name
+        value = names.get(key)
+        if value is not None:
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(f"{path}: {key} is {describe(value)}, not an index name or "
+                                 "folder", 'write {"fever": "fever-wiki"}')
+            return value, f"{path}"
+    if name in DATASETS:
+        index = DATASETS.get(name).index
+        if index and (index_folder(index) / MANIFEST).is_file():
+            return index, f"the dataset {DATASETS.resolve(name)!r}"
+    return None
 
 
 def _infer_task(record: dict, default: str) -> str:
@@ -159,6 +230,9 @@ def _parse_items(spec: Any, path: Path, name: str) -> list[Item]:
         gold = gold_evidence(record, spec.name)
         if gold is not None:  # kept for scoring the cited evidence, never shown to the model
             item = replace(item, meta={**item.meta, "gold_evidence": gold})
+        claim = averitec_claim_id(record, item.id, spec.name)
+        if claim is not None:  # its knowledge-store pool, where the index has pools
+            item = replace(item, meta={**item.meta, "claim_id": claim})
         if item.id in seen:
             raise InputError(f"{where}: duplicate id {item.id!r}", "ids must be unique")
         seen.add(item.id)
@@ -168,9 +242,22 @@ def _parse_items(spec: Any, path: Path, name: str) -> list[Item]:
     return items
 
 
+def averitec_claim_id(record: dict[str, Any], item_id: str, dataset: str) -> str | None:
+    """The AVeriTeC claim id of a record (its knowledge store's pool, ``<claim_id>.json``): the
+    record's ``claim_id``, else the number its id ends with (``averitec-dev-12`` -> ``12``; a
+    release file's list position); None for other datasets."""
+    family = str(record.get("dataset") or dataset or "").lower()
+    if not family.startswith("averitec"):
+        return None
+    if record.get("claim_id") is not None:
+        return str(record["claim_id"])
+    match = re.search(r"(\d+)$", item_id)
+    return match.group(1) if match else None
+
+
 _SETS_SHAPE = 'a list of sets, each a list of {"page": title, "sent_id": number}'
-_SHAPE_REMEDY = ("fix the record (gold evidence shapes: the data folder's README, "
-                 "evaluation/evidence_metrics.py)")
+_SHAPE_REMEDY = ("fix the record (gold evidence shapes: docs/evaluation.md, \"Dataset record "
+                 "schema\")")
 
 
 _MISSING = object()
@@ -216,6 +303,11 @@ def check_gold_evidence(record: dict[str, Any], dataset: str, where: str) -> Non
     """
     if "evidence_sets" in record:
         sets = record["evidence_sets"]
+        if not sets and _verifiable(record):  # would be scored as a claim without evidence
+            label = record.get("label")
+            raise InputError(f"{where}: gold evidence evidence_sets is {_what(sets)} on a {label} "
+                             "claim, not a list of at least one evidence set (only NOT ENOUGH "
+                             "INFO claims have none)", _SHAPE_REMEDY)
         if sets is None:
             return
         if not isinstance(sets, list):
@@ -251,9 +343,17 @@ def check_gold_evidence(record: dict[str, Any], dataset: str, where: str) -> Non
                     raise _bad(where, field, entry, "[annotation id, evidence id, page, sentence]")
                 _title(where, f"{field}[2]", entry[2], optional=True)
                 _sentence(where, f"{field}[3]", entry[3])
+        if _verifiable(record) and not any(isinstance(e, list) and e[2] is not None
+                                           for group in evidence for e in group):
+            raise InputError(f"{where}: gold evidence evidence is {_what(evidence)} with no page "
+                             f"on a {record.get('label')} claim (only NOT ENOUGH INFO claims "
+                             "have none)", _SHAPE_REMEDY)
         return
     if isinstance(evidence, str) or evidence is None:  # ProgramFC FEVEROUS text, or none
         return
+    if not isinstance(evidence, list | dict):  # no release writes evidence as a number
+        raise _bad(where, "evidence", evidence, "a list of evidence objects (or a SciFact "
+                   "{doc_id: rationales} object)")
     if isinstance(evidence, dict):  # SciFact release: {doc_id: [{sentences, label}]}
         for doc, rationales in evidence.items():
             if not isinstance(rationales, list):
@@ -267,6 +367,9 @@ def check_gold_evidence(record: dict[str, Any], dataset: str, where: str) -> Non
     if not isinstance(evidence, list):
         if family in ("feverous", "scifact"):
             raise _bad(where, "evidence", evidence, "a list of evidence objects")
+        return
+    if evidence and all(isinstance(e, dict) and "content" in e for e in evidence):
+        _feverous_release(where, evidence)
         return
     feverous = family == "feverous" or any(
         isinstance(e, dict) and "title" in e and "text" in e for e in evidence)
@@ -287,6 +390,27 @@ def check_gold_evidence(record: dict[str, Any], dataset: str, where: str) -> Non
             if not (_is_int(doc) or isinstance(doc, str) and doc.strip()):
                 raise _bad(where, f"{field}.doc_id", doc, "a document id (a string or integer)")
             _rationale(where, field, element)
+
+
+def _verifiable(record: dict[str, Any]) -> bool:
+    """The record's gold label says SUPPORTS or REFUTES (so it must have gold evidence sets)."""
+    label = record.get("label")
+    if not isinstance(label, str):
+        return False
+    return get_label_set("fever").normalise(label) in ("SUPPORTS", "REFUTES")
+
+
+def _feverous_release(where: str, evidence: list[Any]) -> None:
+    """FEVEROUS release evidence: ``[{content: ["Title_sentence_3", ...], context: {...}}]``."""
+    for i, group in enumerate(evidence):
+        content = group.get("content")
+        if not isinstance(content, list):
+            raise _bad(where, f"evidence[{i}].content", content,
+                       'a list of element ids ("Title_sentence_3", "Title_cell_0_1_2")')
+        for j, element in enumerate(content):
+            if not isinstance(element, str) or split_feverous_id(element)[1] is None:
+                raise _bad(where, f"evidence[{i}].content[{j}]", element,
+                           'an element id such as "Title_sentence_3" or "Title_cell_0_1_2"')
 
 
 def _rationale(where: str, field: str, rationale: Any) -> None:

@@ -6,25 +6,37 @@ its ``gold.evidence`` is the item's gold evidence as :func:`gold_evidence` read 
 dataset record (never shown to the model). Everything here is pure: rows in, numbers out.
 
 Gold evidence (``{"kind", "level", "sets"}``; ``sets`` are alternative complete evidence sets, each
-a list of ``{"page", "sent_id", "text"}``):
+a list of ``{"page", "sent_id", "text", "page_id"}``; ``page`` is decoded by :func:`page_title`,
+``page_id`` is the page as the dataset writes it):
 
 * FEVER (``fever``, ``toolmad_fever``, a FEVER release file): ``evidence_sets`` of ``(page id,
-  sentence id)``; page ids (``Soul_Food_-LRB-film-RRB-``) are decoded to corpus titles
+  sentence number)``; page ids (``Soul_Food_-LRB-film-RRB-``) are decoded to titles
   (:func:`page_title`). NOT ENOUGH INFO claims have no set.
-* HoVer: the supporting facts ``evidence_sets[0]`` (one set of ``(title, sentence id)``).
-* FEVEROUS: ``evidence`` ``[{title, text}]`` - one set of sentences *with text*.
+* HoVer: the supporting facts ``evidence_sets[0]`` (one set of ``(title, sentence number)``).
+* FEVEROUS: ProgramFC's ``evidence`` ``[{title, text}]`` - one set of sentences *with text*, no
+  ids; or the release's ``evidence`` ``[{content: ["Title_sentence_3", "Title_cell_0_1_2"]}]`` -
+  sets of element ids (:func:`split_feverous_id`), no text.
 * SciFact: ``evidence`` ``[{doc_id, sentences}]`` - one set of the evidence abstracts (doc ids);
   a passage is that abstract when its id (before a ``#n`` chunk suffix) or title is the doc id.
 
-Levels. The corpus passages have no sentence ids (one passage per Wikipedia title = the known
-sentences of the page joined), so sentence ids cannot be matched: FEVER, HoVer and SciFact are
-scored at *page* (title / abstract) level only. FEVEROUS gives the sentences' text, so it is also
-scored at *sentence* level: a gold sentence is covered when a cited passage *of the same page*
-(its title, decoded as :func:`passage_pages` names it, equals the gold title after
-:func:`page_title`) contains it on word boundaries (:func:`contains_words`: "Bit closed in 1959."
-does not contain "It closed in 1959."), both after ``[[link|anchor]]`` markup reduction, Unicode
-NFC, whitespace normalisation and case folding. A gold sentence without a title is matched by its
-text alone.
+Levels. Passages an importer wrote from a dump carry ``page`` (the page id as the dataset's gold
+names it) and ``sentences`` (the element ids of that page they hold: FEVER and HoVer sentence
+numbers, FEVEROUS ``sentence_3``/``cell_0_1_2``/...). A row is scored at *sentence level by ids*
+when its gold names sentence ids and every passage it saw carries them, as the official scorers
+match: a gold ``(page, sentence)`` is covered when a cited passage of that page
+(:func:`passage_elements`) holds that id. A passage predicts every pair it holds; for the FEVER
+score the cited passages contribute their pairs in citation order, each passage's pairs in its own
+order, and the scorer's first five are scored (:func:`scorer_predictions`; FEVEROUS: the first
+five sentences and first 25 cells, as its scorer truncates). Passages without sentence ids (a
+JSONL corpus: one passage per Wikipedia title, the known sentences of the page joined; the demo
+corpus) keep *page* (title / abstract) level for FEVER, HoVer and SciFact: the row's ``level`` and
+the summary's ``level``/``basis``/``n_page_level`` say which level each figure is. FEVEROUS gold
+with text is scored at *sentence level by text*: a gold sentence is covered when a cited passage
+*of the same page* (its title, decoded as :func:`passage_pages` names it, equals the gold title
+after :func:`page_title`) contains it on word boundaries (:func:`contains_words`: "Bit closed in
+1959." does not contain "It closed in 1959."), both after ``[[link|anchor]]`` markup reduction,
+Unicode NFC, whitespace normalisation and case folding. A gold sentence without a title is matched
+by its text alone.
 
 Metrics of one row (an item without gold evidence sets - a FEVER NOT ENOUGH INFO claim - has
 none, and the ``n`` beside every figure counts only items that do):
@@ -34,9 +46,13 @@ none, and the ``n`` beside every figure counts only items that do):
   set's pages that were cited; F1 of the two; 0 when nothing is cited (HotpotQA's convention).
   EM = the cited pages are exactly the pages of a gold set (HoVer's document-level EM; with
   HoVer's single set, F1 is HoVer's document-level F1).
-* sentence level (FEVEROUS) - recall = the share of the best-covered gold set's sentences
-  contained in a cited passage; precision = cited passages that contain a gold sentence / cited
-  passages (the predicted units are passages, not sentences); F1.
+* sentence level, by ids - predicted = the distinct ``(page, sentence)`` pairs of the cited
+  passages; precision = those that are gold (of any set) / predicted; recall = the share of the
+  best-covered gold set's pairs predicted; F1; EM = the predicted pairs are exactly a gold set
+  (with HoVer's single set: HoVer's supporting-fact EM and F1).
+* sentence level, by text (FEVEROUS with text) - recall = the share of the best-covered gold
+  set's sentences contained in a cited passage; precision = cited passages that contain a gold
+  sentence / cited passages (the predicted units are passages, not sentences); F1.
 * FEVER score (FEVER, FEVEROUS; :func:`score_claim`): the label is right and one complete gold
   set is covered by the *first five* cited passages, with the scorer's evidence precision (over
   the first five predictions) and recall (a complete set covered). Two rules differ on NOT ENOUGH
@@ -50,11 +66,12 @@ none, and the ``n`` beside every figure counts only items that do):
     predictions) and recall (1.0 without gold sets). ``eval --feverous-rule fever`` scores
     FEVEROUS with FEVER's rule instead.
 
-  For FEVEROUS a gold sentence is covered when one of those passages of its page contains it (see
-  "Levels"); for FEVER, whose passages carry no sentence ids, a gold ``(page, sentence)`` counts
-  as covered when its page is cited: "FEVER score (page level)", an upper bound of the
-  sentence-level score. :func:`fever_score` is the FEVER scorer itself on ``(page, line)`` pairs
-  (re-implemented and tested against its documented examples).
+  By ids, the predictions are the scorer's first five pairs (see "Levels"); by text, a gold
+  sentence is covered when one of the first five cited passages of its page contains it; at page
+  level a gold ``(page, sentence)`` counts as covered when its page is among the first five cited
+  passages: "FEVER score (page level)", an upper bound of the sentence-level score.
+  :func:`fever_score` is the FEVER scorer itself on ``(page, line)`` pairs (re-implemented and
+  tested against its documented examples).
 * retrieval vs citation, at the finest level the gold allows: "gold retrieved" = a complete gold
   set is among all passages the run saw (cited + retrieved), "gold cited" = among the cited
   ones; an item whose gold was retrieved but not cited is the model's miss, one whose gold was
@@ -64,8 +81,9 @@ none, and the ``n`` beside every figure counts only items that do):
   dropped), and labelled replies without a citation.
 * the retrieval ceiling (:func:`ceiling_summary`): the share of the items with gold evidence whose
   complete gold set is in the searched index at all (the row's ``gold_in_index``, recorded by the
-  runner: ``evaluation/ceiling.py``), page level and, for gold with text, sentence level, with its
-  n; every evidence block carries it as ``ceiling``/``ceiling_n`` at its own level.
+  runner: ``evaluation/ceiling.py``), page level and sentence level (by ids over an index whose
+  passages carry them, by text for gold with text), with its n; every evidence block carries it
+  as ``ceiling``/``ceiling_n`` at its own level.
 """
 
 from __future__ import annotations
@@ -151,6 +169,9 @@ def passage_pages(passage: dict[str, Any]) -> list[str]:
     """The names a passage's page goes by: its title (decoded, without a `` - Wikipedia`` tail),
     the title in a Wikipedia URL, and its id without a ``#n`` chunk suffix (SciFact doc ids)."""
     names: list[str] = []
+    page = page_title(passage.get("page")) if passage.get("page") else ""
+    if page:  # the page id the importer kept (the passage contract)
+        names.append(page)
     title = page_title(passage.get("title"))
     title = re.sub(r"\s+[-–—|]\s+Wikipedia$", "", title)
     if title:
@@ -164,14 +185,52 @@ def passage_pages(passage: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(n for n in names if n))
 
 
+_FEVEROUS_ID = re.compile(r"^(.+?)_((?:header_)?cell_\d+_\d+_\d+|sentence_\d+|table_caption_\d+"
+                          r"|item_\d+_\d+|list_\d+|section_\d+|title)$")
+FEVEROUS_CELL_TYPES = frozenset({"cell", "header_cell", "item", "table_caption"})
+"""FEVEROUS element types its scorer counts against the cell budget (the rest: sentences)."""
+MAX_EVIDENCE_CELLS = 25
+"""Predicted table cells, list items and captions the FEVEROUS scorer counts."""
+
+
+def split_feverous_id(content: str) -> tuple[str, str | None]:
+    """A FEVEROUS evidence id as ``(page title, element id)``: ``Aramais Yepiskoposyan_sentence_0``
+    -> ``("Aramais Yepiskoposyan", "sentence_0")``, ``Korean Air_cell_1_19_0`` -> ``("Korean Air",
+    "cell_1_19_0")``; an id of no known element type is ``(content, None)``."""
+    match = _FEVEROUS_ID.match(str(content))
+    return (match.group(1), match.group(2)) if match else (str(content), None)
+
+
+def feverous_type(element: Any) -> str:
+    """The element type of a FEVEROUS element id (``cell_0_1_2`` -> ``cell``, ``sentence_3`` ->
+    ``sentence``); ``sentence`` for integers (FEVER/HoVer sentence numbers)."""
+    if not isinstance(element, str):
+        return "sentence"
+    for kind in ("header_cell", "table_caption", "cell", "item", "list", "section", "sentence"):
+        if element == kind or element.startswith(kind + "_"):
+            return kind
+    return element
+
+
 # -- gold evidence of a dataset record ----------------------------------------------------------
+def element_id(value: Any) -> int | str | None:
+    """A sentence (element) id as gold and passages compare it: FEVER/HoVer sentence numbers as
+    integers (``3`` and ``"3"`` alike), FEVEROUS element ids as strings (``sentence_3``,
+    ``cell_0_1_2``); None for anything else."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if not text:
+        return None
+    return int(text) if text.isdigit() else text
+
+
 def _element(page: Any, sent_id: Any = None, text: str | None = None) -> dict[str, Any]:
-    try:
-        sid = int(sent_id) if sent_id is not None and not isinstance(sent_id, bool) else None
-    except (TypeError, ValueError):
-        sid = None
-    return {"page": page_title(page), "sent_id": sid,
-            "text": " ".join(reduce_markup(text).split()) if text is not None else None}
+    return {"page": page_title(page), "sent_id": element_id(sent_id),
+            "text": " ".join(reduce_markup(text).split()) if text is not None else None,
+            "page_id": str(page or "")}
 
 
 def _pack(kind: str, sets: Iterable[Iterable[dict[str, Any]]]) -> dict[str, Any]:
@@ -212,6 +271,10 @@ def gold_evidence(record: dict[str, Any], dataset: str = "") -> dict[str, Any] |
                                   for r in rats or [] if isinstance(r, dict)
                                   for s in r.get("sentences") or [None]]])
     if isinstance(evidence, list) and evidence and all(isinstance(e, dict) for e in evidence):
+        if all("content" in e for e in evidence):  # FEVEROUS release: element ids per set
+            return _pack("feverous", ([_element(*split_feverous_id(c)) for c in e["content"]
+                                       if isinstance(c, str)] for e in evidence
+                                      if isinstance(e.get("content"), list)))
         if all("title" in e and "text" in e for e in evidence):  # FEVEROUS
             return _pack("feverous", [[_element(e["title"], None, str(e["text"]))
                                        for e in evidence]])
@@ -364,7 +427,8 @@ class RowEvidence:
 
     kind: str
     level: str
-    """Finest level the gold allows: ``sentence`` (FEVEROUS) or ``page``."""
+    """Level the row is scored at: ``sentence`` (element ids on gold and passages, or FEVEROUS
+    sentence text) or ``page``."""
     has_gold: bool
     """The item has gold evidence sets (False: e.g. a NOT ENOUGH INFO claim)."""
     page_precision: float | None = None
@@ -374,6 +438,10 @@ class RowEvidence:
     sentence_precision: float | None = None
     sentence_recall: float | None = None
     sentence_f1: float | None = None
+    sentence_em: float | None = None
+    """The cited (page, sentence) pairs are exactly a gold set (HoVer's supporting-fact EM; ids)."""
+    basis: str | None = None
+    """How sentences are matched at sentence level: ``ids`` or ``text``; None at page level."""
     fever: ClaimScore | None = None
     gold_cited: bool | None = None
     """A complete gold set is among the cited passages (finest level)."""
@@ -407,8 +475,8 @@ def _prepared(passages: Iterable[Any]) -> list[dict[str, Any]]:
             for p in passages if isinstance(p, dict)]
 
 
-def _best_recall(sets: list[list[dict[str, Any]]], passages: list[dict[str, Any]],
-                 covers: Callable[[dict[str, Any], dict[str, Any]], bool]) -> float:
+def _best_recall(sets: list[list[dict[str, Any]]], passages: Sequence[Any],
+                 covers: Callable[[Any, dict[str, Any]], bool]) -> float:
     """Share of the best-covered gold set's elements that ``passages`` cover."""
     return max((sum(any(covers(p, g) for p in passages) for g in s) / len(s) for s in sets),
                default=0.0)
@@ -440,40 +508,107 @@ def scorer_rule(gold: dict[str, Any]) -> str:
     return FEVEROUS_RULE if gold.get("kind") == "feverous" else "fever"
 
 
+def passage_elements(passage: dict[str, Any]) -> list[tuple[str, int | str]]:
+    """The ``(page, element id)`` pairs a passage holds, in its own order: its ``page`` (decoded
+    as :func:`page_title`) with each of its ``sentences``; empty for a passage without them."""
+    sentences = passage.get("sentences")
+    if not passage.get("page") or not isinstance(sentences, list):
+        return []
+    page = page_title(passage["page"])
+    return [(page, sid) for sid in map(element_id, sentences) if sid is not None]
+
+
+def _pairs_of(passages: Iterable[dict[str, Any]]) -> list[tuple[str, int | str]]:
+    """The distinct ``(page, element id)`` pairs of ``passages``: each passage's in its order,
+    the passages in theirs."""
+    return list(dict.fromkeys(pair for p in passages for pair in passage_elements(p)))
+
+
+def scorer_predictions(pairs: Sequence[tuple[str, int | str]],
+                       kind: str) -> list[tuple[str, int | str]]:
+    """The predicted evidence the FEVER scorer counts, from the cited passages' pairs in citation
+    order (:func:`_pairs_of`): the first :data:`MAX_EVIDENCE`; for FEVEROUS, as its scorer
+    truncates, the first :data:`MAX_EVIDENCE` sentences (and other non-cell elements) and the
+    first :data:`MAX_EVIDENCE_CELLS` cells, header cells, list items and table captions."""
+    if kind != "feverous":
+        return list(pairs[:MAX_EVIDENCE])
+    out, sentences, cells = [], 0, 0
+    for pair in pairs:
+        if feverous_type(pair[1]) in FEVEROUS_CELL_TYPES:
+            if cells < MAX_EVIDENCE_CELLS:
+                cells += 1
+                out.append(pair)
+        elif sentences < MAX_EVIDENCE:
+            sentences += 1
+            out.append(pair)
+    return out
+
+
+def _same_element(pair: tuple[str, int | str], gold: dict[str, Any]) -> bool:
+    return pair == (gold["page"], gold["sent_id"])
+
+
+def _ids_available(row: Row, seen: list[dict[str, Any]]) -> bool:
+    """Every passage the row saw carries element ids; a row that saw none asks its index (the
+    ceiling's ``ids``: the searched index's passages carry them)."""
+    if seen:
+        return all(passage_elements(p) for p in seen)
+    return bool((row.get("gold_in_index") or {}).get("ids"))
+
+
 def score_row(row: Row) -> RowEvidence | None:
     """The evidence figures of a finished row with gold evidence and citation data, else None."""
     gold = (row.get("gold") or {}).get("evidence") if _ok(row) else None
     if not isinstance(gold, dict) or not isinstance(row.get("evidence"), list):
         return None  # no gold evidence, or a row written before citations existed
-    kind, level = str(gold.get("kind") or ""), str(gold.get("level") or "page")
-    sets = [[{"page": str(g.get("page") or ""), "sent_id": g.get("sent_id"),
+    kind = str(gold.get("kind") or "")
+    sets = [[{"page": str(g.get("page") or ""), "sent_id": element_id(g.get("sent_id")),
               "_norm": normal_text(str(g["text"])) if g.get("text") else ""}
              for g in s if isinstance(g, dict)] for s in gold.get("sets") or [] if s]
     sets = [s for s in sets if s]
     cited = _prepared(row.get("evidence") or [])
     seen = cited + _prepared(row.get("retrieved") or [])
-    covers = _covers(level)
+    gold_ids = bool(sets) and all(g["sent_id"] is not None for s in sets for g in s)
+    if gold_ids and _ids_available(row, seen):
+        basis: str | None = "ids"
+    elif str(gold.get("level")) == "sentence" and (not sets or any(g["_norm"] for s in sets
+                                                                   for g in s)):
+        basis = "text"
+    else:
+        basis = None
+    level = "sentence" if basis else "page"
     label = (row.get("gold") or {}).get("label")
     fever = None
+    if basis == "ids":
+        cited_units: list[Any] = _pairs_of(cited)
+        seen_units: list[Any] = _pairs_of(seen)
+        covers: Callable[[Any, dict[str, Any]], bool] = _same_element
+        predicted, cap = scorer_predictions(cited_units, kind), None
+    else:
+        cited_units, seen_units, covers = cited, seen, _covers(level)
+        predicted, cap = cited, MAX_EVIDENCE
     if kind in FEVER_SCORED and isinstance(label, str):
-        fever = score_claim(label, (row.get("prediction") or {}).get("label"), sets, cited, covers,
-                            max_evidence=MAX_EVIDENCE, rule=scorer_rule(gold))
+        fever = score_claim(label, (row.get("prediction") or {}).get("label"), sets, predicted,
+                            covers, max_evidence=cap, rule=scorer_rule(gold))
     if not sets:
-        return RowEvidence(kind, level, False, fever=fever)
+        return RowEvidence(kind, level, False, basis=basis, fever=fever)
     precision, recall, f1, em = _page_scores(sets, cited)
     out: dict[str, Any] = {"page_precision": precision, "page_recall": recall, "page_f1": f1,
                            "page_em": em}
     if level == "sentence":
-        hits = sum(1 for p in cited if any(covers(p, g) for s in sets for g in s))
-        s_precision = hits / len(cited) if cited else 0.0
-        s_recall = _best_recall(sets, cited, covers)
+        hits = sum(1 for u in cited_units if any(covers(u, g) for s in sets for g in s))
+        s_precision = hits / len(cited_units) if cited_units else 0.0
+        s_recall = _best_recall(sets, cited_units, covers)
         out |= {"sentence_precision": s_precision, "sentence_recall": s_recall,
                 "sentence_f1": _f1(s_precision, s_recall)}
+        if basis == "ids":
+            out["sentence_em"] = float(any(set(cited_units) == {(g["page"], g["sent_id"])
+                                                                for g in s} for s in sets))
     return RowEvidence(
-        kind, level, True, fever=fever, **out,
-        gold_cited=_best_recall(sets, cited, covers) == 1.0,
-        gold_retrieved=_best_recall(sets, seen, covers) == 1.0,
-        recall_retrieved=_best_recall(sets, seen, covers))
+        kind, level, True, basis=basis, fever=fever, **out,
+        gold_cited=_best_recall(sets, cited_units, covers) == 1.0,
+        gold_retrieved=_best_recall(sets, seen_units, covers) == 1.0,
+        recall_retrieved=_best_recall(sets, seen_units, covers))
 
 
 # -- citation hygiene (every dataset) -----------------------------------------------------------
@@ -566,11 +701,15 @@ def evidence_summary(rows: list[Row]) -> dict[str, Any] | None:
     scored = [s for _, s in pairs]
     gold = [s for s in scored if s.has_gold]
     kinds = sorted({str(r["gold"]["evidence"].get("kind")) for r in gold_rows})
-    levels = {str(r["gold"]["evidence"].get("level") or "page") for r in gold_rows}
+    levels = ({s.level for s in gold} if gold else
+              {str(r["gold"]["evidence"].get("level") or "page") for r in gold_rows})
     level = "sentence" if levels == {"sentence"} else "page"
+    bases = sorted({str(s.basis) for s in gold if s.basis}) if level == "sentence" else []
     summary: dict[str, Any] = {
         "gold_kind": kinds[0] if len(kinds) == 1 else ("+".join(kinds) or None),
         "level": level if gold_rows else None,
+        "basis": "+".join(bases) or None,
+        "n_page_level": sum(1 for s in gold if s.level == "page"),
         "n_finished": len(ok), "n_scored": len(scored), "n_with_gold": len(gold),
         "n_without_gold": len(scored) - len(gold),
         "n_no_citation_data": len(ok) - len(with_data),
@@ -580,11 +719,17 @@ def evidence_summary(rows: list[Row]) -> dict[str, Any] | None:
         summary["page"] = _block(gold, {"precision": "page_precision", "recall": "page_recall",
                                         "f1": "page_f1", "em": "page_em"})
         if level == "sentence":
-            summary["sentence"] = _block(gold, {"precision": "sentence_precision",
-                                                "recall": "sentence_recall", "f1": "sentence_f1"})
-        if kinds == ["hover"]:
-            summary["hover"] = {"em": summary["page"]["em"], "f1": summary["page"]["f1"],
-                                "n": summary["page"]["n"], "level": "page"}
+            fields = {"precision": "sentence_precision", "recall": "sentence_recall",
+                      "f1": "sentence_f1"}
+            if bases == ["ids"]:
+                fields["em"] = "sentence_em"
+            summary["sentence"] = _block(gold, fields)
+        if kinds == ["hover"]:  # HoVer's supporting-fact EM/F1 at the finest level scored
+            finest = summary["sentence"] if bases == ["ids"] else summary["page"]
+            summary["hover"] = {"em": finest["em"], "f1": finest["f1"], "n": finest["n"],
+                                "level": "sentence" if bases == ["ids"] else "page",
+                                "page_em": summary["page"]["em"],
+                                "page_f1": summary["page"]["f1"]}
         retrieved, n = _mean(s.gold_retrieved for s in gold)
         cited, _ = _mean(s.gold_cited for s in gold)
         missed_by_model = sum(1 for s in gold if s.gold_retrieved and not s.gold_cited)
@@ -627,9 +772,10 @@ def evidence_summary(rows: list[Row]) -> dict[str, Any] | None:
 
 def ceiling_summary(rows: list[Row], level: str = "page") -> dict[str, Any] | None:
     """The retrieval ceiling of rows with gold evidence sets: the share whose complete gold set
-    is in the index at all (``gold_in_index``, ``evaluation/ceiling.py``), page level and, for
-    gold with text, sentence level, each with its n; ``share``/``n`` at ``level`` (the finest the
-    gold allows). None when no row recorded it (a run on a server, or rows without it)."""
+    is in the index at all (``gold_in_index``, ``evaluation/ceiling.py``), page level and
+    sentence level (ids or text, where known), each with its n; ``share``/``n`` at ``level``
+    (the level the rows were scored at). None when no row recorded it (a run on a server, or
+    rows without it)."""
     recorded = [r["gold_in_index"] for r in rows if isinstance(r.get("gold_in_index"), dict)]
     if not recorded:
         return None
@@ -659,7 +805,7 @@ def _attach_ceiling(summary: dict[str, Any]) -> None:
     ceiling = summary.get("ceiling")
     if not ceiling:
         return
-    for key, level in (("page", "page"), ("sentence", "sentence"), ("hover", "page"),
+    for key, level in (("page", "page"), ("sentence", "sentence"), ("hover", None),
                        ("fever", None), ("retrieval", None)):
         block = summary.get(key)
         if not block:
@@ -673,19 +819,30 @@ def evidence_notes(summary: dict[str, Any]) -> list[str]:
     """What a reader must know next to the figures (levels, exclusions)."""
     notes = []
     kind = str(summary.get("gold_kind") or "")
+    basis = str(summary.get("basis") or "")
     if summary.get("level") == "page" and kind:
         name = KIND_NAMES.get(kind, kind)
-        notes.append(f"{name} gold evidence gives sentence ids, but the corpus passages carry none "
-                     "(one passage per page): evidence is scored at page (title/document) level "
+        mixed = (f" ({summary['n_page_level']} item(s) saw passages without sentence ids)"
+                 if summary.get("n_page_level") else "")
+        notes.append(f"{name} gold evidence gives sentence ids, but the passages the run saw "
+                     f"carry none{mixed}: evidence is scored at page (title/document) level "
                      "only, no sentence level."
                      + (" FEVER score (page level): a gold (page, sentence) counts as covered when "
                         "its page is among the first 5 cited passages - an upper bound of the "
                         "official sentence-level score." if kind == "fever" else ""))
-    if summary.get("level") == "sentence":
-        notes.append("Sentence level: a gold sentence is covered when a cited passage of the same "
-                     "page contains it on word boundaries ([[link|anchor]] markup reduced, "
-                     "whitespace normalised, case folded); FEVER score: a gold set is covered when "
-                     "each of its sentences is in one of the first 5 cited passages.")
+    if summary.get("level") == "sentence" and "ids" in basis:
+        notes.append("Sentence level by ids, as the official scorers match: a gold (page, "
+                     "sentence) - FEVEROUS: (page, element id) such as cell_0_1_2 - is covered "
+                     "when a cited passage of that page holds that id; a passage predicts every "
+                     "(page, sentence) it holds. FEVER score: the cited passages contribute their "
+                     "pairs in citation order, each passage's in its own order, and the first 5 "
+                     "pairs are the scorer's predictions (FEVEROUS: the first 5 sentences and the "
+                     "first 25 cells, list items and captions).")
+    if summary.get("level") == "sentence" and "text" in basis:
+        notes.append("Sentence level by text: a gold sentence is covered when a cited passage of "
+                     "the same page contains it on word boundaries ([[link|anchor]] markup "
+                     "reduced, whitespace normalised, case folded); FEVER score: a gold set is "
+                     "covered when each of its sentences is in one of the first 5 cited passages.")
     rule = (summary.get("fever") or {}).get("rule")
     if rule:
         notes.append("FEVER score rule: " + "; ".join(SCORER_RULES[r] for r in rule.split("+")
@@ -720,6 +877,7 @@ def item_value(name: str) -> Callable[[Row], float | None]:
             "evidence_sentence_precision": scored.sentence_precision,
             "evidence_sentence_recall": scored.sentence_recall,
             "evidence_sentence_f1": scored.sentence_f1,
+            "evidence_sentence_em": scored.sentence_em,
             "fever_score": fever.strict if fever else None,
             "fever_evidence_precision": fever.precision if fever else None,
             "fever_evidence_recall": fever.recall if fever else None,
@@ -749,11 +907,16 @@ ITEM_METRICS: dict[str, str] = {
     "evidence_recall": "Evidence recall of the cited passages, page level (best gold set)",
     "evidence_f1": "Evidence F1 of the cited passages, page level (HoVer: document-level F1)",
     "evidence_em": "Cited pages are exactly a gold set's pages (HoVer document-level EM)",
-    "evidence_sentence_precision": "Cited passages containing a gold sentence (FEVEROUS)",
-    "evidence_sentence_recall": "Gold sentences contained in a cited passage (FEVEROUS)",
-    "evidence_sentence_f1": "F1 of sentence-level evidence precision and recall (FEVEROUS)",
-    "fever_score": "FEVER score: label right and a complete gold set in the first 5 cited "
-                   "passages (NEI: label right); FEVER: page level",
+    "evidence_sentence_precision": "Sentence level: cited (page, sentence) pairs that are gold "
+                                   "(ids), or cited passages containing a gold sentence (text)",
+    "evidence_sentence_recall": "Sentence level: gold sentences a cited passage holds (ids) or "
+                                "contains (text), best gold set",
+    "evidence_sentence_f1": "F1 of sentence-level evidence precision and recall",
+    "evidence_sentence_em": "Cited (page, sentence) pairs are exactly a gold set (HoVer "
+                            "supporting-fact EM; sentence ids only)",
+    "fever_score": "FEVER score: label right and a complete gold set in the scorer's first 5 "
+                   "predictions (NEI: label right); page level where passages carry no "
+                   "sentence ids",
     "fever_evidence_precision": "FEVER scorer's evidence precision (first 5 cited, verifiable)",
     "fever_evidence_recall": "FEVER scorer's evidence recall (complete set, verifiable claims)",
     "gold_retrieved": "A complete gold set among all passages the run saw (retriever)",

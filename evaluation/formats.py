@@ -2,7 +2,8 @@
 
 Every record becomes one :class:`Item` whose ``input`` is the ``DebateInput`` a framework receives.
 Formats are recognised per record by their keys, so a user online can point ``--dataset`` at an
-original release file as well as at a file in the shared schema (``../shared/data/README.md``):
+original release file as well as at a file in the shared schema (its fields: the Evaluation page,
+docs/evaluation.md, "Dataset record schema"):
 
 * shared schema: ``{id, dataset, task, claim|question, label, answers, options, documents, ...}``
 * FEVER ``*.jsonl`` (``id, verifiable, label, claim, evidence``), FEVEROUS/ProgramFC ``dev.json``
@@ -145,8 +146,8 @@ MAX_ID_CHARS = 200
 MISSING = object()
 """A field that is absent (as :func:`describe` names it)."""
 
-_RECORD_REMEDY = ("fix the record (record fields: the data folder's README, "
-                  "evaluation/formats.py)")
+_RECORD_REMEDY = ("fix the record (record fields: docs/evaluation.md, "
+                  "\"Dataset record schema\")")
 
 
 def describe(value: Any) -> str:

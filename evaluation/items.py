@@ -7,6 +7,7 @@ import cycle.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.core.context import Context
-from factdebate.core.errors import FactDebateError
+from factdebate.core.errors import ConfigError, FactDebateError
 from factdebate.core.retry import is_rate_limit, rate_limit_retrying
 from factdebate.evaluation.executors import ServerAdmissionError
 from factdebate.evaluation.formats import Item
@@ -61,6 +62,11 @@ class RunSpec:
     demo_index: bool = False
     """Search the default index folder (the bundled demo corpus when it is empty) although no
     index is named (``eval --demo-index``; ``evaluation/index_identity.py``)."""
+    index: str | None = None
+    """The index to search, by name (``$FACTDEBATE_HOME/indexes/<name>``, built by ``factdebate
+    index ... --index-dir`` there) or by folder (``eval --index``); None: the one the data folder
+    or the dataset names, else ``evaluation/index_identity.py`` chooses
+    (``datasets.dataset_index``)."""
     feverous_rule: str = "feverous"
     """NOT ENOUGH INFO rule of the FEVEROUS score: ``feverous`` (its scorer's) or ``fever``
     (``evaluation/evidence_metrics.py`` ``SCORER_RULES``)."""
@@ -69,6 +75,31 @@ class RunSpec:
     retries: the debate went on without that evidence): ``error`` records it as an error row
     (type ``ToolFault``, excluded from the metrics, rerun by ``--resume --retry-errors``),
     ``score`` as an ordinary row with the fault in its flags (``results.TOOL_FAULT_MODES``)."""
+
+
+POOL_FIELD = "pool"
+"""Context field naming the knowledge-store pool an item's retrievers search
+(``RetrieverSettings.pool``: an AVeriTeC claim id)."""
+
+
+def item_context(ctx: Context, item: Item) -> Context:
+    """The Context one item runs with: the run's, limited to the item's knowledge-store pool when
+    the runner gave it one (``meta["pool"]``: an AVeriTeC claim over an index of its knowledge
+    store, whose passages each belong to one claim's pool).
+
+    Raises:
+        ConfigError: The item has a pool but the Context has no field to carry it (its
+            retrievers would search every claim's pool).
+    """
+    pool = item.meta.get("pool")
+    if not pool:
+        return ctx
+    if not any(f.name == POOL_FIELD for f in dataclasses.fields(ctx)):
+        raise ConfigError(f"{item.id}: the index holds per-claim knowledge-store pools, but "
+                          f"{type(ctx).__name__} has no {POOL_FIELD!r} field to search only "
+                          "this claim's", "search an index without pools, or a framework whose "
+                          "Context has it")
+    return dataclasses.replace(ctx, **{POOL_FIELD: str(pool)})
 
 
 def check_models(ctx: Context) -> None:
@@ -106,7 +137,7 @@ class ItemRunner:
         thread_id = f"{self.record['run_id']}:{item.id}"
         base = base_row(item, framework=self.spec.framework, run_id=self.record["run_id"],
                         thread_id=thread_id)
-        ctx = self.ctx
+        ctx = item_context(self.ctx, item)
         start = time.monotonic()
         attempt, trace_id = 0, ""
         try:

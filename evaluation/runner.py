@@ -53,6 +53,7 @@ from factdebate.evaluation.items import (  # noqa: F401 - RunSpec, is_rate_limit
     RunSpec,
     check_models,
     is_rate_limit,
+    item_context,
 )
 from factdebate.evaluation.judging import EXTRA_METRICS
 from factdebate.evaluation.langsmith_experiment import LangSmithExperiment
@@ -113,10 +114,18 @@ def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str,
         "memory": memory_record(ctx, checkpointer=spec.checkpointer, server=spec.server,
                                 run_id=run_id),
         "server": spec.server, "langsmith": spec.langsmith, "git_sha": git_sha(),
-        "index": run_index(spec.framework, ctx, spec.server, served),
+        "index": _named(run_index(spec.framework, ctx, spec.server, served), spec.index),
         "scoring": {"feverous_rule": spec.feverous_rule}, "tool_faults": spec.tool_faults,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def _named(identity: dict[str, Any] | None, name: str | None) -> dict[str, Any] | None:
+    """``run.json``'s ``index`` with the name the run found it by (``eval --index``, the data
+    folder's ``indexes.json`` or the dataset's entry), when it has one."""
+    if identity is None or not name:
+        return identity
+    return {**identity, "name": name}
 
 
 def _prepare(spec: RunSpec, ctx: Context,
@@ -207,8 +216,12 @@ async def run_eval(spec: RunSpec, console: Console | None = None,
     if spec.tool_faults not in TOOL_FAULT_MODES:
         raise InputError(f"--tool-faults {spec.tool_faults!r} is not a choice",
                          f"use {' or '.join(TOOL_FAULT_MODES)}")
+    if spec.index and spec.server:
+        raise InputError(f"--index {spec.index} names an index, but with --server the server "
+                         "searches its own", "drop --index (the server's operator sets its index)")
     if not spec.server:
         check_models(ctx)  # an unknown model or a missing key fails once, before run.json
+        spec, ctx = _named_index(spec, ctx, console)  # an index by name: recorded in run.json
         ctx = _check_index(spec, ctx, console)  # the index it searches: before run.json
     make_out_folder(spec.out)
     with RunLock(spec.out) as lock:
@@ -369,8 +382,8 @@ async def _pooled_row(pool: WorkerPool, item: Item, runner: ItemRunner) -> dict[
 
 def _check_index(spec: RunSpec, ctx: Context, console: Console | None) -> Context:
     """The Context with the index the run searches, checked (``evaluation/index_identity.py``
-    chooses it: a named index, ``--demo-index``, the data folder's corpus indexed once, the
-    default folder's own index - never the demo corpus unasked)."""
+    chooses it when :func:`_named_index` did not: a named folder, ``--demo-index``, the data
+    folder's corpus indexed once, the default folder's own index)."""
     from factdebate.graphs.registry import FRAMEWORKS
     from factdebate.run.setup import check_index
 
@@ -380,6 +393,74 @@ def _check_index(spec: RunSpec, ctx: Context, console: Console | None) -> Contex
                             console=console)
     check_index(ctx, explicit_index=bool(ctx.index_dir))
     return ctx
+
+
+def _named_index(spec: RunSpec, ctx: Context,
+                 console: Console | None) -> tuple[RunSpec, Context]:
+    """The spec (``index``: the name it resolved) and the Context searching ``--index NAME|DIR``,
+    else the index the data folder's ``indexes.json`` or the dataset's registry entry names
+    (``datasets.dataset_index``), else the demo corpus the user built in the default folder
+    (:func:`_built_demo`); both as they are when none applies or an index is set already.
+
+    Raises:
+        InputError: ``--index`` with another index named, or a name holding no complete index.
+    """
+    from factdebate.core.context import mask_url
+    from factdebate.evaluation.datasets import dataset_index, index_folder
+    from factdebate.evaluation.index_identity import describe, identity_of
+    from factdebate.graphs.registry import FRAMEWORKS
+
+    explicit = spec.index
+    if not FRAMEWORKS.entry(spec.framework).meta.get("needs_index", True):
+        return spec, ctx
+    if explicit and (ctx.index_dir or ctx.milvus_uri or spec.demo_index):
+        other = ("--demo-index" if spec.demo_index else
+                 f"index_dir={ctx.index_dir}" if ctx.index_dir else
+                 f"milvus_uri={mask_url(ctx.milvus_uri)}")
+        raise InputError(f"--index {explicit} names an index, and so does {other}",
+                         "name one index")
+    if explicit:
+        name, by = explicit, "--index"
+    elif ctx.index_dir or ctx.milvus_uri or spec.demo_index:
+        return spec, ctx
+    else:
+        named = dataset_index(spec.dataset, spec.data_dir)
+        if named is None:
+            return spec, _built_demo(spec, ctx, console)
+        name, by = named
+    folder = index_folder(name)
+    identity = identity_of(folder)
+    if identity["status"] != "ok":
+        status = "no index" if identity["status"] == "absent" else (
+            f"a damaged index ({identity.get('damage')})")
+        raise InputError(f"{by} names the index {name!r}, but {folder} holds {status}",
+                         f"build it: factdebate index DUMP --format FORMAT --index-dir {folder}")
+    if console is not None:
+        console.print(f"index {name!r} (named by {by}): {describe(identity)}", highlight=False,
+                      soft_wrap=True, markup=False)
+    return (dataclasses.replace(spec, index=name),
+            dataclasses.replace(ctx, index_dir=str(folder)))
+
+
+def _built_demo(spec: RunSpec, ctx: Context, console: Console | None) -> Context:
+    """The Context searching the default index folder when the user built the demo corpus there
+    (``factdebate index`` of it, as ``verify`` searches it) and nothing else gives the run an
+    index (no data folder corpus); otherwise the Context as it is (``index_identity`` chooses).
+    Every report then says at its top that the demo corpus was searched, and where."""
+    from factdebate.core.context import default_index_dir
+    from factdebate.evaluation.index_identity import data_corpus, data_folder, identity_of
+
+    if data_corpus(data_folder(spec.data_dir)) is not None:
+        return ctx
+    identity = identity_of(default_index_dir())
+    if identity["status"] != "ok" or not identity["demo"]:
+        return ctx
+    if console is not None:
+        console.print(f"index: the bundled demo corpus, indexed in the default folder "
+                      f"{identity['index_dir']} ({identity['passages']} passages): its evidence "
+                      "figures describe that corpus, not the benchmark's", highlight=False,
+                      soft_wrap=True, markup=False)
+    return dataclasses.replace(ctx, index_dir=str(default_index_dir()))
 
 
 async def _server(spec: RunSpec, ctx: Context,
@@ -401,24 +482,30 @@ async def _server(spec: RunSpec, ctx: Context,
 def _with_gold_in_index(spec: RunSpec, ctx: Context, items: list[Item],
                         identity: dict[str, Any] | None) -> tuple[list[Item], str]:
     """The items with ``gold_in_index`` (``evaluation/ceiling.py``: is the gold evidence in the
-    index the run searches at all?) and their FEVEROUS scoring rule in ``meta``; for a
+    index the run searches at all?), their FEVEROUS scoring rule and, over an index of AVeriTeC's
+    knowledge store (passages in per-claim pools), their claim's ``pool`` in ``meta``; for a
     ``--server`` run with gold evidence also one line saying where its ceiling comes from, or why
     it has none (``identity``: ``run.json`` ``index``)."""
     from factdebate.evaluation.ceiling import CorpusLookup, IndexLookup, gold_in_index, server_corpus
 
     golds = [it.meta.get("gold_evidence") for it in items]
-    if not any(isinstance(g, dict) for g in golds):
+    claims = any(it.meta.get("claim_id") for it in items)
+    if not any(isinstance(g, dict) for g in golds) and not claims:
         return items, ""
     lookup: IndexLookup | CorpusLookup | None = None
     ceiling = ""
     if spec.server and identity is not None:  # the server's index: a local copy of its corpus
         corpus, ceiling = server_corpus(identity, spec.data_dir)
-        if corpus is not None:
+        if corpus is not None and any(isinstance(g, dict) for g in golds):
             lookup = CorpusLookup(corpus, golds)
     elif identity and identity.get("status") == "ok":
         lookup = IndexLookup(ctx.index_path)
+    pooled = claims and isinstance(lookup, IndexLookup) and lookup.has_pools
     out = []
     for item, gold in zip(items, golds, strict=True):
+        if pooled and item.meta.get("claim_id"):  # an AVeriTeC claim searches its own pool only
+            item = dataclasses.replace(item, meta={**item.meta, "pool": item.meta["claim_id"]})
+            item_context(ctx, item)  # a Context that cannot carry the pool stops the run here
         if not isinstance(gold, dict):
             out.append(item)
             continue

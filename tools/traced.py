@@ -18,8 +18,6 @@ from langchain_core.retrievers import BaseRetriever
 
 from factdebate.core.state import Evidence
 
-EVIDENCE_KEYS = ("id", "title", "source", "url", "score")
-
 
 class _SearchAdapter(BaseRetriever):
     """One search of one ``Retriever`` (``k`` fixed), as a LangChain retriever."""
@@ -36,7 +34,9 @@ class _SearchAdapter(BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
         found = await self.backend.search(query, k=self.k)
-        return [Document(page_content=e["text"], metadata={key: e[key] for key in EVIDENCE_KEYS})
+        # every key but the text travels as metadata: the passage contract's page, sentences and
+        # pool (tools/sources) reach the row and its evidence scoring as the retriever gave them
+        return [Document(page_content=e["text"], metadata={k: v for k, v in e.items() if k != "text"})
                 for e in found]
 
 
@@ -44,5 +44,4 @@ async def traced_search(retriever: Any, query: str, *, k: int, name: str) -> lis
     """``retriever.search(query, k=k)`` traced as a retriever run called ``name``."""
     adapter = _SearchAdapter(backend=retriever, k=k)
     docs = await adapter.ainvoke(query, {"run_name": name, "metadata": {"k": k}})
-    return [Evidence(text=d.page_content, **{key: d.metadata[key] for key in EVIDENCE_KEYS})
-            for d in docs]
+    return [Evidence(text=d.page_content, **d.metadata) for d in docs]  # type: ignore[typeddict-item]

@@ -79,7 +79,7 @@ def run_eval(setup: dict[str, Path], name: str, model: str,
 def test_eval_prints_and_writes_evidence_metrics(setup, monkeypatch):
     out, printed = run_eval(setup, "shown", "scripted:agree", monkeypatch)
     text = " ".join(printed.split())
-    assert "sentence level: precision" in text and "recall" in text and "F1" in text
+    assert "sentence level by text: precision" in text and "recall" in text and "F1" in text
     assert "(n=4 items with gold evidence)" in text
     assert "FEVER score" in text and "(n=4; first 5 cited passages)" in text
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

@@ -72,3 +72,60 @@ def test_a_server_runs_ceiling_needs_the_servers_corpus_locally(tmp_path: Path):
     assert found is None and "no data folder corpus" in line
     found, line = server_corpus({"status": "server", "server": "http://127.0.0.1:1"}, data)
     assert (found, line) == (None, "not computed: the server's index is not recorded")
+
+
+# -- an imported dump's index: pages and sentence ids looked up by the passage contract -------
+DUMP = [  # passages as a FEVER / FEVEROUS importer writes them (page id, element ids held)
+    {"id": "Soul_Food_-LRB-film-RRB-#1", "title": "Soul Food (film)", "text": "s0 s1",
+     "page": "Soul_Food_-LRB-film-RRB-", "sentences": [0, 1]},
+    {"id": "Soul_Food_-LRB-film-RRB-#2", "title": "Soul Food (film)", "text": "s2",
+     "page": "Soul_Food_-LRB-film-RRB-", "sentences": [2]},
+    {"id": "Korean Air#1", "title": "Korean Air", "text": "cells", "page": "Korean Air",
+     "sentences": ["sentence_0", "cell_1_19_0"]},
+]
+
+
+def fever_gold(*sets: list[tuple[str, int]]) -> dict:
+    from factdebate.evaluation.evidence_metrics import gold_evidence
+
+    return gold_evidence({"dataset": "fever", "evidence_sets": [
+        [{"page": p, "sent_id": i} for p, i in s] for s in sets]})
+
+
+def test_an_imported_dumps_index_answers_by_page_id_and_sentence_ids(tmp_path: Path):
+    from factdebate.evaluation.evidence_metrics import gold_evidence
+
+    write_keyword_index(tmp_path / "dump" / KEYWORD_SUBDIR, iter(DUMP))
+    lookup = IndexLookup(tmp_path / "dump")
+    assert lookup.has_ids and lookup.has_pages and not lookup.has_pools
+    assert lookup.page_elements("Soul_Food_-LRB-film-RRB-") == {0, 1, 2}
+    assert lookup.page_elements("Nope") is None
+    results = [gold_in_index(g, lookup) for g in (
+        fever_gold([("Soul_Food_-LRB-film-RRB-", 2)]),
+        fever_gold([("Soul_Food_-LRB-film-RRB-", 9)], [("Soul_Food_-LRB-film-RRB-", 0),
+                                                        ("Korean_Air", 0)]),
+        fever_gold([("Soul_Food_-LRB-film-RRB-", 7)]),
+        fever_gold([("Absent_page", 0)]),
+        gold_evidence({"id": 1, "label": "SUPPORTS", "claim": "c", "evidence": [
+            {"content": ["Korean Air_cell_1_19_0", "Korean Air_sentence_0"]}]}))]
+    assert [(r["page"], r["sentence"], r["level"], r["ids"]) for r in results] == [
+        (True, True, "sentence", True),
+        (True, False, "sentence", True),  # (Korean_Air, 0): that page has no sentence 0 here
+        (True, False, "sentence", True),  # the page is in, its sentence 7 is not
+        (False, False, "sentence", True),
+        (True, True, "sentence", True)]
+    # an index of a JSONL corpus (passages without sentence ids) keeps the title lookup
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
+    write_keyword_index(tmp_path / "plain" / KEYWORD_SUBDIR, iter_passages(corpus))
+    plain = IndexLookup(tmp_path / "plain")
+    assert not plain.has_ids and not plain.has_pools
+    assert gold_in_index(GOLDS[0], plain)["sentence"] is True
+
+
+def test_an_averitec_stores_index_has_pools(tmp_path: Path):
+    store = [{"id": f"{c}/https://a.example/{c}#1", "title": "t", "text": "x",
+              "page": f"https://a.example/{c}", "sentences": [], "pool": str(c)} for c in (0, 1)]
+    write_keyword_index(tmp_path / "store" / KEYWORD_SUBDIR, iter(store))
+    lookup = IndexLookup(tmp_path / "store")
+    assert lookup.has_pools and not lookup.has_ids

@@ -193,6 +193,14 @@ MALFORMED_GOLD = [
     ({"verifiable": "VERIFIABLE", "evidence": [["Moon"]]}, "evidence[0][0]", "a string"),
     ({"supporting_facts": [[["Moon"], 0]]}, "supporting_facts[0][0]", "a list"),
     ({"supporting_facts": ["Moon"]}, "supporting_facts[0]", "a string"),
+    ({"evidence": 12345}, "evidence", "a number (12345)"),
+    ({"dataset": "averitec", "evidence": True}, "evidence", "a boolean"),
+    ({"evidence_sets": None}, "evidence_sets", "null on a REFUTES claim"),  # would halve FEVER
+    ({"evidence_sets": []}, "evidence_sets", "a list ([]) on a REFUTES claim"),
+    ({"verifiable": "VERIFIABLE", "evidence": [[[1, 2, None, None]]]}, "evidence",
+     "a list ([[[1, 2, None, None]]]) with no page on a REFUTES claim"),
+    ({"evidence": [{"content": "Moon_sentence_0"}]}, "evidence[0].content", "a string"),
+    ({"evidence": [{"content": ["Moon"]}]}, "evidence[0].content[0]", "a string ('Moon')"),
 ]
 
 
@@ -230,9 +238,53 @@ def test_well_formed_gold_evidence_loads(tmp_path):
     ]
     items = load_items(str(write_jsonl(tmp_path / "ok.jsonl", records)))
     assert items[0].meta["gold_evidence"]["sets"] == [
-        [{"page": "Moon", "sent_id": 0, "text": None}],
-        [{"page": "Earth", "sent_id": None, "text": None}]]
+        [{"page": "Moon", "sent_id": 0, "text": None, "page_id": "Moon"}],
+        [{"page": "Earth", "sent_id": None, "text": None, "page_id": "Earth"}]]
     assert len(items) == len(records)
+    release = load_items(str(write_jsonl(tmp_path / "feverous.jsonl", [
+        {"id": 9, "label": "SUPPORTS", "claim": "c",
+         "evidence": [{"content": ["Korean Air_cell_1_19_0", "Korean Air_sentence_0"],
+                       "context": {}}]}])))
+    assert [(e["page"], e["sent_id"]) for e in release[0].meta["gold_evidence"]["sets"][0]] == [
+        ("Korean Air", "cell_1_19_0"), ("Korean Air", "sentence_0")]
+
+
+def test_averitec_items_know_their_claim_id(tmp_path):
+    from factdebate.evaluation.datasets import averitec_claim_id
+
+    items = load_items(str(write_jsonl(tmp_path / "av.jsonl", [
+        {"id": "averitec-dev-12", "dataset": "averitec", "claim": "c", "label": "REFUTES"},
+        {"id": "averitec-dev-x", "dataset": "averitec", "claim": "c", "label": "REFUTES",
+         "claim_id": 40}])))
+    assert [it.meta.get("claim_id") for it in items] == ["12", "40"]
+    assert averitec_claim_id({"dataset": "fever"}, "fever-3", "fever") is None
+    assert "claim_id" not in load_items(str(write_jsonl(tmp_path / "f.jsonl", claims(1, 0, 0))))[
+        0].meta
+
+
+def test_datasets_find_their_index_by_name(tmp_path, monkeypatch):
+    from factdebate.evaluation.datasets import dataset_index, index_folder
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("FACTDEBATE_HOME", str(home))
+    data = tmp_path / "data"
+    data.mkdir()
+    assert index_folder("fever-wiki") == home / "indexes" / "fever-wiki"
+    assert index_folder(str(tmp_path / "x")) == tmp_path / "x"
+    assert dataset_index("fever", data) is None  # the registry names fever-wiki; not built yet
+    (home / "indexes" / "fever-wiki").mkdir(parents=True)
+    (home / "indexes" / "fever-wiki" / "manifest.json").write_text("{}")
+    assert dataset_index("fever", data) == ("fever-wiki", "the dataset 'fever'")
+    assert dataset_index("hover_2hop", data) is None
+    (data / "indexes.json").write_text(json.dumps({"fever": "my-wiki", "hover": "/srv/hover"}))
+    assert dataset_index("fever", data) == ("my-wiki", str(data / "indexes.json"))
+    assert dataset_index("hover", data)[0] == "/srv/hover"
+    (data / "indexes.json").write_text(json.dumps({"fever": 5}))
+    with pytest.raises(InputError, match=r"indexes.json: fever is a number \(5\), not an index"):
+        dataset_index("fever", data)
+    (data / "indexes.json").write_text("[1")
+    with pytest.raises(InputError, match="indexes.json: not valid JSON"):
+        dataset_index("fever", data)
 
 
 def test_eval_on_malformed_gold_evidence_is_one_error_line(tmp_path, monkeypatch):

@@ -14,13 +14,17 @@ from factdebate.cli.eval import evidence_lines
 from factdebate.evaluation.compare import compare_outputs, evidence_rows
 from factdebate.evaluation.datasets import load_items
 from factdebate.evaluation.evidence_metrics import (
+    element_id,
     evidence_summary,
     gold_evidence,
     headline,
     normal_text,
     page_title,
+    passage_elements,
     passage_pages,
     score_row,
+    scorer_predictions,
+    split_feverous_id,
 )
 from factdebate.evaluation.html_report import evidence_summary_html
 from factdebate.evaluation.metrics import compute_metrics
@@ -96,7 +100,8 @@ def test_gold_evidence_of_each_dataset_format():
         [{"page": "Soul_Food_-LRB-film-RRB-", "sent_id": 0}],
         [{"page": "Soul_Food_-LRB-film-RRB-", "sent_id": 0}]]})  # repeated set kept once
     assert fever == {"kind": "fever", "level": "page",
-                     "sets": [[{"page": "Soul Food (film)", "sent_id": 0, "text": None}]]}
+                     "sets": [[{"page": "Soul Food (film)", "sent_id": 0, "text": None,
+                                "page_id": "Soul_Food_-LRB-film-RRB-"}]]}
     assert gold_evidence({"dataset": "fever", "evidence_sets": []})["sets"] == []  # NEI
     release = gold_evidence({"id": 1, "verifiable": "VERIFIABLE", "claim": "c", "evidence": [
         [[1, 2, "Page_-LRB-a-RRB-", 3], [1, 3, "Other", 0]], [[4, 5, None, None]]]})
@@ -106,10 +111,17 @@ def test_gold_evidence_of_each_dataset_format():
         [{"page": "A", "sent_id": 1}, {"page": "B", "sent_id": 0}], [{"page": "C", "sent_id": 0}]]})
     assert hover["kind"] == "hover" and len(hover["sets"]) == 1  # the supporting facts only
     assert gold_evidence({"uid": "u", "supporting_facts": [["A", 0], ["B", 2]]})["sets"][0][1] == {
-        "page": "B", "sent_id": 2, "text": None}
+        "page": "B", "sent_id": 2, "text": None, "page_id": "B"}
     feverous = gold_evidence({"dataset": "feverous", "evidence": [{"title": "T", "text": "[[a|b]] c"}]})
     assert feverous == {"kind": "feverous", "level": "sentence",
-                        "sets": [[{"page": "T", "sent_id": None, "text": "b c"}]]}
+                        "sets": [[{"page": "T", "sent_id": None, "text": "b c", "page_id": "T"}]]}
+    release = gold_evidence({"id": 7, "label": "SUPPORTS", "claim": "c", "evidence": [
+        {"content": ["Korean Air_cell_1_19_0", "Korean Air_sentence_0"], "context": {}},
+        {"content": ["Aramais Yepiskoposyan_header_cell_0_0_1"], "context": {}}]})
+    assert release["kind"] == "feverous" and [[(e["page"], e["sent_id"]) for e in s]
+                                              for s in release["sets"]] == [
+        [("Korean Air", "cell_1_19_0"), ("Korean Air", "sentence_0")],
+        [("Aramais Yepiskoposyan", "header_cell_0_0_1")]]
     programfc = gold_evidence({"id": 1, "claim": "c", "evidence": "T\t[[x|y]] z\nU\tw"})
     assert [e["text"] for e in programfc["sets"][0]] == ["y z", "w"]
     scifact = gold_evidence({"dataset": "scifact", "evidence": [
@@ -130,7 +142,8 @@ def test_gold_evidence_reaches_the_item_and_the_row_but_not_the_input(tmp_path: 
         "id": "feverous-1", "dataset": "feverous", "task": "claim_verification", "claim": "c",
         "label": "SUPPORTS", "evidence": [{"title": "T", "text": "s"}]}) + "\n")
     [item] = load_items("feverous", tmp_path)
-    assert item.meta["gold_evidence"]["sets"] == [[{"page": "T", "sent_id": None, "text": "s"}]]
+    assert item.meta["gold_evidence"]["sets"] == [[{"page": "T", "sent_id": None, "text": "s",
+                                                    "page_id": "T"}]]
     assert item.input == {"claim": "c", "task": "binary"}  # never shown to the model
     base = base_row(item, framework="tool_mad", run_id="r", thread_id="t")
     assert base["gold"]["evidence"]["kind"] == "feverous"
@@ -216,7 +229,8 @@ def test_retrieval_vs_citation_and_citation_hygiene():
     assert (c["uncited_verdicts"], c["n_verdicts"]) == (0.25, 4)  # row 3 only; row 4 excluded
     assert (c["hallucinated"], c["n_rows"], c["unshown_total"]) == (0.2, 5, 1)
     assert (c["uncited_replies"], c["n_replies"]) == (3 / 8, 8)
-    assert summary["hover"] == {"em": 0.25, "f1": 0.25, "n": 4, "level": "page"}
+    assert summary["hover"] == {"em": 0.25, "f1": 0.25, "n": 4, "level": "page", "page_em": 0.25,
+                                "page_f1": 0.25}
     assert evidence_summary([{"item_id": "x", "status": "ok", "gold": {}}]) is None
 
 
@@ -263,7 +277,8 @@ def test_summary_report_compare_html_browser_and_cli(tmp_path: Path, monkeypatch
     html = evidence_summary_html(feverous_rows(False))
     assert "FEVER score</td><td>0.0% (n=4)" in html and "Gold evidence retrieved" in html
     lines = evidence_lines(run)
-    assert any(line.startswith("evidence b (tool_mad / feverous), sentence level: precision")
+    assert any(line.startswith("evidence b (tool_mad / feverous), sentence level by text: "
+                               "precision")
                and "(n=4 items with gold evidence)" in line for line in lines)
     assert any(line.startswith("FEVER score b") and "1.000 (n=4;" in line for line in lines)
     # the browser's run list carries the evidence block beside the metrics
@@ -274,3 +289,102 @@ def test_summary_report_compare_html_browser_and_cli(tmp_path: Path, monkeypatch
     listed = {r["run"]: r for r in evals_browser._list(tmp_path.resolve())["runs"]}
     assert listed["b"]["evidence"]["headline"]["key"] == "fever_score"
     assert listed["b"]["evidence"]["fever"]["n"] == 4 and listed["a"]["evidence"] is None
+
+
+# -- sentence level by ids: passages of an imported dump carry page and sentence ids ----------
+def dump_passage(page: str, sentences: list, title: str = "", pid: str = "") -> dict:
+    """A passage as a dump importer writes it (the passage contract: page, sentences, pool)."""
+    return {"id": pid or f"{page}#{sentences[0] if sentences else 0}", "title": title or page,
+            "text": "...", "source": "keyword", "url": "", "score": 1.0, "page": page,
+            "sentences": list(sentences), "pool": ""}
+
+
+FEVER_IDS = gold_evidence({"dataset": "fever", "evidence_sets": [
+    [{"page": "Soul_Food_-LRB-film-RRB-", "sent_id": 0}, {"page": "George_Tillman_Jr.",
+                                                          "sent_id": 2}],
+    [{"page": "Soul_Food_-LRB-film-RRB-", "sent_id": 3}]]})
+
+
+def test_passage_elements_and_element_ids():
+    p = dump_passage("Soul_Food_-LRB-film-RRB-", [0, "1", 2])
+    assert passage_elements(p) == [("Soul Food (film)", 0), ("Soul Food (film)", 1),
+                                   ("Soul Food (film)", 2)]
+    assert passage_pages(p)[0] == "Soul Food (film)"  # the contract's page comes first
+    assert passage_elements(passage("Soul Food (film)")) == []  # a JSONL corpus passage
+    assert (element_id("3"), element_id(3), element_id("cell_0_1_2"), element_id(True),
+            element_id("")) == (3, 3, "cell_0_1_2", None, None)
+    assert split_feverous_id("Korean Air_cell_1_19_0") == ("Korean Air", "cell_1_19_0")
+    assert split_feverous_id("A_b_sentence_12") == ("A_b", "sentence_12")
+    assert split_feverous_id("Something else") == ("Something else", None)
+
+
+def test_fever_gold_with_sentence_ids_is_scored_at_sentence_level():
+    cited = [dump_passage("Soul_Food_-LRB-film-RRB-", [0, 1]),
+             dump_passage("George_Tillman_Jr.", [2])]
+    s = score_row(row("fever-1", "SUPPORTS", "SUPPORTS", FEVER_IDS, cited))
+    assert (s.level, s.basis) == ("sentence", "ids")
+    # predicted pairs (Soul Food, 0), (Soul Food, 1), (Tillman, 2): two are gold, set 1 complete
+    assert s.sentence_precision == pytest.approx(2 / 3) and s.sentence_recall == 1.0
+    assert s.sentence_em == 0.0 and s.gold_cited and s.fever.strict
+    assert (s.fever.precision, s.fever.recall) == (pytest.approx(2 / 3), 1.0)
+    # the same page cited, the wrong sentence: page level would call it covered, ids do not
+    wrong = score_row(row("fever-2", "SUPPORTS", "SUPPORTS", FEVER_IDS, [
+        dump_passage("Soul_Food_-LRB-film-RRB-", [1, 2]), dump_passage("George_Tillman_Jr.", [0])]))
+    assert wrong.page_recall == 1.0 and wrong.sentence_recall == 0.0
+    assert not wrong.fever.strict and wrong.fever.precision == 0.0 and not wrong.gold_cited
+    exact = score_row(row("fever-3", "SUPPORTS", "SUPPORTS", FEVER_IDS, [
+        dump_passage("Soul_Food_-LRB-film-RRB-", [3])]))
+    assert exact.sentence_em == 1.0 and exact.sentence_f1 == 1.0 and exact.fever.strict
+
+
+def test_a_multi_sentence_passage_fills_the_scorers_first_five():
+    """Each cited passage contributes its pairs in order; the scorer sees the first five."""
+    long_first = [dump_passage("Soul_Food_-LRB-film-RRB-", [4, 5, 6, 7, 8, 0]),
+                  dump_passage("George_Tillman_Jr.", [2])]
+    pairs = [pair for p in long_first for pair in passage_elements(p)]
+    assert scorer_predictions(pairs, "fever") == pairs[:5]
+    s = score_row(row("fever-4", "SUPPORTS", "SUPPORTS", FEVER_IDS, long_first))
+    # (Soul Food, 0) is the 6th pair and Tillman's the 7th: neither reaches the scorer
+    assert s.sentence_recall == 1.0 and not s.fever.strict and s.fever.precision == 0.0
+    short_first = [dump_passage("George_Tillman_Jr.", [2]),
+                   dump_passage("Soul_Food_-LRB-film-RRB-", [0, 4, 5, 6, 7, 8])]
+    assert score_row(row("fever-5", "SUPPORTS", "SUPPORTS", FEVER_IDS, short_first)).fever.strict
+
+
+def test_passages_without_ids_keep_page_level_and_the_run_says_which():
+    with_ids = row("fever-1", "SUPPORTS", "SUPPORTS", FEVER_IDS,
+                   [dump_passage("Soul_Food_-LRB-film-RRB-", [3])])
+    without = row("fever-2", "SUPPORTS", "SUPPORTS", FEVER_IDS, [passage("Soul Food (film)")])
+    assert score_row(without).level == "page" and score_row(without).fever.strict
+    assert score_row(with_ids).level == "sentence"
+    only_ids = evidence_summary([with_ids])
+    assert (only_ids["level"], only_ids["basis"], only_ids["n_page_level"]) == ("sentence", "ids", 0)
+    assert only_ids["sentence"]["em"] == 1.0 and only_ids["fever"]["level"] == "sentence"
+    assert headline(only_ids)["name"] == "FEVER score"
+    assert any("Sentence level by ids" in n for n in only_ids["notes"])
+    mixed = evidence_summary([with_ids, without])
+    assert (mixed["level"], mixed["n_page_level"], mixed["sentence"]) == ("page", 1, None)
+    assert headline(mixed)["name"] == "FEVER score (page level)"
+    assert any("1 item(s) saw passages without sentence ids" in n for n in mixed["notes"])
+    # a row that saw nothing takes its level from its index (the ceiling's ``ids``)
+    blind = row("fever-3", "SUPPORTS", "SUPPORTS", FEVER_IDS, [], gold_in_index={
+        "page": True, "sentence": True, "level": "sentence", "ids": True})
+    assert score_row(blind).level == "sentence"
+    assert score_row({**blind, "gold_in_index": None}).level == "page"
+
+
+def test_hover_supporting_fact_em_f1_at_sentence_level():
+    gold = gold_evidence({"dataset": "hover", "evidence_sets": [
+        [{"page": "Alpha", "sent_id": 0}, {"page": "Beta", "sent_id": 1}]]})
+    exact = row("hover-1", "SUPPORTS", "SUPPORTS", gold,
+                [dump_passage("Alpha", [0]), dump_passage("Beta", [1])])
+    extra = row("hover-2", "SUPPORTS", "SUPPORTS", gold,
+                [dump_passage("Alpha", [0, 1]), dump_passage("Beta", [1])])
+    summary = evidence_summary([exact, extra])
+    hover = summary["hover"]
+    assert hover["level"] == "sentence" and hover["em"] == 0.5  # extra predicts (Alpha, 1) too
+    assert hover["f1"] == pytest.approx((1.0 + 0.8) / 2)  # P 2/3 R 1 -> F1 0.8
+    assert hover["page_em"] == 1.0 and hover["page_f1"] == 1.0
+    lines = evidence_lines({"framework": "tool_mad", "dataset": "hover", "evidence": summary})
+    assert any("HoVer supporting facts" in ln and "sentence level: EM 0.500" in ln for ln in lines)
+    assert any("sentence level by ids: precision" in ln and "EM 0.500" in ln for ln in lines)

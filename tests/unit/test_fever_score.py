@@ -211,3 +211,44 @@ def test_feverous_gold_set_covered_by_sentence_text_in_cited_passages():
     assert not scored.fever.strict  # one gold sentence is in no cited passage
     assert scored.fever.precision == 0.5 and scored.sentence_recall == 0.5
     assert scored.page_recall == 1.0  # the page is cited, the sentence is not
+
+
+# -- sentence ids on passages: the scorer itself on the pairs the cited passages hold ----------
+def dump_passage(page: str, sentences: list[int]) -> dict:
+    return {"id": f"{page}#{sentences[0]}", "title": page.replace("_", " "), "text": "",
+            "source": "keyword", "url": "", "score": 1.0, "page": page, "sentences": sentences,
+            "pool": ""}
+
+
+ID_CASES = [
+    # (gold label, predicted, gold sets of (page, line), cited passages as (page, [lines]))
+    ("REFUTES", "REFUTES", [[("page1", 1), ("page2", 2)]], [("page1", [1])]),
+    ("REFUTES", "REFUTES", [[("page1", 1), ("page2", 2)]],
+     [("page1", [1]), ("page2", [2]), ("page3", [3])]),
+    ("SUPPORTS", "SUPPORTS", [[("A", 0)], [("B", 4), ("C", 1)]], [("B", [3, 4, 5]), ("C", [0, 1])]),
+    ("SUPPORTS", "SUPPORTS", [[("A", 0)]], [("B", [0, 1, 2, 3, 4]), ("A", [0])]),  # A is 6th
+    ("SUPPORTS", "REFUTES", [[("A", 0)]], [("A", [0])]),
+    ("NOT ENOUGH INFO", "NOT ENOUGH INFO", [], [("A", [0, 1])]),
+    ("REFUTES", "REFUTES", [[("A", 2)]], []),
+]
+
+
+def test_rows_with_sentence_ids_score_as_the_fever_scorer_on_their_first_five_pairs():
+    """Each row, scored by :func:`score_row`, equals the scorer itself on ``(page, line)``
+    predictions made of its cited passages' pairs in citation order (first five counted)."""
+    rows, instances = [], []
+    for label, predicted, sets, cited in ID_CASES:
+        gold = {"kind": "fever", "level": "page", "sets": [
+            [{"page": p, "sent_id": line} for p, line in s] for s in sets]}
+        rows.append(row(label, predicted, gold, [dump_passage(p, lines) for p, lines in cited]))
+        instances.append(claim(label, predicted, [[[N, N, p, line] for p, line in s] for s in sets],
+                               [[p, line] for p, lines in cited for line in lines]))
+    scored = [score_row(r).fever for r in rows]
+    expected = [(is_strictly_correct(i, 5), evidence_macro_precision(i, 5),
+                 evidence_macro_recall(i, 5)) for i in instances]
+    for (strict, (precision, p_n), (recall, _)), got in zip(expected, scored, strict=True):
+        assert got.strict == strict
+        assert (got.precision, got.recall) == ((precision, recall) if p_n else (None, None))
+    assert [s.strict for s in scored] == [False, True, True, False, False, True, False]
+    assert all(score_row(r).level == "sentence" for r in rows
+               if r["gold"]["evidence"]["sets"] and r["evidence"])

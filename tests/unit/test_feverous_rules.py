@@ -111,3 +111,32 @@ def test_a_gold_sentence_is_covered_only_by_a_passage_of_its_page():
     decoded = score_row(row("SUPPORTS", "SUPPORTS", sets,
                             [passage("Soul_Food_-LRB-film-RRB-", "It was released in 1997.")]))
     assert decoded.fever.strict and decoded.sentence_recall == 1.0
+
+
+# -- FEVEROUS element ids (the release's evidence, an imported FEVEROUS database) ------------
+def element_passage(page: str, elements: list[str]) -> dict:
+    return {"id": f"{page}#{elements[0]}", "title": page, "text": "", "source": "keyword",
+            "url": "", "page": page, "sentences": elements, "pool": ""}
+
+
+def test_feverous_ids_match_as_its_scorer_with_five_sentences_and_25_cells():
+    from factdebate.evaluation.evidence_metrics import gold_evidence
+
+    gold = gold_evidence({"id": 1, "label": "SUPPORTS", "claim": "c", "evidence": [
+        {"content": ["Korean Air_sentence_0", "Korean Air_cell_1_19_0"], "context": {}}]})
+    table = element_passage("Korean Air", [f"cell_1_{r}_0" for r in range(30)])  # 30 cells
+    lead = element_passage("Korean Air", [f"sentence_{i}" for i in range(7)])
+    cited = [table, lead]
+    scored = score_row({"item_id": "x", "status": "ok", "evidence": cited, "retrieved": [],
+                        "gold": {"label": "SUPPORTS", "evidence": gold},
+                        "prediction": {"label": "SUPPORTS"}})
+    # cell_1_19_0 is the 20th cell (within 25), sentence_0 the first sentence: a complete set
+    assert (scored.level, scored.basis) == ("sentence", "ids")
+    assert scored.fever.strict and scored.sentence_recall == 1.0
+    assert scored.fever.precision == pytest.approx(2 / 30)  # 25 cells + 5 sentences scored
+    late = element_passage("Korean Air", [f"cell_1_{r}_0" for r in range(20, 40)] + ["cell_1_19_0"])
+    first = element_passage("Korean Air", [f"cell_1_{r}_0" for r in range(5)])
+    scored = score_row({"item_id": "x", "status": "ok", "evidence": [first, late, lead],
+                        "retrieved": [], "gold": {"label": "SUPPORTS", "evidence": gold},
+                        "prediction": {"label": "SUPPORTS"}})
+    assert not scored.fever.strict and scored.gold_cited  # the 26th cell is not scored

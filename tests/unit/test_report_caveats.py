@@ -102,3 +102,21 @@ def test_offline_search_stand_in_is_counted():
     assert caveats["stand_in_rows"] == 1 and caveats["test_double_roles"] == []
     assert caveats["error_rows"] == 1 and caveats["not_run"] == 1
     assert used_stand_in({"status": "ok", "flags": []}, {"search_backend": "local_search"})
+
+
+def test_the_demo_corpus_caveat_names_what_was_searched():
+    """A run over the demo corpus says so at the top of every report, naming where it was: the
+    folder it was searched in (``--set index_dir``, the default folder, an index name), not the
+    flag it may not have been chosen with."""
+    from factdebate.evaluation.caveats import loud_caveats
+
+    index = {"status": "ok", "demo": True, "passages": 264, "index_dir": "/tmp/mine"}
+    [line] = loud_caveats({"caveats": {"demo_index": True}, "index": index})
+    assert "bundled demo corpus (264 passages, index folder /tmp/mine)" in line
+    assert "--demo-index" not in line
+    [named] = loud_caveats({"caveats": {"demo_index": True}, "index": {**index, "name": "demo"}})
+    assert "index 'demo', index folder /tmp/mine" in named
+    served = {"status": "ok", "demo": True, "passages": 264, "searched_by": "server",
+              "server": "http://127.0.0.1:2024"}
+    [line] = loud_caveats({"caveats": {"demo_index": True}, "index": served})
+    assert "on the server http://127.0.0.1:2024" in line
