@@ -222,7 +222,7 @@ def index(
 @app.command()
 def bench(
     names: Annotated[list[str], typer.Argument(
-        help="overhead | scaling | retrieval | index | embedded | floor | tokens")],
+        help="overhead | scaling | retrieval | index | embedded | floor | tokens | soak")],
     out_raw: Annotated[str, typer.Option(
         "--out", help="Folder for <bench>.json and work files.")] = "bench-results",
     data_dir_raw: Annotated[str | None, typer.Option(
@@ -239,6 +239,10 @@ def bench(
     pad_to: Annotated[int, typer.Option(help="Retrieval: passages for the latency run.")] = 100_000,
     sizes: Annotated[str, typer.Option(
         help="Index: synthetic passage counts, comma-separated.")] = "10000,100000",
+    duration: Annotated[float | None, typer.Option(
+        help="Soak: seconds of load on the server.", show_default="1800")] = None,
+    users: Annotated[int | None, typer.Option(
+        help="Soak: users, each with an API key of their own.", show_default="4")] = None,
     markdown_raw: Annotated[str | None, typer.Option(
         "--markdown", help="Markdown file whose sections to regenerate (e.g. BENCHMARKS.md); "
         "without it only OUT/<name>.json is written.")] = None,
@@ -257,6 +261,8 @@ def bench(
         in_range("--workers", workers, 1, default=1)
         in_range("--limit", limit, 1, default=300)
         in_range("--pad-to", pad_to, 1, default=100_000)
+        in_range("--duration", duration, 10.0, default=1800)
+        in_range("--users", users, 1, 16, default=4)
         for name in names:
             BENCHES.resolve(name)
         folder = data_dir or (Path(os.environ["FACTDEBATE_DATA_DIR"])
@@ -274,6 +280,10 @@ def bench(
             kwargs["claims"] = claims
         if workers is not None:
             kwargs["workers"] = workers
+        if duration is not None:
+            kwargs["duration_s"] = duration
+        if users is not None:
+            kwargs["users"] = users
         command = "factdebate bench " + " ".join(sys.argv[2:])
         for name in names:
             result = run_bench(name, out, command, **kwargs)

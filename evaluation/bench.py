@@ -31,6 +31,10 @@ the default test suite except smoke tests on tiny inputs.
   (``evaluation/bench_floor.py``).
 * ``tokens`` - prompt, completion and cached tokens per claim of every framework and the share of
   prompt tokens in a common prefix (``evaluation/bench_tokens.py``).
+* ``soak`` - a real ``langgraph dev`` (visible graphs) under several users' mixed load for
+  ``--duration`` seconds (scripted double at 1 s per call): server RSS, stored checkpoints and
+  bytes per user sampled over time, run latency, errors, lost runs, and the server's CPU per claim
+  next to the CLI's lean variant (``evaluation/bench_soak.py``).
 """
 
 from __future__ import annotations
@@ -374,6 +378,19 @@ def bench_retrieval(work_dir: Path, *, data_dir: Path | None = None, limit: int 
                             "keyword_p50": lat["keyword"]["p50_ms"] <= 5}
     result["peak_rss_mb"] = peak_rss_mb()
     return result
+
+
+@BENCHES.decorator("soak")
+def bench_soak(work_dir: Path, *, duration_s: float = 1800.0, users: int = 4,
+               latency: float | None = None, claims: int = 12, seed: int = 13,
+               **_: Any) -> dict[str, Any]:
+    """A real ``langgraph dev`` under a mixed load, sampled over time (``bench_soak.py``)."""
+    from factdebate.evaluation.bench_soak import run_soak_bench
+
+    return {**run_soak_bench(work_dir, demo_index(work_dir), _claims(DEMO_CLAIMS, 200, seed),
+                             duration_s=duration_s, users=users,
+                             latency=1.0 if latency is None else latency, cpu_claims=claims),
+            "peak_rss_mb": peak_rss_mb()}
 
 
 def machine() -> str:
