@@ -181,9 +181,19 @@ def verify(
 
 @app.command()
 def index(
-    corpus: Annotated[Path, typer.Argument(help="JSONL of {doc_id, title, text}.")],
+    corpus: Annotated[Path, typer.Argument(
+        help="JSONL of {doc_id, title, text}, or a dump (see --format).")],
     index_dir: Annotated[str | None, typer.Option(
         help="Index folder.", show_default="$FACTDEBATE_HOME/index")] = None,
+    format_: Annotated[str | None, typer.Option(
+        "--format", help="jsonl | fever-wiki | feverous-db | hover-wiki | averitec-store | "
+        "wikipedia.", show_default="detected from the file")] = None,
+    keyword_only: Annotated[bool, typer.Option(
+        "--keyword-only", help="Dumps: build the keyword (tantivy) index only, no embeddings.")
+    ] = False,
+    granularity: Annotated[str, typer.Option(
+        help="Dumps: passages of consecutive sentences up to 2,000 characters (chunk) or one per "
+        "sentence (sentence).")] = "chunk",
     milvus_uri: Annotated[str | None, typer.Option(
         help="Milvus Lite folder or server URI.", show_default="<index-dir>/milvus.db")] = None,
     embedding_model: Annotated[str | None, typer.Option(
@@ -191,9 +201,14 @@ def index(
     replace: Annotated[bool, typer.Option(
         help="Overwrite an index built from another corpus (or a damaged one).")] = False,
 ) -> None:
-    """Build the vector (Milvus) and keyword indexes from CORPUS (skipped when unchanged)."""
+    """Build the vector (Milvus) and keyword indexes from CORPUS (skipped when unchanged).
+
+    A dump (FEVER wiki-pages, the FEVEROUS database, HoVer's HotpotQA abstracts, an AVeriTeC
+    knowledge store, a Wikipedia parquet/JSONL dump) is streamed and resumes after a kill.
+    """
     from factdebate.evaluation.index_progress import IndexProgress
     from factdebate.tools.indexing import build_indexes
+    from factdebate.tools.sources import FORMATS, detect
 
     try:
         from factdebate.cli.flags import place
@@ -202,12 +217,26 @@ def index(
         place("--milvus-uri", milvus_uri, "Milvus Lite folder or server URI")
         ctx = build_context({"index_dir": index_dir, "milvus_uri": milvus_uri,
                              "embedding_model": embedding_model}, [])
-        if not corpus.is_file():
-            raise InputError(f"corpus file {corpus} does not exist", "give a JSONL file path")
+        if not corpus.exists():
+            raise InputError(f"corpus {corpus} does not exist", "give a JSONL file or a dump's path")
+        if format_ is not None and format_ not in FORMATS:
+            raise InputError(f"unknown --format {format_!r}", f"use one of: {', '.join(FORMATS)}")
+        fmt = format_ or detect(corpus, default="jsonl")
         with IndexProgress(err) as progress:
-            manifest = build_indexes(corpus, ctx.index_path, milvus_uri=ctx.milvus_uri or None,
-                                     embedding_model=ctx.embedding_model, progress=progress,
-                                     replace=replace, reuse=True)
+            if fmt == "jsonl":
+                if keyword_only:
+                    raise InputError("--keyword-only applies to dumps, not the JSONL corpus",
+                                     "leave it out, or pass a dump with --format")
+                manifest = build_indexes(corpus, ctx.index_path, milvus_uri=ctx.milvus_uri or None,
+                                         embedding_model=ctx.embedding_model, progress=progress,
+                                         replace=replace, reuse=True)
+            else:
+                from factdebate.tools.sources.build import build_from_source
+
+                manifest = build_from_source(
+                    corpus, ctx.index_path, fmt=fmt, granularity=granularity,
+                    keyword_only=keyword_only, milvus_uri=ctx.milvus_uri or None,
+                    embedding_model=ctx.embedding_model, progress=progress, replace=replace)
     except FactDebateError as exc:
         fail(exc)
         return
@@ -215,14 +244,16 @@ def index(
         out.print(f"{ctx.index_path} already holds this corpus ({manifest.get('passages')} "
                   "passages, same embedding model): nothing to do", highlight=False)
         return
+    resumed = f", resumed at passage {manifest['resumed_at_passage']}" if manifest.get("resumes") \
+        else ""
     out.print(f"indexed {manifest.get('passages')} passages into {ctx.index_path} "
-              f"in {manifest.get('build_seconds', 0):.1f}s", highlight=False)
+              f"in {manifest.get('build_seconds', 0):.1f}s{resumed}", highlight=False)
 
 
 @app.command()
 def bench(
     names: Annotated[list[str], typer.Argument(
-        help="overhead | scaling | retrieval | index | embedded | floor | tokens | soak")],
+        help="overhead | scaling | retrieval | index | embedded | floor | tokens | soak | corpus")],
     out_raw: Annotated[str, typer.Option(
         "--out", help="Folder for <bench>.json and work files.")] = "bench-results",
     data_dir_raw: Annotated[str | None, typer.Option(

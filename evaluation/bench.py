@@ -24,6 +24,10 @@ the default test suite except smoke tests on tiny inputs.
 * ``retrieval`` - see ``evaluation/bench_retrieval.py``.
 * ``index`` - index build (passages/s) and search (p50/p99) at 10k-1M passages into Milvus Lite
   and a Milvus server, embedding excluded and included (``evaluation/bench_index.py``).
+* ``corpus`` - a synthetic FEVER ``wiki-pages`` dump of 1,000,000 pages imported and
+  keyword-indexed by ``factdebate index --format fever-wiki --keyword-only`` in a process of its
+  own: pages/s and peak RSS at two sizes, both passage granularities, a sample embedded
+  (``evaluation/bench_corpus.py``).
 * ``embedded`` - seconds and LLM calls per claim of Tool-MAD with ``local:smollm2``, and a new
   user's first ``verify`` and ``check`` with no flags as processes (budgets 60 s and 3 min).
 * ``floor`` - CPU per Tool-MAD claim of ours next to a bare LangGraph graph of the same shape and
@@ -355,6 +359,15 @@ def bench_index(work_dir: Path, *, sizes: tuple[int, ...] = (10_000, 100_000), *
     result = run_index_bench(work_dir, sizes=tuple(sizes))  # sets its budgets and budget_met
     result["peak_rss_mb"] = peak_rss_mb()
     return result
+
+
+@BENCHES.decorator("corpus")
+def bench_corpus(work_dir: Path, *, pages: int = 1_000_000, seed: int = 13, **_: Any
+                 ) -> dict[str, Any]:
+    """A synthetic 1M-page FEVER dump imported and keyword-indexed (``bench_corpus.py``)."""
+    from factdebate.evaluation.bench_corpus import run_corpus_bench
+
+    return {**run_corpus_bench(work_dir, pages=pages, seed=seed), "peak_rss_mb": peak_rss_mb()}
 
 
 @BENCHES.decorator("retrieval")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, runtime_checkable
 
 from factdebate.core.caching import ProcessCache
 from factdebate.core.retrievers import RETRIEVERS
@@ -45,6 +45,9 @@ class RetrieverSettings:
     """Milvus collection name."""
     langchain_factory: str = ""
     """``module:callable`` returning a LangChain retriever or vector store (backend ``langchain``)."""
+    pool: str = ""
+    """Knowledge-store pool to search (an AVeriTeC claim id): ``milvus``, ``keyword`` and
+    ``local_search`` then return only passages of that pool; ``""`` searches every passage."""
 
 
 RetrieverFactory = Callable[[RetrieverSettings], Retriever]
@@ -87,3 +90,26 @@ async def run_blocking(fn: Callable[..., list[Evidence]], *args: object) -> list
     """Run a blocking backend call off the event loop (keeps parallel debaters parallel)."""
     return await asyncio.to_thread(fn, *args)
 
+
+class PooledRetriever:
+    """One knowledge-store pool of an opened retriever: every search is limited to ``pool``.
+
+    Opened per claim (``RetrieverSettings.pool``) but cheap: it shares the index (and, for Milvus,
+    the client) of the unfiltered retriever, which stays open in the process cache.
+    """
+
+    def __init__(self, base: Any, pool: str) -> None:
+        self.base, self.pool, self.name = base, pool, base.name
+
+    def search_sync(self, query: str, k: int) -> list[Evidence]:
+        """Blocking search of the pool."""
+        return self.base.search_sync(query, k, self.pool)
+
+    async def search(self, query: str, *, k: int) -> list[Evidence]:
+        """Top-``k`` passages of the pool for ``query``, best first (off the event loop)."""
+        return await run_blocking(self.search_sync, query, k)
+
+
+def pooled(name: str, settings: RetrieverSettings) -> PooledRetriever:
+    """The ``settings.pool`` view of backend ``name`` opened without a pool (registry factories)."""
+    return PooledRetriever(get_retriever(name, replace(settings, pool="")), settings.pool)

@@ -39,8 +39,8 @@ def inspect_index(index_dir: str | Path) -> IndexState:
     """Absent, complete or damaged (with the reason): cheap, opens no Milvus database.
 
     Checks the manifest, the keyword index (opened, counted and probed with one query) and the
-    presence of the Milvus Lite folder; the vector index's row count is checked when a retriever
-    opens it (``tools/milvus_rag.py``).
+    presence of the Milvus Lite folder (unless the manifest says ``keyword_only``); the vector
+    index's row count is checked when a retriever opens it (``tools/milvus_rag.py``).
     """
     root = Path(index_dir).expanduser().absolute()
     if not root.exists():
@@ -56,7 +56,8 @@ def inspect_index(index_dir: str | Path) -> IndexState:
     if manifest is None:
         return IndexState("damaged", root, reason)
     reason = _keyword_damage(root, int(manifest["passages"]))
-    if not reason and manifest.get("milvus_uri") is None and not (root / MILVUS_LITE_NAME).is_dir():
+    if not reason and manifest.get("milvus_uri") is None and not manifest.get("keyword_only") \
+            and not (root / MILVUS_LITE_NAME).is_dir():
         reason = f"{MILVUS_LITE_NAME}/ (the vector index) is missing"
     return IndexState("damaged" if reason else "ok", root, reason, manifest)
 

@@ -212,7 +212,8 @@ def iter_passages(path: Path) -> Iterator[dict[str, str]]:
         pieces = chunk_text(clean["text"])
         ids = _passage_ids(clean["doc_id"], clean["text"])
         for pid, piece in zip(ids, pieces, strict=True):
-            yield {"id": pid, "title": clean["title"], "text": piece, "url": clean["url"]}
+            yield {"id": pid, "title": clean["title"], "text": piece, "url": clean["url"],
+                   "page": clean["doc_id"], "sentences": [], "pool": ""}
 
 
 def _write_vectors(
@@ -271,7 +272,7 @@ def _insert(client: Any, collection: str, embeddings: Any, batch: list[dict[str,
             uri: str) -> int:
     # The title is embedded with the text: lead sentences often say "it", not the page name.
     vectors = embeddings.embed_documents([f"{p['title']}\n{p['text']}" for p in batch])
-    rows = [{**p, "vector": v} for p, v in zip(batch, vectors, strict=True)]
+    rows = [milvus_rag.milvus_row(p, v) for p, v in zip(batch, vectors, strict=True)]
     with _server_calls(uri, "insert passages"):
         client.insert(collection, rows)
     return len(rows)
@@ -328,18 +329,34 @@ def build_indexes(
               "collection": collection, "milvus_uri": milvus_uri if external else None}
     with index_lock.exclusive(target):
         remove_leftovers(target)
-        existing = inspect_index(target)
-        manifest = existing.manifest or {}
-        if reuse and existing.status == "ok" and all(
-                manifest.get(k) == v for k, v in wanted.items()):
-            return {**manifest, "unchanged": True}
-        if not replace and existing.status != "absent" and not _is_demo(manifest):
-            what = (f"an index of another corpus ({manifest.get('corpus')}, "
-                    f"{manifest.get('passages')} passages)" if existing.status == "ok"
-                    else f"a damaged index ({existing.reason})")
-            raise InputError(f"{target} holds {what}",
-                             "pass --replace to overwrite it, or choose another --index-dir")
+        kept = check_target(target, wanted, replace=replace, reuse=reuse)
+        if kept is not None:
+            return kept
         return _build(corpus, target, scan, wanted, batch_size, progress)
+
+
+def check_target(target: Path, wanted: dict[str, Any], *, replace: bool,
+                 reuse: bool) -> dict[str, Any] | None:
+    """What a build may do with ``target`` (call it holding the folder's exclusive lock).
+
+    Returns:
+        The existing manifest plus ``"unchanged": True`` when ``reuse`` and the index there was
+        built as ``wanted`` (every key equal); None when the build may go ahead.
+
+    Raises:
+        InputError: ``target`` holds another corpus' index or a damaged one and not ``replace``.
+    """
+    existing = inspect_index(target)
+    manifest = existing.manifest or {}
+    if reuse and existing.status == "ok" and all(manifest.get(k) == v for k, v in wanted.items()):
+        return {**manifest, "unchanged": True}
+    if not replace and existing.status != "absent" and not _is_demo(manifest):
+        what = (f"an index of another corpus ({manifest.get('corpus')}, "
+                f"{manifest.get('passages')} passages)" if existing.status == "ok"
+                else f"a damaged index ({existing.reason})")
+        raise InputError(f"{target} holds {what}",
+                         "pass --replace to overwrite it, or choose another --index-dir")
+    return None
 
 
 def _build(corpus: Path, target: Path, scan: CorpusScan, wanted: dict[str, Any],
@@ -353,7 +370,7 @@ def _build(corpus: Path, target: Path, scan: CorpusScan, wanted: dict[str, Any],
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
         os.chmod(staging, 0o755)  # mkdtemp makes it private; the index is an ordinary folder
     except OSError as exc:
-        raise _storage(target, exc) from exc
+        raise storage_error(target, exc) from exc
     try:
         write_keyword_index(staging / KEYWORD_SUBDIR, iter_passages(corpus))
         uri = external or str(staging / MILVUS_LITE_NAME)
@@ -369,12 +386,12 @@ def _build(corpus: Path, target: Path, scan: CorpusScan, wanted: dict[str, Any],
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "build_seconds": round(time.perf_counter() - started, 3),
         }
-        _write_json(staging / MANIFEST, manifest)
-        _swap(staging, target)
+        write_json(staging / MANIFEST, manifest)
+        swap_in(staging, target)
     except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
         if storage_problem(exc):
-            raise _storage(target, exc) from exc
+            raise storage_error(target, exc) from exc
         raise
     return manifest
 
@@ -387,7 +404,8 @@ def keyword_description() -> dict[str, Any]:
             "title_boost": TITLE_BOOST, "tantivy": version("tantivy")}
 
 
-def _storage(target: Path, exc: BaseException) -> StorageError:
+def storage_error(target: Path, exc: BaseException) -> StorageError:
+    """The one-line error of a build that could not write ``target`` (disk full, read-only)."""
     return StorageError(
         f"cannot write the index {target} ({storage_problem(exc) or exc}); nothing was kept",
         "free disk space or choose a writable --index-dir, then rerun `factdebate index`")
@@ -400,27 +418,31 @@ def _is_demo(manifest: dict[str, Any]) -> bool:
     return bool(sha) and sha == hashlib.sha256(demo.read_bytes()).hexdigest()
 
 
-def remove_leftovers(target: Path) -> list[Path]:
+def remove_leftovers(target: Path, keep: Path | None = None) -> list[Path]:
     """Delete ``.<name>.building-*`` / ``.old-*`` siblings a killed build left behind.
 
     Call only while holding ``target``'s exclusive lock: no live build can own them then.
+    ``keep`` (a resumable dump build's staging folder, ``tools/sources/build.py``) stays.
     """
     removed = []
     for pattern in (f".{target.name}.building-*", f".{target.name}.old-*"):
         for leftover in target.parent.glob(pattern):
+            if keep is not None and leftover == keep:
+                continue
             shutil.rmtree(leftover, ignore_errors=True)
             removed.append(leftover)
     return removed
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` durably (flushed and fsynced)."""
     with path.open("w", encoding="utf-8") as f:
         json.dump(data, f, indent=2)
         f.flush()
         os.fsync(f.fileno())
 
 
-def _swap(staging: Path, target: Path) -> None:
+def swap_in(staging: Path, target: Path) -> None:
     """Put ``staging`` at ``target``; the old index is moved aside first, then deleted."""
     if not target.exists():
         os.rename(staging, target)
@@ -465,8 +487,8 @@ def read_vector_index(index_dir: str | Path, milvus_uri: str = "",
     """Read the vector index as the runs will, not only list its files (the server's start-up).
 
     :func:`inspect_index` is cheap and opens no Milvus database; a Milvus Lite folder whose files
-    hold random bytes passed it, and the server started and reported "serving ... (N passages)"
-   . This opens the index through the retriever registry - the collection, its vector
+    hold random bytes passed it, and the server started and reported "serving ... (N passages)".
+    This opens the index through the retriever registry - the collection, its vector
     dimension, loading it, its passage count against ``manifest.json`` - and runs one search. The
     opened retriever stays cached for the process, so the first run does not open it again.
 

@@ -11,6 +11,12 @@ backends read it:
   although both read the local corpus. Results carry ``source="local_search"`` so every output
   can say that web search was simulated.
 
+Besides ``id``, ``title``, ``text`` and ``url`` every passage keeps ``page`` (the page id as the
+dataset's gold evidence names it), ``sentences`` (the element ids it holds, stored as JSON bytes,
+not indexed) and ``pool`` (an AVeriTeC claim id, indexed raw): a retriever opened with
+``RetrieverSettings.pool`` answers only from that pool (``tools/base.PooledRetriever``). An index built
+before these fields existed opens as before; its passages read with ``page`` = ``""``.
+
 Claim text is never handed to tantivy's query language raw: :func:`sanitize_query` reduces it to
 lower-cased word tokens, each quoted, so quotes, colons, parentheses, ``AND``/``OR``/``NOT``,
 ``+``/``-``/``*``/``~``/``^`` in a claim cannot raise a parse error or change the query's meaning.
@@ -18,16 +24,17 @@ lower-cased word tokens, each quoted, so quotes, colons, parentheses, ``AND``/``
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from factdebate.core.errors import BackendUnavailableError, IndexDamagedError
+from factdebate.core.errors import BackendUnavailableError, ConfigError, IndexDamagedError
 from factdebate.core.state import Evidence
 from factdebate.tools import index_lock
-from factdebate.tools.base import RetrieverSettings, run_blocking
+from factdebate.tools.base import PooledRetriever, RetrieverSettings, pooled, run_blocking
 
 if TYPE_CHECKING:
     import tantivy
@@ -67,7 +74,21 @@ def keyword_schema() -> tantivy.Schema:
     builder.add_text_field("title", stored=True)
     builder.add_text_field("body", stored=True)
     builder.add_text_field("url", stored=True, index_option="basic", tokenizer_name="raw")
+    builder.add_text_field("page", stored=True, index_option="basic", tokenizer_name="raw")
+    builder.add_bytes_field("sentences", stored=True, indexed=False)
+    builder.add_text_field("pool", stored=True, index_option="basic", tokenizer_name="raw")
     return builder.build()
+
+
+def keyword_document(p: dict[str, Any]) -> tantivy.Document:
+    """The tantivy document of passage ``p`` (``page``/``sentences``/``pool`` optional)."""
+    import tantivy
+
+    sentences = p.get("sentences") or []
+    return tantivy.Document(
+        id=p["id"], title=p["title"], body=p["text"], url=p.get("url") or "",
+        page=p.get("page") or "", pool=p.get("pool") or "",
+        sentences=json.dumps(sentences, separators=(",", ":")).encode() if sentences else b"")
 
 
 def write_keyword_index(path: Path, passages: Iterable[dict[str, str]]) -> int:
@@ -88,9 +109,7 @@ def write_keyword_index(path: Path, passages: Iterable[dict[str, str]]) -> int:
     writer = index.writer(heap_size=128_000_000, num_threads=1)
     count = 0
     for p in passages:
-        writer.add_document(
-            tantivy.Document(id=p["id"], title=p["title"], body=p["text"], url=p.get("url", ""))
-        )
+        writer.add_document(keyword_document(p))
         count += 1
     writer.commit()
     writer.wait_merging_threads()
@@ -126,14 +145,23 @@ class KeywordRetriever:
         if self._searcher.num_docs == 0:  # `factdebate index` never writes an empty index
             raise self._damaged("it holds no passages")
         self._lock = threading.Lock()
+        self._has_pools: bool | None = None
 
     def _damaged(self, why: str) -> IndexDamagedError:
         return IndexDamagedError(
             f"keyword index at {self.path} is damaged: {why}",
             f"rebuild it: factdebate index CORPUS.jsonl --index-dir {self.path.parent} --replace")
 
-    def search_sync(self, query: str, k: int) -> list[Evidence]:
-        """Blocking search: top-``k`` passages for ``query`` by BM25, best first."""
+    def search_sync(self, query: str, k: int, pool: str = "") -> list[Evidence]:
+        """Blocking search: top-``k`` passages for ``query`` by BM25, best first.
+
+        Args:
+            query: Free text (sanitised, see :func:`sanitize_query`).
+            k: Passages wanted.
+            pool: Only passages of this knowledge-store pool (``""``: every passage).
+        """
+        import tantivy
+
         if self._searcher is None:
             raise BackendUnavailableError(f"keyword retriever on {self.path} is closed")
         text = sanitize_query(query)
@@ -142,6 +170,14 @@ class KeywordRetriever:
         parsed = self._index.parse_query(
             text, ["title", "body"], field_boosts={"title": TITLE_BOOST}
         )
+        if pool:
+            if not self.has_pools:
+                raise ConfigError(f"keyword index at {self.path} has no knowledge-store pools",
+                                  "build it from a store: factdebate index STORE --format "
+                                  "averitec-store")
+            in_pool = tantivy.Query.term_query(self._index.schema, "pool", pool)
+            parsed = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, parsed), (tantivy.Occur.Must, in_pool)])
         # The searcher is shared by the debaters' threads; tantivy's is thread-safe, but the
         # lock keeps doc fetches of one query together and costs nothing at sub-ms latency.
         with self._lock:
@@ -161,29 +197,51 @@ class KeywordRetriever:
         self._searcher = None
 
     def _evidence(self, score: float, doc: Any) -> Evidence:
-        def first(field: str) -> str:
-            values = doc.get_all(field)
-            return str(values[0]) if values else ""
+        def first(field: str) -> Any:
+            try:
+                values = doc.get_all(field)
+            except ValueError:  # a field an older index does not have
+                return ""
+            return values[0] if values else ""
 
-        return Evidence(
-            id=first("id"), title=first("title"), text=first("body"), source=self.name,
-            url=first("url"), score=float(score),
+        sentences = first("sentences")
+        return Evidence(  # type: ignore[typeddict-unknown-key]  # the passage contract's keys
+            id=str(first("id")), title=str(first("title")), text=str(first("body")),
+            source=self.name, url=str(first("url")), score=float(score), page=str(first("page")),
+            sentences=json.loads(bytes(sentences)) if sentences else [], pool=str(first("pool")),
         )
 
+    @property
+    def has_pools(self) -> bool:
+        """True when the index holds knowledge-store passages (an AVeriTeC store's)."""
+        if self._has_pools is None:
+            import tantivy
 
-def open_keyword_retriever(settings: RetrieverSettings) -> KeywordRetriever:
-    """Registry factory for ``keyword``: BM25 over ``<index_dir>/keyword``."""
+            try:
+                query = tantivy.Query.regex_query(self._index.schema, "pool", ".+")
+                self._has_pools = self._searcher.search(query, limit=1).count > 0
+            except ValueError:  # an index built before the pool field existed
+                self._has_pools = False
+        return self._has_pools
+
+
+def open_keyword_retriever(settings: RetrieverSettings) -> KeywordRetriever | PooledRetriever:
+    """Registry factory for ``keyword``: BM25 over ``<index_dir>/keyword`` (one pool of it)."""
+    if settings.pool:
+        return pooled("keyword", settings)
     retriever = KeywordRetriever(settings.index_dir, name="keyword")
     index_lock.hold_shared(settings.index_dir)
     return retriever
 
 
-def open_local_search(settings: RetrieverSettings) -> KeywordRetriever:
+def open_local_search(settings: RetrieverSettings) -> KeywordRetriever | PooledRetriever:
     """Registry factory for ``local_search``: the offline stand-in for web search.
 
     Same index and ranking as ``keyword``; only the name and the evidence ``source`` differ, so
     results show that a web search was simulated with the local corpus.
     """
+    if settings.pool:
+        return pooled("local_search", settings)
     retriever = KeywordRetriever(settings.index_dir, name="local_search")
     index_lock.hold_shared(settings.index_dir)
     return retriever

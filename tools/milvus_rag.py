@@ -9,6 +9,12 @@ another process) can be translated into messages that say what to do.
 The collections it writes open in ``langchain_milvus.Milvus`` unchanged (``text`` and ``vector``
 are its default field names; docs/deployment.md, "Scaling out").
 
+Besides ``id``, ``title``, ``text`` and ``url`` a collection keeps each passage's ``page`` (page id
+as the dataset's gold evidence names it), ``sentences`` (its element ids, a JSON list) and ``pool``
+(an AVeriTeC claim id, ``""`` otherwise). ``RetrieverSettings.pool`` limits a search to one pool
+with a filter expression ``pool == "<claim id>"`` on the one collection (no collection per claim);
+collections written before these fields existed still open, without them.
+
 Vectors are L2-normalised at build time and searched with the COSINE metric, so scores are cosine
 similarities in [-1, 1], higher is better.
 
@@ -43,7 +49,7 @@ from factdebate.core.errors import (
 from factdebate.core.settings import mask_url
 from factdebate.core.state import Evidence
 from factdebate.tools import index_lock
-from factdebate.tools.base import RetrieverSettings, run_blocking
+from factdebate.tools.base import RetrieverSettings, pooled, run_blocking
 from factdebate.tools.embeddings import embedding_dimension, get_embeddings
 
 if TYPE_CHECKING:
@@ -55,12 +61,13 @@ VECTOR_INDEX = {"index_type": "HNSW", "params": {"M": 16, "efConstruction": 200}
 """Index built on ``vector`` (HNSW build parameters as in Milvus' documentation defaults)."""
 EF_SEARCH = 128
 """Minimum HNSW search breadth; ``ef = max(EF_SEARCH, 2 * k)`` (see the module docstring)."""
-OUTPUT_FIELDS = ["title", "text", "url"]
+OUTPUT_FIELDS = ["title", "text", "url", "page", "sentences", "pool"]
 # VARCHAR limits are in bytes; indexing.py validates input against them before writing.
 MAX_ID_BYTES = 1024
 MAX_TITLE_BYTES = 4096
 MAX_URL_BYTES = 4096
 MAX_TEXT_BYTES = 65535
+MAX_POOL_BYTES = 256
 _INDEX_REMEDY = "run: factdebate index CORPUS.jsonl"
 
 
@@ -266,10 +273,30 @@ def create_collection(client: MilvusClient, name: str, dim: int) -> None:
     schema.add_field("title", DataType.VARCHAR, max_length=MAX_TITLE_BYTES)
     schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
     schema.add_field("url", DataType.VARCHAR, max_length=MAX_URL_BYTES)
+    schema.add_field("page", DataType.VARCHAR, max_length=MAX_URL_BYTES)
+    schema.add_field("sentences", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
+    schema.add_field("pool", DataType.VARCHAR, max_length=MAX_POOL_BYTES)
     schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
     index_params = client.prepare_index_params()
     index_params.add_index(field_name="vector", metric_type=METRIC, **VECTOR_INDEX)
     client.create_collection(name, schema=schema, index_params=index_params)
+
+
+def milvus_row(p: dict[str, Any], vector: list[float]) -> dict[str, Any]:
+    """The collection row of passage ``p`` (``page``/``sentences``/``pool`` optional)."""
+    import json
+
+    sentences = p.get("sentences") or []
+    return {"id": p["id"], "title": p["title"], "text": p["text"], "url": p.get("url") or "",
+            "page": p.get("page") or "", "pool": p.get("pool") or "",
+            "sentences": json.dumps(sentences, separators=(",", ":")) if sentences else "",
+            "vector": vector}
+
+
+def pool_filter(pool: str) -> str:
+    """The filter expression of one pool (quotes and backslashes escaped)."""
+    escaped = pool.replace("\\", "\\\\").replace('"', '\\"')
+    return f'pool == "{escaped}"'
 
 
 def index_description() -> dict[str, Any]:
@@ -368,6 +395,9 @@ class MilvusRetriever:
                                 f"{_first_line(exc)})") from exc
         self._check_rows(client)
         self._index_type = vector_index_type(client, self.collection)
+        names = {f.get("name") for f in client.describe_collection(self.collection).get("fields", [])}
+        self._output = [f for f in OUTPUT_FIELDS if f in names]
+        """Fields to read back (a collection written before ``page``/``pool`` existed has fewer)."""
 
     def _check_rows(self, client: MilvusClient) -> None:
         """A collection whose data files went missing opens fine and answers nothing: refuse it."""
@@ -392,15 +422,25 @@ class MilvusRetriever:
             raise BackendUnavailableError(f"Milvus retriever on {mask_url(self.uri)} is closed")
         return self._client
 
-    def search_sync(self, query: str, k: int) -> list[Evidence]:
-        """Blocking search: embed ``query`` and return the ``k`` nearest passages, best first."""
+    def search_sync(self, query: str, k: int, pool: str = "") -> list[Evidence]:
+        """Blocking search: embed ``query`` and return the ``k`` nearest passages, best first.
+
+        Args:
+            query: Free text.
+            k: Passages wanted.
+            pool: Only passages of this knowledge-store pool (``""``: every passage).
+        """
         if k < 1 or not query.strip():
             return []
+        if pool and "pool" not in self._output:
+            raise ConfigError(f"vector index at {mask_url(self.uri)} has no knowledge-store pools",
+                              "build it from a store: factdebate index STORE --format averitec-store")
         vector = self._embeddings.embed_query(query)
         try:
             with quiet_milvus_logs():
                 hits = self._require_client().search(
-                    self.collection, data=[vector], limit=k, output_fields=OUTPUT_FIELDS,
+                    self.collection, data=[vector], limit=k, output_fields=self._output,
+                    filter=pool_filter(pool) if pool else "",
                     search_params={"metric_type": METRIC,
                                    "params": search_params(self._index_type, k)},
                 )
@@ -415,7 +455,7 @@ class MilvusRetriever:
             failure.retryable = True  # type: ignore[attr-defined]  # nodes/llm.is_retryable
             raise failure from exc
         found = [_evidence(hit) for hit in (hits[0] if hits else [])]
-        if not found and is_local_uri(self.uri):
+        if not found and is_local_uri(self.uri) and not pool:
             # cosine search over a non-empty collection always returns neighbours
             raise self._damaged("a search over its passages returned nothing")
         return found
@@ -439,21 +479,48 @@ def _first_line(exc: BaseException, limit: int = 200) -> str:
 
 
 def _evidence(hit: Any) -> Evidence:
+    import json
+
     entity = hit.get("entity", {})
-    return Evidence(
+    sentences = entity.get("sentences") or ""
+    return Evidence(  # type: ignore[typeddict-unknown-key]  # the passage contract's keys
         id=str(hit.get("id", entity.get("id", ""))), title=entity.get("title", ""),
         text=entity.get("text", ""), source="milvus", url=entity.get("url", ""),
-        score=float(hit.get("distance", 0.0)),
+        score=float(hit.get("distance", 0.0)), page=entity.get("page", ""),
+        sentences=json.loads(sentences) if sentences else [], pool=entity.get("pool", ""),
     )
 
 
-def open_milvus_retriever(settings: RetrieverSettings) -> MilvusRetriever:
-    """Registry factory for ``milvus``: the collection at ``settings.milvus_uri``."""
+def open_milvus_retriever(settings: RetrieverSettings) -> Any:
+    """Registry factory for ``milvus``: the collection at ``settings.milvus_uri`` (one pool of it).
+
+    Raises:
+        BackendUnavailableError: The index folder holds a keyword-only index.
+    """
+    if settings.pool:
+        return pooled("milvus", settings)
+    _refuse_keyword_only(settings)
     uri = settings.milvus_uri or str(Path(settings.index_dir).expanduser() / "milvus.db")
     retriever = MilvusRetriever(uri, settings.collection, get_embeddings(settings.embedding_model),
                                 expected_rows=_manifest_rows(settings, uri))
     index_lock.hold_shared(settings.index_dir)
     return retriever
+
+
+def _refuse_keyword_only(settings: RetrieverSettings) -> None:
+    """A keyword-only index (``factdebate index --keyword-only``) has no vectors: say so."""
+    import json
+
+    try:
+        manifest = json.loads((Path(settings.index_dir).expanduser() / "manifest.json").read_text(
+            encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(manifest, dict) and manifest.get("keyword_only") and is_local_uri(
+            settings.milvus_uri or "milvus.db"):
+        raise BackendUnavailableError(
+            f"index {settings.index_dir} is keyword-only (built with --keyword-only): it has no "
+            "vector index", "use --rag-backend keyword, or rebuild it without --keyword-only")
 
 
 def _manifest_rows(settings: RetrieverSettings, uri: str) -> int | None:

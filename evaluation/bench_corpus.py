@@ -1,0 +1,133 @@
+"""``factdebate bench corpus``: importing a FEVER-size dump on this machine, streamed and bounded.
+
+The bench writes a synthetic dump in FEVER's ``wiki-pages`` format (``wiki-NNN.jsonl``, 50,000
+pages a file, ``{"id", "text", "lines"}`` with 3-8 numbered sentences of about 100 characters,
+link columns and ``-LRB-``-escaped ids, as the real release) and imports it with the real command,
+``factdebate index DUMP --format fever-wiki --keyword-only`` in a process of its own, at two sizes
+(one tenth of ``pages`` and ``pages``). It reports pages per second and the process's peak RSS
+(``wait4``) at each size: the budget is RSS independent of the size (the larger within 1.5x the
+smaller, and under 2 GB) and >= 10,000 pages/s. The two passage granularities are compared at the
+smaller size (pages/s, passages, index bytes). A sample of the passages is then embedded through
+``evaluation/bench_embedding.measure_embedding`` (the project's embedding path next to plain
+sentence-transformers) when that module is present.
+
+The generated dump is kept in ``OUT/work/corpus`` and reused by the next run of the same size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+PAGES_PER_FILE = 50_000
+WORDS = ("river album film season station league species village election county band singer "
+         "novel company team player series building church school district war king battle "
+         "island mountain lake railway airport university museum bridge party army ship car "
+         "record award festival director actor writer painter court game language city").split()
+EMBED_SAMPLE = 2000
+"""Passages embedded for the dense section."""
+
+
+def _page(rng: random.Random, n: int) -> dict[str, str]:
+    name = f"{rng.choice(WORDS).title()}_{rng.choice(WORDS)}_{n}"
+    page_id = f"{name}_-LRB-{rng.choice(WORDS)}-RRB-" if n % 5 == 0 else name
+    sentences = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(12, 20))).capitalize() + " ."
+                 for _ in range(rng.randint(3, 8))]
+    lines = "\n".join(f"{i}\t{s}\t{rng.choice(WORDS)}\t{rng.choice(WORDS).title()}"
+                      for i, s in enumerate(sentences))
+    return {"id": page_id, "text": " ".join(sentences), "lines": lines}
+
+
+def generate_fever_dump(folder: Path, pages: int, seed: int = 13) -> Path:
+    """Write (once) ``pages`` synthetic FEVER pages under ``folder/wiki-pages``; return that."""
+    out = folder / "wiki-pages"
+    done = folder / "complete.json"
+    if done.is_file() and json.loads(done.read_text()).get("pages") == pages:
+        return out
+    shutil.rmtree(folder, ignore_errors=True)
+    out.mkdir(parents=True)
+    rng = random.Random(seed)
+    for start in range(0, pages, PAGES_PER_FILE):
+        with (out / f"wiki-{start // PAGES_PER_FILE + 1:03d}.jsonl").open("w") as f:
+            for n in range(start, min(pages, start + PAGES_PER_FILE)):
+                f.write(json.dumps(_page(rng, n)) + "\n")
+    done.write_text(json.dumps({"pages": pages, "seed": seed}))
+    return out
+
+
+def import_dump(dump: Path, index_dir: Path, *, granularity: str = "chunk",
+                fmt: str = "fever-wiki") -> dict[str, Any]:
+    """``factdebate index DUMP --keyword-only`` in a child process: seconds, peak RSS, manifest."""
+    shutil.rmtree(index_dir, ignore_errors=True)
+    argv = [sys.executable, "-c", "from factdebate.cli.main import app; app()", "index", str(dump),
+            "--format", fmt, "--keyword-only", "--granularity", granularity,
+            "--index-dir", str(index_dir)]
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    out, err = child.stdout.read(), child.stderr.read()  # type: ignore[union-attr]
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise RuntimeError(f"factdebate index exited {child.returncode}: {err.decode()[-500:]}")
+    manifest = json.loads((index_dir / "manifest.json").read_text())
+    size = sum(p.stat().st_size for p in (index_dir / "keyword").rglob("*") if p.is_file())
+    return {"pages": manifest["documents"], "passages": manifest["passages"],
+            "seconds": round(seconds, 1), "pages_per_s": round(manifest["documents"] / seconds),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "keyword_index_mb": round(size / 2**20, 1),
+            "dump_mb": round(sum(p.stat().st_size for p in dump.rglob("*.jsonl")) / 2**20, 1),
+            "stdout": out.decode().strip()[-200:]}
+
+
+def _sample_passages(dump: Path, n: int) -> list[str]:
+    from factdebate.tools.sources import open_source, passages_of
+
+    texts: list[str] = []
+    for page, _ in open_source(dump, "fever-wiki").read(None):
+        texts.extend(f"{p['title']}\n{p['text']}" for p in passages_of(page))
+        if len(texts) >= n:
+            break
+    return texts[:n]
+
+
+def _embedding(dump: Path, work_dir: Path) -> dict[str, Any]:
+    try:
+        from factdebate.evaluation.bench_embedding import measure_embedding  # type: ignore
+    except ImportError as exc:
+        return {"skipped": f"evaluation/bench_embedding.py is not there ({exc})"}
+    return measure_embedding(_sample_passages(dump, EMBED_SAMPLE), out_dir=work_dir / "embedding")
+
+
+def run_corpus_bench(work_dir: Path, *, pages: int = 1_000_000, seed: int = 13) -> dict[str, Any]:
+    """Generate the dump, import it at two sizes and both granularities, embed a sample."""
+    small_pages = max(1, pages // 10)
+    started = time.perf_counter()
+    small = generate_fever_dump(work_dir / "corpus" / f"fever-{small_pages}", small_pages, seed)
+    large = generate_fever_dump(work_dir / "corpus" / f"fever-{pages}", pages, seed)
+    generate_s = time.perf_counter() - started
+    runs = {
+        f"{small_pages}_chunk": import_dump(small, work_dir / "corpus-index-small"),
+        f"{small_pages}_sentence": import_dump(small, work_dir / "corpus-index-small-sentence",
+                                               granularity="sentence"),
+        f"{pages}_chunk": import_dump(large, work_dir / "corpus-index-large"),
+    }
+    big, little = runs[f"{pages}_chunk"], runs[f"{small_pages}_chunk"]
+    result: dict[str, Any] = {
+        "pages": pages, "generate_s": round(generate_s, 1), "imports": runs,
+        "load_average": os.getloadavg(), "embedding": _embedding(small, work_dir),
+        "budget": ">= 10,000 pages/s; peak RSS under 2 GB and at 10x the pages within 1.5x",
+    }
+    result["budget_met"] = {
+        "pages_per_s": big["pages_per_s"] >= 10_000,
+        "rss_under_2gb": big["peak_rss_mb"] < 2048,
+        "rss_independent_of_size": big["peak_rss_mb"] <= 1.5 * little["peak_rss_mb"],
+    }
+    shutil.rmtree(work_dir / "corpus-index-large", ignore_errors=True)  # GBs; the dump stays
+    return result

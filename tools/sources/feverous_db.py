@@ -1,0 +1,133 @@
+"""FEVEROUS' Wikipedia database: every page of the December 2020 dump, sentences, tables, lists.
+
+Official source: the FEVEROUS release's ``feverous-wiki-pages-db.zip`` (fever.ai, about 24 GB
+zipped holding ``feverous_wikiv1.db``, 5.4M pages), licence CC BY-SA 3.0 (Wikipedia text). Unzip
+it once; the SQLite file is read in place, read-only.
+
+The database has one table ``wiki(id, data)``: ``id`` is the page title, ``data`` the page JSON
+with ``order`` (element ids in page order) and the elements: ``sentence_N`` (a string),
+``table_N`` (``{"table": [[{"id": "cell_T_R_C", "value": ...}, ...], ...], "caption"?}``),
+``list_N`` (``{"list": [{"id": "item_L_I", "value": ...}, ...]}``) and ``section_N``
+(``{"value": heading}``). ``page`` is the title; ``sentences`` are the element ids as the
+dataset's evidence writes them after ``<title>_``: ``sentence_3``, ``cell_0_1_2`` (one table row
+is one unit, its cells listed), ``item_1_0``, ``section_2``, ``table_caption_0``. Wiki links
+``[[target|anchor]]`` are shown as their anchor text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from factdebate.tools.sources import Cursor, Page, SourceError
+
+WIKI_URL = "https://en.wikipedia.org/wiki/"
+FETCH_ROWS = 500
+_LINK = re.compile(r"\[\[([^\]|]*)\|([^\]]*)\]\]|\[\[([^\]|]*)\]\]")
+
+
+def unlink(text: str) -> str:
+    """``[[target|anchor]]`` -> ``anchor``, ``[[target]]`` -> ``target``."""
+    if "[[" not in text:
+        return text
+    return _LINK.sub(lambda m: m.group(2) if m.group(1) is not None else m.group(3), text)
+
+
+class FeverousDbSource:
+    """The ``wiki`` table of ``feverous_wikiv1.db``, in rowid order."""
+
+    name = "feverous-db"
+
+    def __init__(self, path: Path) -> None:
+        """Open the database read-only and check that it has FEVEROUS' table.
+
+        Raises:
+            SourceError: Not an SQLite file, or no table ``wiki(id, data)``.
+        """
+        self.path = path
+        try:
+            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            tables = [r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        except sqlite3.DatabaseError as exc:
+            raise SourceError(str(path), f"not an SQLite database ({exc})") from exc
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(wiki)")} if "wiki" in tables \
+            else set()
+        if not {"id", "data"} <= columns:
+            raise SourceError(str(path), "not a FEVEROUS database: it has no table wiki(id, data) "
+                              f"(tables: {', '.join(tables) or 'none'})")
+        self._last = self._db.execute("SELECT max(rowid) FROM wiki").fetchone()[0] or 0
+
+    def files(self) -> list[Path]:
+        """The database file."""
+        return [self.path]
+
+    def total(self) -> int:
+        """The highest rowid (progress runs over row ids)."""
+        return int(self._last)
+
+    def done(self, cursor: Cursor) -> int:
+        """Row ids before ``cursor``."""
+        return int(cursor.get("rowid", 0))
+
+    def read(self, cursor: Cursor | None) -> Iterator[tuple[Page, Cursor]]:
+        """Pages from ``cursor`` (the last row id read) on."""
+        last = int((cursor or {}).get("rowid", 0))
+        while True:
+            try:
+                rows = self._db.execute(
+                    "SELECT rowid, id, data FROM wiki WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                    (last, FETCH_ROWS)).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise SourceError(f"{self.path} after row {last}", f"cannot be read ({exc})") from exc
+            if not rows:
+                return
+            for rowid, title, data in rows:
+                last = rowid
+                yield self._page(rowid, title, data), {"rowid": rowid}
+
+    def _page(self, rowid: int, title: Any, data: Any) -> Page:
+        where = f"{self.path} row {rowid}"
+        if not isinstance(title, str) or not title.strip():
+            raise SourceError(where, "empty or non-text page id")
+        where = f"{where} (page {title!r})"
+        try:
+            page = json.loads(data)
+        except (TypeError, ValueError) as exc:
+            raise SourceError(where, f"data is not page JSON ({exc})") from exc
+        if not isinstance(page, dict) or not isinstance(page.get("order"), list):
+            raise SourceError(where, "the page JSON has no 'order' list")
+        elements: list[tuple[Any, str]] = []
+        for eid in page["order"]:
+            elements.extend(_elements(eid, page.get(eid), where))
+        return Page(page=title, title=title, url=WIKI_URL + title.replace(" ", "_"),
+                    elements=elements)
+
+
+def _elements(eid: Any, value: Any, where: str) -> list[tuple[Any, str]]:
+    """The ``(ids, text)`` units of one page element (a table gives one per row)."""
+    if not isinstance(eid, str) or value is None:
+        raise SourceError(where, f"'order' names {eid!r}, which the page does not hold")
+    kind = eid.rsplit("_", 1)[0]
+    if kind == "sentence" and isinstance(value, str):
+        return [(eid, unlink(value))]
+    if kind == "section" and isinstance(value, dict):
+        return [(eid, unlink(str(value.get("value", ""))))]
+    if kind == "table" and isinstance(value, dict) and isinstance(value.get("table"), list):
+        units: list[tuple[Any, str]] = []
+        if value.get("caption"):
+            units.append((f"table_caption_{eid.rsplit('_', 1)[1]}", unlink(str(value["caption"]))))
+        for row in value["table"]:
+            cells = [c for c in row if isinstance(c, dict) and "id" in c] if isinstance(row, list) else []
+            units.append(([c["id"] for c in cells],
+                          " | ".join(unlink(str(c.get("value", ""))) for c in cells)))
+        return units
+    if kind == "list" and isinstance(value, dict) and isinstance(value.get("list"), list):
+        return [(item["id"], unlink(str(item.get("value", ""))))
+                for item in value["list"] if isinstance(item, dict) and "id" in item]
+    if kind in ("sentence", "section", "table", "list"):
+        raise SourceError(where, f"element {eid!r} is not a FEVEROUS {kind}")
+    return []  # an element kind this reader does not index

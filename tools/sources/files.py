@@ -1,0 +1,129 @@
+"""JSON lines spread over files (plain, bz2, or members of a zip), read from a resumable cursor.
+
+A cursor is ``{"file": i, "offset": o, "line": n}``: the ``i``-th entry, ``o`` bytes into its
+(decompressed) content, after its ``n``-th line. Resuming seeks there: free for a plain file,
+a forward decompression for bz2 and zip members (seconds for a FEVER ``wiki-NNN.jsonl``).
+Damage the decompressor finds (a truncated bz2 stream, a zip member whose CRC fails) is a
+:class:`~factdebate.tools.sources.SourceError` naming the file.
+"""
+
+from __future__ import annotations
+
+import bz2
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from factdebate.tools.sources import Cursor, SourceError
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of lines: how to name it, how big it is (progress units), how to open it."""
+
+    label: str
+    size: int
+    open: Callable[[], IO[bytes]]
+
+
+def plain_entries(files: list[Path]) -> list[Entry]:
+    """Entries of plain (``.bz2``: bz2-compressed) files; sizes in bytes on disk."""
+
+    def opener(path: Path) -> Callable[[], IO[bytes]]:
+        if path.name.endswith(".bz2"):
+            return lambda: bz2.open(path, "rb")
+        return lambda: path.open("rb")
+
+    return [Entry(str(p), p.stat().st_size, opener(p)) for p in files]
+
+
+def zip_entries(archive: Path, keep: Callable[[str], bool]) -> tuple[zipfile.ZipFile, list[Entry]]:
+    """The members of ``archive`` that ``keep`` accepts, by name; sizes uncompressed.
+
+    Raises:
+        SourceError: Not a readable zip archive (a truncated download has no central directory).
+    """
+    try:
+        zf = zipfile.ZipFile(archive)
+        infos = [i for i in zf.infolist() if not i.is_dir() and keep(i.filename)]
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise SourceError(str(archive), f"not a readable zip archive, truncated or damaged ({exc})") \
+            from exc
+    infos.sort(key=lambda i: i.filename)
+
+    def opener(name: str) -> Callable[[], IO[bytes]]:
+        return lambda: zf.open(name)
+
+    return zf, [Entry(f"{archive}:{i.filename}", i.file_size, opener(i.filename)) for i in infos]
+
+
+_DAMAGE = (EOFError, OSError, zipfile.BadZipFile, zlib.error, ValueError)
+
+
+def read_lines(entries: list[Entry], cursor: Cursor | None
+               ) -> Iterator[tuple[bytes, Callable[[], str], Cursor]]:
+    """``(raw line, where(), cursor after it)`` for every non-blank line from ``cursor`` on."""
+    start = cursor or {"file": 0, "offset": 0, "line": 0}
+    for index in range(int(start["file"]), len(entries)):
+        entry = entries[index]
+        offset, lineno = (int(start["offset"]), int(start["line"])) if index == start["file"] \
+            else (0, 0)
+        try:
+            handle = entry.open()
+            if offset:
+                handle.seek(offset)
+        except _DAMAGE as exc:
+            raise SourceError(entry.label, f"cannot be read ({_why(exc)})") from exc
+        with handle:
+            for raw in _lines(handle, entry.label, lineno):
+                lineno += 1
+                offset += len(raw)
+                if not raw.strip():
+                    continue
+                n = lineno
+                yield raw, (lambda n=n, label=entry.label: f"{label} line {n}"), \
+                    {"file": index, "offset": offset, "line": lineno}
+
+
+def _lines(handle: IO[bytes], label: str, lineno: int) -> Iterator[bytes]:
+    """Lines of ``handle`` after line ``lineno``; decompression damage becomes a
+    :class:`SourceError` naming the line it stopped at."""
+    while True:
+        try:
+            raw = handle.readline()
+        except _DAMAGE as exc:
+            raise SourceError(f"{label} line {lineno + 1}",
+                              f"the file is truncated or damaged ({_why(exc)})") from exc
+        if not raw:
+            return
+        lineno += 1
+        yield raw
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:160] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def entries_done(entries: list[Entry], cursor: Cursor, *, exact: bool = True) -> int:
+    """Progress units before ``cursor``: whole entries before it plus its offset (``exact``)."""
+    index = int(cursor.get("file", 0))
+    before = sum(e.size for e in entries[:index])
+    if index >= len(entries):
+        return before
+    within = int(cursor.get("offset", 0))
+    return before + (min(within, entries[index].size) if exact else 0)
+
+
+def sorted_files(root: Path, pattern: str) -> list[Path]:
+    """Files under ``root`` matching ``pattern`` (recursively), sorted by relative path."""
+    return sorted((p for p in root.rglob(pattern) if p.is_file()),
+                  key=lambda p: p.relative_to(root).as_posix())
+
+
+def describe(entries: list[Entry]) -> list[dict[str, Any]]:
+    """``[{"file", "size"}]`` of ``entries`` (the manifest's record of what was read)."""
+    return [{"file": e.label, "size": e.size} for e in entries]
