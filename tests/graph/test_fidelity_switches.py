@@ -1,4 +1,4 @@
-"""Issue #16 items 2, 4, 5: each paper-fidelity switch, both settings, with the scripted double.
+"""Each paper-fidelity switch, both settings, with the scripted double.
 
 Every deviation from a paper is a Context switch with the paper's behaviour available; these
 tests run each graph under both settings and assert the behaviour that differs.

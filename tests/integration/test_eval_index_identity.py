@@ -1,4 +1,4 @@
-"""Issue #31 end to end: the index behind every figure, the retrieval ceiling, no benchmark silently
+"""The index behind every figure, the retrieval ceiling, no benchmark silently
 over the demo corpus.
 
 Real components: the ``factdebate`` CLI in subprocesses, a tiny data folder written here (a FEVER

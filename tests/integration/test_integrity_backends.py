@@ -1,4 +1,4 @@
-"""Issue #21 items 4, 5, 6 (MCP) and 10: backend faults are named, bounded and masked.
+"""Backend faults are named, bounded and masked.
 
 Real components: Milvus Lite indexes built from 30 passages of the bundled demo corpus, damaged
 with random bytes file by file; the ``factdebate`` CLI in subprocesses; loopback HTTP servers

@@ -1,4 +1,4 @@
-"""Issue #21 item 2: a checkpoint file is read as data, never as code.
+"""A checkpoint file is read as data, never as code.
 
 LangGraph's default checkpoint deserializer (``JsonPlusSerializer``) imports and calls whatever a
 msgpack extension value names: a checkpoint file from elsewhere (a run folder someone sent, the
@@ -403,7 +403,7 @@ def test_eval_resume_of_an_unfinished_item_on_a_crafted_checkpoint_keeps_no_erro
 
 @pytest.mark.parametrize("shape", list(NOT_A_CHECKPOINT_DB))
 def test_eval_resume_refuses_a_file_that_is_no_checkpoint_database(eval_run, tmp_path, shape):
-    """Issue #29: an empty ``checkpoints.sqlite`` or a database of something else is refused
+    """An empty ``checkpoints.sqlite`` or a database of something else is refused
     before anything is written to it (LangGraph's setup would add its tables and the finished
     items would have no transcripts); ``--repair`` sets it aside. Half the shapes with every item
     finished (the reports read each transcript), half with one item to run."""

@@ -1,4 +1,4 @@
-"""Issue #13 items 3, 5, 6, 7, 8 and 15: an evaluation's ``--out`` folder is never silently wrong.
+"""An evaluation's ``--out`` folder is never silently wrong.
 
 Real components: the ``factdebate`` CLI in subprocesses (two at once for the lock), SQLite
 checkpoints, results files damaged the way a user's tools would (random bytes, truncation,
@@ -193,7 +193,7 @@ def test_bad_results_line_is_one_error_and_repair_reruns_that_item(finished, tmp
 
 
 def test_rows_not_of_the_run_are_set_aside_with_a_warning_and_never_counted(finished, tmp_path):
-    """Issue #29 item 9: a row of an item outside the run's sample (pasted from another run) and
+    """A row of an item outside the run's sample (pasted from another run) and
     an earlier row of a repeated item are moved aside, named in one warning; the progress line,
     summary.json and the kept rows then count the same items."""
     data, out = finished

@@ -1,4 +1,4 @@
-"""Issue #21 item 9: a flag the user typed is never silently replaced by its default.
+"""A flag the user typed is never silently replaced by its default.
 
 ``eval --concurrency 0`` ran with 4, ``--workers 0`` with 1, ``--out ""`` wrote the run into the
 current folder, ``check --rounds 0`` ran the verifier's default, ``check --out ""`` ended in an

@@ -1,4 +1,4 @@
-"""Issue #13 items 1, 2, 8 (killed builds) and 14: indexes are never silently wrong.
+"""Indexes are never silently wrong.
 
 Real components: Milvus Lite and tantivy indexes built from 30 passages of the bundled demo corpus,
 damaged with what a user has (truncation, random bytes, deletion); the ``factdebate`` CLI in

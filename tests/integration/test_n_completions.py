@@ -4,7 +4,7 @@ A real loopback HTTP server poses as an OpenAI-compatible endpoint (LangChain's 
 over HTTP, as in production): it answers ``/v1/chat/completions`` with schema-valid JSON and an
 OpenAI ``usage`` object that reports ``prompt_tokens_details.cached_tokens``, and, per test, serves
 ``n`` choices, ignores ``n`` (one choice, as llama.cpp's server does) or rejects it (HTTP 400).
-Issue #24: the prompt is billed once for 3 questions where ``n`` is served, the fallback is
+The prompt is billed once for 3 questions where ``n`` is served, the fallback is
 decided once per model and recorded, and the ledger counts the provider's cached tokens.
 """
 

@@ -237,7 +237,7 @@ def size_attacks() -> list[tuple[str, str, dict[str, Any], str, str]]:
 
 
 def test_client_sizes_above_the_operators_caps_are_refused(server: dict[str, Any]):
-    """Issue #21, item 3: sizes that multiply the work of one request are capped by the
+    """Sizes that multiply the work of one request are capped by the
     operator (``FACTDEBATE_CAP_<FIELD>``, ``FACTDEBATE_MAX_RECURSION_LIMIT``); the refusal names
     the field, the cap and the variable, and nothing is queued."""
     with as_user(server["url"], "bob") as bob:
@@ -344,7 +344,7 @@ def multipart_parts(body: bytes, content_type: str) -> list[tuple[str, bytes]]:
 
 
 def test_credentials_in_operator_urls_are_masked(server: dict[str, Any], endpoint: str):
-    """Issue #21, item 6: the operator's ``FACTDEBATE_BASE_URL`` holds a password. The server
+    """The operator's ``FACTDEBATE_BASE_URL`` holds a password. The server
     log's HTTP request lines show it masked (``fduser:***@``); the traces, with the metadata the
     server adds (model specs per run), hold none of it."""
     Endpoint.seen.clear()
@@ -373,7 +373,7 @@ def test_credentials_in_operator_urls_are_masked(server: dict[str, Any], endpoin
 
 # --- item 7: the evaluation browser ---------------------------------------------------------------
 def test_evaluation_files_linked_outside_the_runs_root_are_not_served(server: dict[str, Any]):
-    """Issue #21, item 7: only folders were checked; a ``results.jsonl`` (or ``run.json``,
+    """Only folders were checked; a ``results.jsonl`` (or ``run.json``,
     ``summary.json``, ``checkpoints.sqlite``) linked to a file outside the root was served.
     Messages name files relative to the root, never by the server's absolute path."""
     url, work = server["url"], server["work"]
@@ -402,7 +402,7 @@ def test_evaluation_files_linked_outside_the_runs_root_are_not_served(server: di
 
 # --- items 8 and 12: starts -----------------------------------------------------------------------
 def test_a_server_without_keys_refuses_the_studio_header_too(tmp_path: Path):
-    """Issue #21, item 8: without keys every request is refused (401), including Studio's
+    """Without keys every request is refused (401), including Studio's
     ``x-auth-scheme: langsmith`` bypass, which ``langgraph dev`` lets past ``authenticate``."""
     proc, url = start(tmp_path, {**NO_KEYS, "FACTDEBATE_HOME": str(warm_home(tmp_path / "home")),
                                  "FACTDEBATE_ALLOW_SCRIPTED": "1",
@@ -439,7 +439,7 @@ def test_a_world_readable_keys_file_stops_the_start_with_one_line(tmp_path: Path
 
 def test_a_second_server_on_an_index_another_server_holds_is_refused_at_start(
         server: dict[str, Any], tmp_path: Path):
-    """Issue #21, item 12: the second server stopped at its first run; now at its start."""
+    """The second server stopped at its first run; now at its start."""
     started = time.monotonic()
     code, output = refused_start(tmp_path, {
         **NO_KEYS, "FACTDEBATE_API_KEYS": f"alice:{KEYS['alice']}",

@@ -316,7 +316,7 @@ def test_cors_allows_studio_only(server: str, origin: str, allowed: bool):
 ])
 def test_verifier_settings_are_checked_when_an_assistant_or_cron_is_stored(
         server: str, settings: Any, status: int, named: str):
-    """Issue #21, item 11: what would fail every run of a stored assistant or cron (every
+    """What would fail every run of a stored assistant or cron (every
     minute for a cron) is refused when it is stored, with the checks a run's claims get."""
     with as_user(server, "bob") as bob:
         for path, body in (

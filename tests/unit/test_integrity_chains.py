@@ -1,4 +1,4 @@
-"""Issue #21 item 4: every walk over an exception's cause/context chain ends.
+"""Every walk over an exception's cause/context chain ends.
 
 grpc's ``_InactiveRpcError`` (what pymilvus raises under a ``MilvusException`` when nothing listens
 on a Milvus server's port) is its own ``__context__``: ``eval --set milvus_uri=http://127.0.0.1:

@@ -1,4 +1,4 @@
-"""Issue #13 building blocks on real files: run-folder lock, resume comparison, results damage,
+"""Building blocks on real files: run-folder lock, resume comparison, results damage,
 storage-fault classification, atomic run.json, stale temp files of killed exports."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #13 items 12, 13, 15: input decoding, config-file safety, prefix-stable sampling.
+"""Input decoding, config-file safety, prefix-stable sampling.
 
 Real files in tmp; the CLI is driven in-process with typer's runner (stdin as raw bytes).
 """

@@ -1,4 +1,4 @@
-"""Issue #12 pieces without a server: error types the server shows, retriever runs, run metadata."""
+"""Pieces without a server: error types the server shows, retriever runs, run metadata."""
 
 from __future__ import annotations
 
