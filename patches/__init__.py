@@ -27,6 +27,8 @@ patch               copies internals of                         what it saves (s
 ``llama_decode``    llama-cpp-python (``Llama._model/_ctx``)    grammar over 49k tokens per pick
 ``inmem_history``   langgraph-checkpoint (``InMemorySaver``     no bound on a thread's checkpoints
                     storage), langgraph-runtime-inmem           in ``langgraph dev`` -> a bound
+``inmem_threads``   langgraph-runtime-inmem (``Threads.delete`` a delete that removes another
+                    and ``Threads.patch`` by stale index)       thread -> one delete at a time
 ==================  ==========================================  =====================================
 """
 
@@ -57,6 +59,8 @@ PATCHES: dict[str, Patch] = {
     "llama_decode": Patch("factdebate.patches.llama_decode", {"llama-cpp-python": ("0.3.36",)}),
     "inmem_history": Patch("factdebate.patches.inmem_history", {
         "langgraph-checkpoint": ("4.3.2",), "langgraph-runtime-inmem": ("0.36.7",)}),
+    "inmem_threads": Patch("factdebate.patches.inmem_threads", {
+        "langgraph-runtime-inmem": ("0.36.7",)}),
 }
 
 _state: dict[str, bool] = {}

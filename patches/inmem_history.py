@@ -13,16 +13,37 @@ versions removes a checkpoint: :func:`runtime_saver` is the runtime's ``InMemory
 ``(thread, ns, checkpoint_id)``, ``blobs`` by ``(thread, ns, channel, version)``), the same
 dictionaries the runtime's own thread deletion clears.
 
+**One bound per thread, all namespaces together.** A graph with a visible subgraph (Tool-MAD's
+debater turn) checkpoints each subgraph run under a namespace of its own (``turn:<task id>``),
+and the subgraph's checkpoints name, in their metadata (``parents[""]``), the top-level
+checkpoint that scheduled them. :func:`prune` keeps the newest top-level checkpoints together
+with the namespaces they scheduled, newest first, while the thread's checkpoints across all
+namespaces stay within the bound; everything older goes: a top-level checkpoint leaves with
+the namespaces it scheduled, and a namespace whose top-level checkpoint is gone leaves too. The
+newest top-level checkpoint (and a subgraph it interrupted) is always kept. A bound of N thus
+holds whatever the number of runs; per-namespace pruning never removed a namespace (8 Tool-MAD
+runs left 48 of them).
+
+**Cost of one thread.** Nothing here walks the server's whole storage: the channel values a
+removed checkpoint may leave unreferenced are named by that checkpoint's own
+``channel_versions`` (``InMemorySaver.put`` writes a value only with the checkpoint that
+references it), so pruning and :func:`stored_bytes` read the one thread's checkpoints and look
+up its values by key. The runtime's other threads are neither read nor touched.
+
 The gate in ``factdebate.patches.PATCHES`` names the langgraph-checkpoint and
 langgraph-runtime-inmem versions this layout was read from; with any other version the server
 does not prune (``usage.prune_before_write`` asks ``enabled("inmem_history")``) and says so once
 in its log. Deployments on the LangGraph Platform runtime bound history with
-``checkpointer.ttl`` instead.
+``checkpointer.ttl`` instead. Graphs with LangGraph's ``DeltaChannel`` (whose values build on
+earlier versions) are not pruned correctly by this module; no graph of this project uses one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+ROOT_NS = ""
 
 
 def install() -> bool:
@@ -44,29 +65,129 @@ def runtime_saver() -> Any:
     return saver if isinstance(saver, InMemorySaver) else None
 
 
-def prune(saver: Any, thread_id: str, keep: int) -> int:
-    """Remove all but the newest ``keep`` checkpoints of each namespace of a thread in ``saver``
-    (an ``InMemorySaver``), with their pending writes and the channel values no kept checkpoint
-    references. Returns the number of checkpoints removed."""
-    if keep <= 0 or thread_id not in saver.storage:
-        return 0
-    removed = 0
-    referenced: set[tuple[str, str, Any]] = set()
-    namespaces = saver.storage[thread_id]
+def _thread(saver: Any, thread_id: str) -> dict[str, dict[str, Any]] | None:
+    """The thread's namespaces (``storage`` is a defaultdict: never create an entry by reading)."""
+    return saver.storage[thread_id] if thread_id in saver.storage else None
+
+
+def _versions(saver: Any, stored: tuple[Any, ...]) -> dict[str, Any]:
+    return dict(saver.serde.loads_typed(stored[0]).get("channel_versions") or {})
+
+
+def _scheduled_by(saver: Any, checkpoints: dict[str, Any], top: list[str]) -> str | None:
+    """The top-level checkpoint that scheduled a subgraph namespace: its metadata's
+    ``parents[""]``, else the newest top-level checkpoint older than its first checkpoint
+    (checkpoint ids grow with time, uuid6)."""
+    first = min(checkpoints)
+    parents = saver.serde.loads_typed(checkpoints[first][1]).get("parents") or {}
+    parent = parents.get(ROOT_NS)
+    if parent is not None:
+        return str(parent)
+    older = [cid for cid in top if cid < first]
+    return max(older) if older else None
+
+
+def plan(saver: Any, thread_id: str, keep: int) -> tuple[list[str], list[str], list[str]]:
+    """What :func:`prune` would do: (top-level checkpoint ids to keep, top-level ids to remove,
+    subgraph namespaces to remove)."""
+    namespaces = _thread(saver, thread_id)
+    if namespaces is None or keep <= 0:
+        return [], [], []
+    top = sorted(namespaces.get(ROOT_NS, {}), reverse=True)  # newest first
+    scheduled: dict[str | None, list[str]] = {}
     for ns, checkpoints in list(namespaces.items()):
-        ordered = sorted(list(checkpoints), reverse=True)  # ids grow with time (uuid6)
-        for checkpoint_id in ordered[keep:]:
-            checkpoints.pop(checkpoint_id, None)
+        if ns != ROOT_NS:
+            parent = _scheduled_by(saver, checkpoints, top) if checkpoints else None
+            scheduled.setdefault(parent, []).append(ns)
+    kept: list[str] = []
+    total = 0
+    for checkpoint_id in top:
+        size = 1 + sum(len(namespaces[ns]) for ns in scheduled.get(checkpoint_id, ()))
+        if kept and total + size > keep:
+            break
+        kept.append(checkpoint_id)
+        total += size
+    kept_set = set(kept)
+    dropped_ns = [ns for parent, group in scheduled.items() if parent not in kept_set
+                  for ns in group]
+    return kept, top[len(kept):], dropped_ns
+
+
+def prune(saver: Any, thread_id: str, keep: int) -> int:
+    """Keep at most ``keep`` checkpoints of a thread in ``saver`` (an ``InMemorySaver``) across
+    all its namespaces (see the module docstring), with their pending writes and the channel
+    values no kept checkpoint references. Returns the number of checkpoints removed."""
+    namespaces = _thread(saver, thread_id)
+    if namespaces is None or keep <= 0:
+        return 0
+    kept, dropped_top, dropped_ns = plan(saver, thread_id, keep)
+    removed = 0
+    candidates: set[tuple[str, str, Any]] = set()  # (ns, channel, version) maybe unreferenced
+
+    def drop(ns: str, checkpoint_ids: Iterable[str]) -> None:
+        nonlocal removed
+        checkpoints = namespaces.get(ns, {})
+        for checkpoint_id in list(checkpoint_ids):
+            stored = checkpoints.pop(checkpoint_id, None)
             saver.writes.pop((thread_id, ns, checkpoint_id), None)
-            removed += 1
-        for checkpoint_id in ordered[:keep]:
-            stored = checkpoints.get(checkpoint_id)
-            if stored is None:
-                continue
-            checkpoint = saver.serde.loads_typed(stored[0])
-            referenced.update((ns, ch, v) for ch, v in checkpoint["channel_versions"].items())
-    if removed:
-        for blob_key in list(saver.blobs):
-            if blob_key[0] == thread_id and tuple(blob_key[1:]) not in referenced:
-                saver.blobs.pop(blob_key, None)
+            if stored is not None:
+                removed += 1
+                candidates.update((ns, ch, v) for ch, v in _versions(saver, stored).items())
+
+    drop(ROOT_NS, dropped_top)
+    for ns in dropped_ns:
+        drop(ns, list(namespaces.get(ns, {})))
+        namespaces.pop(ns, None)
+    if not candidates:
+        return removed
+    referenced: set[tuple[str, str, Any]] = set()
+    for ns in {ns for ns, _, _ in candidates}:
+        for stored in list(namespaces.get(ns, {}).values()):
+            referenced.update((ns, ch, v) for ch, v in _versions(saver, stored).items())
+    for ns, channel, version in candidates - referenced:
+        saver.blobs.pop((thread_id, ns, channel, version), None)
     return removed
+
+
+def count(saver: Any, thread_id: str) -> tuple[int, int]:
+    """(checkpoints, namespaces) a thread holds in ``saver``, all namespaces together."""
+    namespaces = _thread(saver, thread_id)
+    if namespaces is None:
+        return 0, 0
+    return sum(len(c) for c in list(namespaces.values())), len(namespaces)
+
+
+def has_checkpoint(saver: Any, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> bool:
+    """Whether the thread's namespace holds that checkpoint."""
+    namespaces = _thread(saver, thread_id)
+    return namespaces is not None and str(checkpoint_id) in namespaces.get(checkpoint_ns, {})
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return len(value)
+    if isinstance(value, str):
+        return len(value.encode("utf-8"))
+    if isinstance(value, tuple | list):
+        return sum(_nbytes(item) for item in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(item) for item in value.values())
+    return 0
+
+
+def stored_bytes(saver: Any, thread_id: str) -> int:
+    """Bytes a thread's checkpoints hold in ``saver``: the checkpoints and their metadata, the
+    channel values they reference (each once) and their pending writes."""
+    namespaces = _thread(saver, thread_id)
+    if namespaces is None:
+        return 0
+    total = 0
+    values: set[tuple[str, str, Any]] = set()
+    for ns, checkpoints in list(namespaces.items()):
+        for checkpoint_id, stored in list(checkpoints.items()):
+            total += _nbytes(stored[:2])
+            values.update((ns, ch, v) for ch, v in _versions(saver, stored).items())
+            total += _nbytes(saver.writes.get((thread_id, ns, checkpoint_id), {}))
+    for ns, channel, version in values:
+        total += _nbytes(saver.blobs.get((thread_id, ns, channel, version)))
+    return total

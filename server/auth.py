@@ -69,12 +69,14 @@ from factdebate.server.trace_metadata import add_trace_metadata
 from factdebate.server.usage import (
     QuotaExceeded,
     assistant_key,
+    bound_history,
     copied_thread,
+    cron_bytes,
     cron_key,
     current_request,
     json_bytes,
     ledger,
-    prune_before_write,
+    missing_checkpoint,
     run_key,
     store_key,
     thread_key,
@@ -158,7 +160,29 @@ async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDic
     identity = KEYS.identify(presented)
     if identity is None:
         raise _deny(403, "invalid API key")
+    await _before_route(identity)
     return {"identity": identity}
+
+
+async def _before_route(identity: str) -> None:
+    """What waits on the server's own API is done here, before the route runs: the runtime calls
+    the delete and metadata-patch handlers between finding a thread by its index in its thread
+    list and removing or replacing that index, so a handler that waits there lets a concurrent
+    delete shift the list and the stale index then removes or overwrites another thread
+    (langgraph-runtime-inmem's ``Threads.delete`` / ``Threads.patch``). Here the user's books are
+    measured on first use, and a thread about to be deleted gets its kept stateless runs linked
+    to it (their bytes are freed with it)."""
+    if not LEDGER.limit:
+        return
+    try:
+        await LEDGER.open(identity)
+        request = current_request()
+        deleted = request.deleted_thread() if request is not None else None
+        if deleted is not None:
+            await _link_kept_runs(identity, [deleted])
+    except Exception as exc:  # noqa: BLE001  # the handlers fail closed when the books are shut
+        logging.getLogger("factdebate.server").warning(
+            "cannot measure the bytes of %s yet (%s)", identity, type(exc).__name__)
 
 
 def _me(ctx: Auth.types.AuthContext) -> str:
@@ -246,9 +270,13 @@ def _in_batch() -> bool:
 def _body_or(value: Any) -> int:
     """Bytes a write keeps: ``value``'s JSON, or the request's body when that is larger (a
     thread create's ``supersteps``, a state update's values the handlers do not see)."""
+    return _body_or_bytes(json_bytes(value) if value is not None else 0)
+
+
+def _body_or_bytes(nbytes: int) -> int:
+    """``nbytes``, or the request's body when that is larger."""
     request = current_request()
-    return max(json_bytes(value) if value is not None else 0,
-               request.read if request is not None else 0)
+    return max(nbytes, request.read if request is not None else 0)
 
 
 async def _charge(ctx: Auth.types.AuthContext, key: str, nbytes: int, *, mode: str = "add") -> int:
@@ -300,12 +328,19 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, st
     kept_new = thread is None and not kwargs.get("temporary", True)  # the runtime makes one
     if kept_new:  # a stateless run that keeps its thread (POST /runs, /runs/batch, a cron)
         await _within_quota(ctx, "threads")
+    configurable = (kwargs.get("config") or {}).get("configurable") or {}
+    _refuse_missing_checkpoint(thread, configurable.get("checkpoint_id"),
+                               configurable.get("checkpoint_ns", ""))  # time travel, a fork
     charge_to = thread_key(thread) if thread is not None else run_key(value.get("run_id"))
     charged = 0
     if thread is not None or kept_new:  # kept with the thread (a temporary one keeps nothing)
         run = [kwargs, value.get("metadata")]  # a batch's body holds several runs
         charged = await _charge(ctx, charge_to, json_bytes(run) if _in_batch() else _body_or(run))
-        await prune_before_write(thread, LIMITS.checkpoints_per_thread)
+        try:
+            await _bound_history(ctx, thread)
+        except Auth.exceptions.HTTPException:
+            LEDGER.refund(me, charge_to, charged)
+            raise
     try:
         already = await ADMISSION.admit(me, OWNER, LIMITS.runs_per_user, value.get("run_id"),
                                         None if thread is None else str(thread))
@@ -325,37 +360,82 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, st
 async def on_thread_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
     """Only the owner updates (state, metadata, cancel); ownership does not move. What the
     update keeps is charged to the thread (the body of a state update, which the handler does
-    not see), and an idle thread's history is pruned to its bound first."""
+    not see). A state update from a checkpoint the thread no longer holds is refused (404); an
+    idle thread's history is pruned to its bound first and charged.
+
+    A metadata patch never waits here: the runtime replaces the thread by its index in the thread
+    list after this handler returns (see :func:`_before_route`)."""
     _no_owner_change(ctx, value)
     thread = value.get("thread_id")
-    if thread is not None:
+    if thread is None or value.get("action") is not None:  # a cancel keeps nothing
+        return _mine(ctx)
+    if value.get("metadata") is not None:  # PATCH /threads/{id}
+        if LEDGER.limit and not LEDGER.is_open(_me(ctx)):  # measuring would wait: fail closed
+            raise _deny(503, f"cannot count the bytes of {_me(ctx)} yet; retry")
         await _charge(ctx, thread_key(thread), _body_or(value.get("metadata")))
-        if value.get("metadata") is None:  # a state update (or a cancel): a new checkpoint
-            await prune_before_write(thread, LIMITS.checkpoints_per_thread)
+        return _mine(ctx)
+    request = current_request()  # a state update (or a cancel): a new checkpoint
+    body = request.json_body() if request is not None else None
+    if isinstance(body, dict):
+        checkpoint = body.get("checkpoint") if isinstance(body.get("checkpoint"), dict) else {}
+        _refuse_missing_checkpoint(thread, body.get("checkpoint_id") or
+                                   checkpoint.get("checkpoint_id"),
+                                   checkpoint.get("checkpoint_ns", ""))
+    await _charge(ctx, thread_key(thread), _body_or(None))
+    await _bound_history(ctx, thread)
     return _mine(ctx)
+
+
+def _refuse_missing_checkpoint(thread: Any, checkpoint_id: Any, checkpoint_ns: Any) -> None:
+    """404 for a fork or a run from a checkpoint the thread does not hold (LangGraph would
+    start from empty state and answer 200)."""
+    detail = missing_checkpoint(thread, checkpoint_id, str(checkpoint_ns or ""),
+                                LIMITS.checkpoints_per_thread)
+    if detail is not None:
+        raise _deny(404, detail)
+
+
+async def _bound_history(ctx: Auth.types.AuthContext, thread: Any) -> None:
+    """Prune the thread's history to its bound and charge what it holds (403 past the quota)."""
+    try:
+        await bound_history(thread, LIMITS.checkpoints_per_thread, _me(ctx), LEDGER)
+    except QuotaExceeded as exc:
+        raise _deny(403, exc.detail) from None
 
 
 @auth.on.threads.read  # type: ignore[arg-type]  # one filter for three value types
 @auth.on.threads.delete  # type: ignore[arg-type]
 @auth.on.threads.search
 async def on_thread_access(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
-    """The user's own threads and runs only; a deleted thread's bytes no longer count."""
+    """The user's own threads and runs only; a deleted thread's bytes no longer count.
+
+    The delete handler never waits: langgraph-runtime-inmem's ``Threads.delete`` calls it
+    between finding the thread's index and popping it (see :func:`_before_route`). The bulk
+    delete's check (``POST /threads/prune``, ``thread_ids``) runs before any thread is removed,
+    so it may."""
     if ctx.action == "delete" and not value.get("run_id") and LEDGER.limit:
-        for thread in value.get("thread_ids") or [value.get("thread_id")]:
-            await _free_thread(_me(ctx), thread)
+        me = _me(ctx)
+        if value.get("thread_ids"):
+            await _link_kept_runs(me, list(value["thread_ids"]))
+        elif value.get("thread_id") is not None:
+            LEDGER.free(me, thread_key(value["thread_id"]))  # with its history, crons, runs
     return _mine(ctx)
 
 
-async def _free_thread(me: str, thread: Any) -> None:
-    """Free a deleted thread's bytes, with those of the stateless runs that made it (charged to
-    the run: the runtime chooses the thread's id after the handler)."""
-    LEDGER.free(me, thread_key(thread))
-    try:
-        runs = await loopback().runs.list(str(thread), limit=100)
-    except Exception:  # noqa: BLE001  # not found or not a thread id: nothing else to free
+async def _link_kept_runs(me: str, threads: list[Any]) -> None:
+    """Link each thread to the stateless runs that made it (charged to the run: the runtime
+    chooses the thread's id after the handler), so deleting the thread frees them."""
+    book = LEDGER.book(me)
+    if not any(key.startswith("run:") for key in book):
         return
-    for run in runs:
-        LEDGER.free(me, run_key(run["run_id"]))
+    for thread in threads:
+        try:
+            runs = await loopback().runs.list(str(thread), limit=1000)
+        except Exception:  # noqa: BLE001, S112  # not found or not a thread id: nothing to link
+            continue
+        for run in runs:
+            if run_key(run["run_id"]) in book:
+                LEDGER.link(me, thread_key(thread), run_key(run["run_id"]))
 
 
 # Assistants
@@ -403,8 +483,11 @@ async def on_cron_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, s
     _stamp(ctx, value)
     _run_as_me(ctx, value.get("payload"))
     await _within_quota(ctx, "crons")
-    await _charge(ctx, cron_key(value.get("cron_id")),
-                  _body_or([value.get("payload"), value.get("metadata")]), mode="new")
+    cron = cron_key(value.get("cron_id"))
+    await _charge(ctx, cron, _body_or_bytes(cron_bytes(value.get("payload"),
+                                                       value.get("metadata"))), mode="new")
+    if value.get("thread_id") is not None:  # the runtime deletes it with its thread
+        LEDGER.link(_me(ctx), thread_key(value["thread_id"]), cron)
     return _mine(ctx)
 
 
@@ -423,7 +506,7 @@ async def on_cron_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, s
     _no_owner_change(ctx, value)
     _run_as_me(ctx, value.get("payload"))
     await _charge(ctx, cron_key(value.get("cron_id")),
-                  _body_or([value.get("payload"), value.get("metadata")]))
+                  _body_or_bytes(cron_bytes(value.get("payload"), value.get("metadata"))))
     return _mine(ctx)
 
 

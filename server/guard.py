@@ -95,7 +95,7 @@ async def _bounded(app: Any, scope: Scope, receive: Any, send: Any, limit: int,
         message = await receive()
         if message["type"] == "http.request":
             state["read"] += len(message.get("body", b""))
-            info.read = state["read"]
+            info.received(message.get("body", b""))
             if limit and state["read"] > limit:
                 state["over"] = True
                 return {"type": "http.disconnect"}

@@ -15,7 +15,11 @@ it. On success one line names the served index, and the process holds the index'
 (``factdebate index --replace`` is refused while the server runs).
 
 While the server runs, store items older than the store TTL are swept
-(``FACTDEBATE_STORE_TTL_MINUTES``, :func:`factdebate.server.usage.store_ttl`).
+(``FACTDEBATE_STORE_TTL_MINUTES``, :func:`factdebate.server.usage.store_ttl`). Before the first
+request, the in-memory runtime's thread deletes and metadata patches are made to run one at a
+time (:mod:`factdebate.patches.inmem_threads`: upstream's delete removes a thread by an index
+found before it waits, and a concurrent delete then removes another user's thread); with a
+runtime version the patch was not read from, one warning line says the threads are unguarded.
 Before the index, the models a run gets when it names none (``FACTDEBATE_MODEL`` or the declared
 default) must be on the operator's allow-list (``factdebate.server.policy.check_default_models``).
 A problem stops the start with one line on stderr naming it and the remedy, e.g.
@@ -72,8 +76,21 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         _say(f"the server cannot start: {exc}")
         _end_supervisor()
         os._exit(exc.exit_code)  # a raise here would bury the line under a lifespan traceback
+    guard_thread_list()
     async with _store_ttl():
         yield
+
+
+def guard_thread_list() -> bool:
+    """Serialise the in-memory runtime's thread deletes and patches (``inmem_threads``); False,
+    with one warning line, when its version gate is closed."""
+    from factdebate import patches
+
+    if patches.enabled("inmem_threads"):
+        return True
+    _say(f"warning: concurrent thread deletes are not guarded: {patches.gate('inmem_threads')} "
+         "(patches/inmem_threads.py); a delete may remove another thread on this runtime")
+    return False
 
 
 def _end_supervisor() -> None:

@@ -11,30 +11,39 @@ the serialized JSON a request stores, measured where the auth handlers see it
   included), every ``PATCH`` of its metadata, every state write (``POST /threads/{id}/state``, a
   bulk update) and the input, command, config, context and metadata of every run on it; a copy is
   charged what the source is charged;
+* a thread's stored history: the bytes its checkpoints hold in the in-memory checkpointer (the
+  checkpoints, the channel values they reference, their pending writes, all namespaces), measured
+  after each pruning (:func:`bound_history`) and charged as the thread's ``history`` object;
 * a stateless run that keeps its thread (``on_completion: keep``, a cron's run): the same, charged
   to the run (the runtime picks the thread's id after the handler) and freed with the thread; a
   stateless run that deletes its thread keeps nothing and is not charged;
 * an assistant: its request (config, context, metadata, name, description), again for every
-  update (versions are kept); a cron: its payload and metadata, again for every update;
+  update (versions are kept); a cron: its payload (which holds its metadata: charged once), again
+  for every update; a cron on a thread is freed with the thread (the runtime deletes it then);
 * a store item: its namespace, key and value (a put replaces the item, and its charge).
 
-Deleting a thread, assistant, cron or store item frees its charge; so does the server's store TTL
-(:func:`sweep_store`). Charges only grow otherwise (a thread's pruned history stays charged until
-the thread is deleted), so the count errs towards the user's limit, never past it. The ledger
-lives in the server process: on a user's first write after a start it is measured from what the
-server holds (threads' metadata, assistants, crons, store items; a thread's values are mostly
-what the graph computed, so state written before the start is not counted again); several
-replicas count separately, as the other per-user limits do. What a graph computes (answers,
-evidence, MERMAID's memory) is not a client's bytes: the operator's caps bound it.
+Deleting a thread, assistant, cron or store item frees its charge, with the objects that go with
+it (:meth:`ByteLedger.link`: a thread's history, its crons, the stateless runs that made it); so
+does the server's store TTL (:func:`sweep_store`). After a user deleted everything, the user's
+charge is 0. Charges only grow otherwise (a run's input stays charged to its thread until the
+thread is deleted), so the count errs towards the user's limit, never past it. The ledger lives in
+the server process: on a user's first request after a start it is measured from what the server
+holds (threads' metadata, assistants, crons, store items; a thread's history is measured again at
+its next write); several replicas count separately, as the other per-user limits do. What a graph
+computes (answers, evidence, MERMAID's memory) is counted through the history bound.
 
 **History.** The in-memory runtime of ``langgraph dev`` keeps every checkpoint of a thread (its
 checkpointer TTL and the threads prune API's ``keep_latest`` are not implemented there). Before
-each write to a thread (a state update, a run) the thread's oldest checkpoints are removed so
-that at most ``FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD`` (default 100, ``0`` = keep all) remain
-after a state update; a run adds its own steps (at most the recursion limit) on top, and the next
-write prunes them again (:func:`prune_history`). A busy thread is left alone. Deployments on the
-LangGraph Platform runtime get ``langgraph.json``'s ``checkpointer.ttl`` (``keep_latest``)
-instead; the pruning applies only to the in-memory checkpointer.
+each write to a thread (a state update, a run) its oldest checkpoints are removed so that at most
+``FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD`` (default 100, ``0`` = keep all) remain across all its
+namespaces after a state update - a subgraph's namespace (Tool-MAD's visible debater turns) leaves
+with the top-level checkpoint that scheduled it (:mod:`factdebate.patches.inmem_history`); a run
+adds its own steps on top, and the next write prunes them again (:func:`bound_history`). A busy
+thread is left alone. A run or state update from a checkpoint that is not in the thread's history
+(pruned, or never there) is refused with 404 naming the checkpoint (:func:`missing_checkpoint`):
+LangGraph would otherwise start from empty state. Deployments on the LangGraph Platform runtime
+get ``langgraph.json``'s ``checkpointer.ttl`` (``keep_latest``) instead; the pruning applies only
+to the in-memory checkpointer.
 
 **Store TTL.** Store items not written for ``FACTDEBATE_STORE_TTL_MINUTES`` (default 43,200:
 30 days; ``0`` = keep forever) are deleted by a sweep every ``FACTDEBATE_STORE_SWEEP_MINUTES``
@@ -80,16 +89,49 @@ def json_bytes(value: Any) -> int:
 
 
 # --- the request being served ------------------------------------------------------------------
+_STATE_WRITE = re.compile(r"^/threads/([^/]+)/state/?$")
+_THREAD = re.compile(r"^/threads/([^/]+)/?$")
+
+
 @dataclass
 class RequestInfo:
     """What the auth handlers cannot see of a request: its route and the body bytes read so far
-    (the route has read the whole body by the time it calls a handler)."""
+    (the route has read the whole body by the time it calls a handler), and the body itself of a
+    state update (``POST /threads/{id}/state``: the checkpoint it forks from is not passed to the
+    handlers)."""
 
     method: str
     path: str
     read: int = 0
     charged: set[str] = field(default_factory=set)
     """Ledger keys this request has charged (one request charges an object once)."""
+    body: bytearray | None = None
+    """The body of a state update (None for every other request: nothing else is kept)."""
+
+    def __post_init__(self) -> None:
+        """Keep the body of a state update only."""
+        if self.method == "POST" and _STATE_WRITE.match(self.path):
+            self.body = bytearray()
+
+    def received(self, chunk: bytes) -> None:
+        """Count one chunk of the body (and keep it, for a state update)."""
+        self.read += len(chunk)
+        if self.body is not None:
+            self.body.extend(chunk)
+
+    def json_body(self) -> Any:
+        """The kept body as JSON (None: none kept, or not JSON)."""
+        if not self.body:
+            return None
+        try:
+            return json.loads(bytes(self.body))
+        except ValueError:
+            return None
+
+    def deleted_thread(self) -> str | None:
+        """The thread's id when this request is ``DELETE /threads/{id}``."""
+        match = _THREAD.match(self.path) if self.method == "DELETE" else None
+        return match.group(1) if match else None
 
 
 REQUEST: contextvars.ContextVar[RequestInfo | None] = contextvars.ContextVar(
@@ -140,6 +182,20 @@ def cron_key(cron_id: Any) -> str:
     return f"cron:{cron_id}"
 
 
+def history_key(thread_id: Any) -> str:
+    """The ledger key of a thread's stored checkpoints (freed with the thread)."""
+    return f"history:{thread_id}"
+
+
+def cron_bytes(payload: Any, metadata: Any) -> int:
+    """What a cron keeps: its payload, which holds its metadata (langgraph-api passes the
+    payload's own ``metadata`` as the cron's), so the metadata is counted once."""
+    if isinstance(payload, dict) and (metadata is None or payload.get("metadata") is metadata
+                                      or payload.get("metadata") == metadata):
+        return json_bytes(payload)
+    return json_bytes([payload, metadata])
+
+
 def store_key(namespace: Iterable[str], key: Any) -> str:
     """A store item's ledger key."""
     return "store:" + json.dumps([*namespace, str(key)], ensure_ascii=False)
@@ -155,6 +211,8 @@ class ByteLedger:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._books: dict[str, dict[str, int]] = {}
+        self._links: dict[str, dict[str, set[str]]] = {}
+        """identity -> object key -> the keys freed with it."""
         self._lock = threading.Lock()
 
     def total(self, identity: str) -> int:
@@ -167,14 +225,33 @@ class ByteLedger:
         with self._lock:
             return self._books.get(identity, {}).get(key)
 
-    async def _opened(self, identity: str) -> None:
-        """Measure the user's stored objects on first use in this process."""
+    def book(self, identity: str) -> dict[str, int]:
+        """A copy of ``identity``'s charges, per object key."""
         with self._lock:
-            if identity in self._books:
-                return
-        measured = await measure_user(identity)
+            return dict(self._books.get(identity, {}))
+
+    def is_open(self, identity: str) -> bool:
+        """Whether ``identity``'s stored objects were measured in this process."""
         with self._lock:
-            self._books.setdefault(identity, measured)
+            return identity in self._books
+
+    async def open(self, identity: str) -> None:
+        """Measure the user's stored objects on first use in this process (the server's own
+        API; call it where waiting is safe: the request's authentication)."""
+        if not self.limit or self.is_open(identity):
+            return
+        measured, links = await measure_user(identity)
+        with self._lock:
+            if identity not in self._books:
+                self._books[identity] = measured
+                for parent, children in links.items():
+                    self._links.setdefault(identity, {}).setdefault(parent, set()).update(children)
+
+
+    def link(self, identity: str, parent: str, child: str) -> None:
+        """Free ``child`` whenever ``parent`` is freed (a thread's crons, history, kept runs)."""
+        with self._lock:
+            self._links.setdefault(identity, {}).setdefault(parent, set()).add(child)
 
     async def charge(self, identity: str, key: str, nbytes: int, *, mode: str = "add") -> int:
         """Charge ``nbytes`` to ``identity``'s object ``key``; returns the bytes charged.
@@ -187,7 +264,7 @@ class ByteLedger:
         """
         if not self.limit:
             return 0
-        await self._opened(identity)
+        await self.open(identity)
         request = current_request()
         with self._lock:
             book = self._books.setdefault(identity, {})
@@ -216,9 +293,17 @@ class ByteLedger:
                 book[key] = max(0, book[key] - nbytes)
 
     def free(self, identity: str, key: str) -> None:
-        """The object is deleted: its bytes no longer count."""
+        """The object is deleted: its bytes, and those of the objects linked to it, no longer
+        count. Never waits (the runtime calls the delete handlers between finding a thread and
+        removing it)."""
         with self._lock:
-            self._books.get(identity, {}).pop(key, None)
+            book = self._books.get(identity, {})
+            links = self._links.get(identity, {})
+            pending = [key]
+            while pending:
+                current = pending.pop()
+                book.pop(current, None)
+                pending.extend(links.pop(current, ()))
 
     def free_everywhere(self, key: str) -> None:
         """Free ``key`` in whichever user's books hold it (the store sweep)."""
@@ -252,13 +337,16 @@ async def _pages(fetch: Any, page: int = 500) -> AsyncIterator[Any]:
         offset += page
 
 
-async def measure_user(identity: str, owner_key: str = "owner") -> dict[str, int]:
-    """What ``identity`` stores on this server now, per ledger key (the server's own API)."""
+async def measure_user(identity: str, owner_key: str = "owner",
+                       ) -> tuple[dict[str, int], dict[str, set[str]]]:
+    """What ``identity`` stores on this server now, per ledger key (the server's own API), and
+    the links between them (a thread's crons)."""
     from factdebate.server.loopback import loopback
 
     client = loopback()
     owned = {owner_key: identity}
     book: dict[str, int] = {}
+    links: dict[str, set[str]] = {}
     async for thread in _pages(lambda **kw: client.threads.search(
             metadata=owned, select=["thread_id", "metadata"], **kw)):
         book[thread_key(thread["thread_id"])] = json_bytes(thread.get("metadata"))
@@ -267,7 +355,9 @@ async def measure_user(identity: str, owner_key: str = "owner") -> dict[str, int
             [assistant.get(k) for k in ("config", "context", "metadata", "name", "description")])
     async for cron in _pages(lambda **kw: client.crons.search(**kw)):
         if (cron.get("metadata") or {}).get(owner_key) == identity:
-            book[cron_key(cron["cron_id"])] = json_bytes([cron.get("payload"), cron.get("metadata")])
+            book[cron_key(cron["cron_id"])] = cron_bytes(cron.get("payload"), cron.get("metadata"))
+            if cron.get("thread_id"):
+                links.setdefault(thread_key(cron["thread_id"]), set()).add(cron_key(cron["cron_id"]))
 
     async def items(**kw: Any) -> list[dict[str, Any]]:
         return list((await client.store.search_items([identity], **kw))["items"])
@@ -275,32 +365,65 @@ async def measure_user(identity: str, owner_key: str = "owner") -> dict[str, int
     async for item in _pages(items):
         book[store_key(item["namespace"], item["key"])] = json_bytes(
             [item["namespace"], item["key"], item.get("value")])
-    return book
+    return book, links
 
 
 # --- the history bound ---------------------------------------------------------------------------
 def prune_history(thread_id: str, keep: int, saver: Any = None) -> int:
-    """Remove all but the newest ``keep`` checkpoints of each namespace of a thread in the
-    in-memory checkpointer (``saver``, default: the runtime's), with their pending writes and the
-    channel values no kept checkpoint references; 0 on other runtimes and while the gate of
-    ``factdebate.patches.inmem_history`` (the checkpointer's storage layout) is closed."""
-    if not patches.enabled("inmem_history"):
-        _history_gate_closed_once()
+    """Keep at most ``keep`` checkpoints of a thread across all its namespaces in the in-memory
+    checkpointer (``saver``, default: the runtime's), with the subgraph namespaces of the removed
+    top-level checkpoints, their pending writes and the channel values no kept checkpoint
+    references (:func:`factdebate.patches.inmem_history.prune`); 0 on other runtimes and while
+    the gate of ``factdebate.patches.inmem_history`` (the checkpointer's storage layout) is
+    closed."""
+    saver = _saver(saver)
+    if saver is None:
         return 0
     from factdebate.patches import inmem_history
 
-    saver = saver if saver is not None else inmem_history.runtime_saver()
-    return 0 if saver is None else inmem_history.prune(saver, thread_id, keep)
+    return inmem_history.prune(saver, thread_id, keep)
 
 
-def _prunable_runtime() -> bool:
-    """The server runs on the in-memory runtime and the pruning's gate is open."""
+def _saver(saver: Any = None) -> Any:
+    """``saver``, or the runtime's in-memory checkpointer; None while the gate is closed or on
+    another runtime."""
     if not patches.enabled("inmem_history"):
         _history_gate_closed_once()
-        return False
+        return None
     from factdebate.patches import inmem_history
 
-    return inmem_history.runtime_saver() is not None
+    return saver if saver is not None else inmem_history.runtime_saver()
+
+
+def history_bytes(thread_id: str, saver: Any = None) -> int | None:
+    """Bytes the thread's checkpoints hold (None: not measurable on this runtime)."""
+    saver = _saver(saver)
+    if saver is None:
+        return None
+    from factdebate.patches import inmem_history
+
+    return inmem_history.stored_bytes(saver, thread_id)
+
+
+def missing_checkpoint(thread_id: Any, checkpoint_id: Any, checkpoint_ns: str = "",
+                       keep: int = 0, saver: Any = None) -> str | None:
+    """The 404 detail of a fork or a run from a checkpoint the thread does not hold (pruned by
+    the history bound, or never there), or None when it holds it (or this runtime cannot
+    tell)."""
+    if thread_id is None or not checkpoint_id:
+        return None
+    saver = _saver(saver)
+    if saver is None:
+        return None
+    from factdebate.patches import inmem_history
+
+    if inmem_history.has_checkpoint(saver, str(thread_id), checkpoint_ns or "", str(checkpoint_id)):
+        return None
+    bound = (f"; this server keeps the newest {keep} checkpoints of a thread ({HISTORY_ENV})"
+             if keep else "")
+    return (f"checkpoint {checkpoint_id} is not in the history of thread {thread_id} (removed "
+            f"by the history bound, or never there){bound}: fork from a checkpoint that "
+            f"POST /threads/{thread_id}/history lists")
 
 
 @functools.cache
@@ -309,9 +432,19 @@ def _history_gate_closed_once() -> None:
                 patches.gate("inmem_history"))
 
 
-async def prune_before_write(thread_id: Any, keep: int) -> None:
-    """Prune an idle thread so that one more checkpoint keeps it within ``keep``."""
-    if not keep or thread_id is None or not _prunable_runtime():
+async def bound_history(thread_id: Any, keep: int, identity: str | None = None,
+                        ledger: ByteLedger | None = None) -> None:
+    """Before a write to a thread: prune an idle thread so that one more checkpoint keeps it
+    within ``keep`` (all namespaces together), then charge what its history holds to
+    ``identity`` as the thread's ``history`` object.
+
+    Waits (it reads the thread's status through the server's own API): never call it from a
+    handler the runtime runs between finding a thread and changing it (delete, metadata patch).
+
+    Raises:
+        QuotaExceeded: The thread's history takes the user past the byte quota.
+    """
+    if thread_id is None or _saver() is None:
         return
     from factdebate.server.loopback import loopback
 
@@ -319,10 +452,21 @@ async def prune_before_write(thread_id: Any, keep: int) -> None:
         thread = await loopback().threads.get(str(thread_id))
     except Exception:  # noqa: BLE001  # not found: the write itself answers
         return
-    if thread.get("status") != "busy":
+    if thread.get("status") == "busy":
+        return
+    if keep:
         removed = prune_history(str(thread_id), max(keep - 1, 1))
         if removed:
             log.debug("pruned %d checkpoints of thread %s", removed, thread_id)
+    if ledger is not None and identity is not None and ledger.limit:
+        stored = history_bytes(str(thread_id)) or 0
+        await ledger.charge(identity, history_key(thread_id), stored, mode="set")
+        ledger.link(identity, thread_key(thread_id), history_key(thread_id))
+
+
+async def prune_before_write(thread_id: Any, keep: int) -> None:
+    """Prune an idle thread so that one more checkpoint keeps it within ``keep`` (no charge)."""
+    await bound_history(thread_id, keep)
 
 
 # --- the store TTL -------------------------------------------------------------------------------

@@ -65,8 +65,8 @@ def test_pruning_stays_off_when_the_checkpointer_s_layout_gate_is_closed(monkeyp
 
 
 async def test_the_ledger_refuses_past_the_limit_and_frees_on_delete(monkeypatch):
-    async def nothing_stored(identity: str) -> dict[str, int]:
-        return {}
+    async def nothing_stored(identity: str) -> tuple[dict[str, int], dict[str, set[str]]]:
+        return {}, {}
 
     monkeypatch.setattr("factdebate.server.usage.measure_user", nothing_stored)
     ledger = ByteLedger(limit=100)
