@@ -67,3 +67,4 @@ docs: install
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; fi
 	mkdir -p .cache/docs-src && ln -sfn "$(CURDIR)" .cache/docs-src/factdebate
 	DISABLE_MKDOCS_2_WARNING=true NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	$(PY) .ci/check_site.py .cache/site
