@@ -1,16 +1,18 @@
 """Stored objects per user on the LangGraph server: threads, assistants and crons are bounded per
 identity (``FACTDEBATE_MAX_{THREADS,ASSISTANTS,CRONS}_PER_USER``, factdebate.server.limits).
 
-One real ``langgraph dev`` with two users and small limits (3 threads, 2 assistants, 1 cron). Every
+One real ``langgraph dev`` with small limits (3 threads, 2 assistants, 1 cron, 900 kB). Every
 way to create a thread is tried as an attacker would at the limit: ``POST /threads``, a run that
 creates its thread (``if_not_exists: create``), a stateless run that keeps its thread, a copy. What
 must keep working at the limit: naming one's own existing thread (``eval --server`` does that for
 every item), runs on existing threads, stateless runs that keep nothing, another user's creates,
-and creating again after a delete.
+and creating again after a delete. The byte quota frees what it charges: a user who deleted
+everything is charged 0 (read from the quota's own refusal, which names the user's bytes).
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -28,7 +30,9 @@ from tests.integration.servers import (
 
 pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
 
-KEYS = {"alice": "alice-quota-key-0123456789", "bob": "bob-quota-key-0123456789ab"}
+KEYS = {"alice": "alice-quota-key-0123456789", "bob": "bob-quota-key-0123456789ab",
+        "carol": "carol-quota-key-0123456789", "dora": "dora-quota-key-0123456789ab"}
+BYTES = 900_000
 RUN = {"assistant_id": "cot", "input": {"claim": "Berlin is the capital of Germany."},
        "context": {"debater_model": "scripted:agree"}}
 
@@ -41,7 +45,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(warm_home(work / "home")),
         "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
         "FACTDEBATE_MAX_THREADS_PER_USER": "3", "FACTDEBATE_MAX_ASSISTANTS_PER_USER": "2",
-        "FACTDEBATE_MAX_CRONS_PER_USER": "1",
+        "FACTDEBATE_MAX_CRONS_PER_USER": "1", "FACTDEBATE_MAX_BYTES_PER_USER": str(BYTES),
     })
     try:
         yield url
@@ -121,3 +125,59 @@ def test_assistants_and_crons_are_bounded_per_user(server: str):
         refused(alice.post("/runs/crons", json=cron), "CRONS_PER_USER", 1)
         assert alice.delete(f"/runs/crons/{first.json()['cron_id']}").status_code in (200, 204)
         assert alice.post("/runs/crons", json=cron).status_code == 200
+
+
+def charged(client: httpx.Client, user: str) -> int:
+    """The bytes charged to ``user``, as the quota's refusal names them (nothing is stored)."""
+    refused = client.post("/threads", json={"metadata": {"x": "q" * (BYTES + 1)}})
+    assert refused.status_code == 403, refused.text
+    found = re.match(rf"{user} stores (\d+) bytes", refused.json()["detail"])
+    assert found, refused.text
+    return int(found.group(1))
+
+
+def test_a_thread_s_crons_are_freed_with_the_thread(server: str):
+    """Three rounds of a thread with a cron, deleted: the charge comes back each time (it used to
+    grow by the cron's bytes per round until the user was refused until a restart)."""
+    with as_user(server, "carol") as carol:
+        start = charged(carol, "carol")
+        for round_ in range(3):
+            thread = carol.post("/threads", json={"metadata": {"note": "n" * 20_000}})
+            assert thread.status_code == 200, thread.text
+            tid = thread.json()["thread_id"]
+            cron = carol.post(f"/threads/{tid}/runs/crons", json={
+                **RUN, "schedule": "0 0 1 1 *", "metadata": {"note": "m" * 50_000}})
+            assert cron.status_code == 200, cron.text
+            # the cron's metadata is charged once (it is also inside its payload)
+            assert 70_000 < charged(carol, "carol") - start < 90_000
+            assert carol.delete(f"/threads/{tid}").status_code in (200, 204)
+            assert carol.post("/runs/crons/search", json={}).json() == []  # gone with it
+            assert charged(carol, "carol") == start, round_
+
+
+def test_after_deleting_everything_a_user_is_charged_nothing(server: str):
+    with as_user(server, "dora") as dora:
+        assert charged(dora, "dora") == 0
+        tid = dora.post("/threads", json={"metadata": {"k": "v" * 1000}}).json()["thread_id"]
+        assert dora.post(f"/threads/{tid}/runs/wait", json=RUN).status_code == 200
+        assert dora.post(f"/threads/{tid}/state",
+                         json={"values": {"claim": "c" * 2000}}).status_code == 200
+        assert dora.patch(f"/threads/{tid}", json={"metadata": {"p": "q" * 500}}).status_code == 200
+        kept = dora.post("/runs/wait", json={**RUN, "on_completion": "keep",
+                                             "metadata": {"kept": "k" * 3000}})
+        assert kept.status_code == 200, kept.text
+        aid = dora.post("/assistants", json={"graph_id": "cot", "metadata": {"a": "b" * 800}}
+                        ).json()["assistant_id"]
+        cron = dora.post("/runs/crons", json={**RUN, "schedule": "0 0 1 1 *"}).json()["cron_id"]
+        assert dora.put("/store/items", json={"namespace": ["dora", "n"], "key": "k",
+                                              "value": {"v": "w" * 700}}).status_code == 204
+        assert charged(dora, "dora") > 8_000
+        threads = [t["thread_id"] for t in dora.post("/threads/search", json={}).json()]
+        assert len(threads) == 2  # its own and the one the stateless run kept
+        for thread in threads:
+            assert dora.delete(f"/threads/{thread}").status_code in (200, 204)
+        assert dora.delete(f"/assistants/{aid}").status_code in (200, 204)
+        assert dora.delete(f"/runs/crons/{cron}").status_code in (200, 204)
+        assert dora.request("DELETE", "/store/items", json={
+            "namespace": ["dora", "n"], "key": "k"}).status_code == 204
+        assert charged(dora, "dora") == 0
