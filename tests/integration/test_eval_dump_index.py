@@ -222,3 +222,32 @@ def test_index_names_are_checked_before_anything_is_written(built):
                                     "--set", f"index_dir={built['root']}", "--out", str(out), *FAST])
     assert both.exit_code != 0 and "and so does index_dir=" in " ".join(both.output.split())
     assert not out.exists()
+
+
+@pytest.mark.slow  # embeds the 264-passage demo corpus (~25 s CPU, 1-2 min on 2 shared cores)
+def test_eval_searches_the_demo_index_the_user_built_and_says_where(built, tmp_path):
+    """``factdebate index`` of the demo corpus into the default folder, then ``eval`` with no index
+    named and no data folder corpus: the run searches it (as ``verify`` would), and the report's
+    caveat names the folder it searched, not a flag the user never gave."""
+    from factdebate.tools.demo_index import DEMO_CORPUS
+    from tests.integration.servers import warm_home
+
+    patch = pytest.MonkeyPatch()
+    home = warm_home(tmp_path / "home")  # MiniLM's ONNX graph of this process: no export
+    patch.setenv("FACTDEBATE_HOME", str(home))
+    try:
+        done = CliRunner().invoke(app, ["index", str(DEMO_CORPUS)])
+        assert done.exit_code == 0, done.output
+        out = tmp_path / "run"
+        done = CliRunner().invoke(app, ["eval", "--framework", "tool_mad", "--dataset",
+                                        str(built["data"]["fever"]), "--limit", "1",
+                                        "--out", str(out), *FAST])
+        assert done.exit_code == 0, done.output
+    finally:
+        patch.undo()
+    index = json.loads((out / "run.json").read_text())["index"]
+    assert index["demo"] and index["index_dir"] == str(home / "index")
+    head = " ".join((out / "report.md").read_text().split("## Caveats")[0].split())
+    assert f"bundled demo corpus ({index['passages']} passages, index folder {home / 'index'})" \
+        in head
+    assert "--demo-index" not in head
