@@ -188,8 +188,10 @@ def summarize(samples: list[dict[str, Any]], latencies: list[tuple[float, float]
               duration_s: float, warmup_s: float, errors: int, lost_runs: int,
               lost_threads: int) -> dict[str, Any]:
     """The soak's figures from its samples and ``(t_s, seconds)`` run latencies: growth of RSS,
-    checkpoints and bytes between the post-warm-up quarters, RSS per 100 runs, latency
-    percentiles (all runs and after the warm-up), errors and losses, and the budget verdicts."""
+    checkpoints and bytes between the post-warm-up quarters, RSS per 100 runs, the server's CPU
+    per run over the mix after the warm-up (everything it served: runs, reads, the sampler's
+    history reads), latency percentiles (all runs and after the warm-up), errors and losses, and
+    the budget verdicts."""
     steady = [s for s in samples if s["t_s"] >= warmup_s]
     end = max((s["t_s"] for s in samples), default=duration_s)
     per_100 = slope(steady, "runs_done", "rss_mb")
@@ -200,11 +202,15 @@ def summarize(samples: list[dict[str, Any]], latencies: list[tuple[float, float]
         found = percentile(values, p)
         return None if found is None else round(found, 3)
 
+    done = steady[-1]["runs_done"] - steady[0]["runs_done"] if len(steady) > 1 else 0
+    cpu_per_run = (round((steady[-1]["cpu_s"] - steady[0]["cpu_s"]) / done, 4)
+                   if done > 0 and "cpu_s" in steady[0] else None)
     figures: dict[str, Any] = {
         "rss_growth": quarter_growth(samples, "rss_mb", warmup_s, end),
         "checkpoints_growth": quarter_growth(samples, "checkpoints", warmup_s, end),
         "bytes_growth": quarter_growth(samples, "bytes", warmup_s, end),
         "rss_mb_per_100_runs_after_warmup": None if per_100 is None else round(per_100 * 100, 3),
+        "server_cpu_s_per_run_in_mix": cpu_per_run,
         "runs": len(latencies),
         "run_latency_p50_s": q(after, 0.5), "run_latency_p99_s": q(after, 0.99),
         "run_latency_p50_s_all": q(every, 0.5), "run_latency_p99_s_all": q(every, 0.99),
@@ -238,7 +244,8 @@ def summary_text(result: dict[str, Any]) -> str:
         f"  errors {result['errors']}: {mark(v['no_errors'])}; lost runs {result['lost_runs']}, "
         f"lost threads {result['lost_threads']}: {mark(v['no_lost_runs'])}",
         f"  CPU per claim: server (visible) {result['server_cpu_s_per_claim']} s, CLI lean "
-        f"{result['lean_cpu_s_per_claim']} s, ratio {result['server_cpu_over_lean']}",
+        f"{result['lean_cpu_s_per_claim']} s, ratio {result['server_cpu_over_lean']}; server "
+        f"per run over the mix {result['server_cpu_s_per_run_in_mix']} s",
         f"  budget met: {result['budget_met']}",
     ]
     lines += [f"  error: {m}" for m in result["error_messages"][:3]]

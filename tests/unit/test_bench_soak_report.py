@@ -78,8 +78,8 @@ def test_verdicts_meet_each_budget_only_when_it_is_measured_and_within():
 
 
 def soak_samples(rss: list[float], checkpoints: list[float]) -> list[dict]:
-    return [{"t_s": 10.0 * i, "rss_mb": r, "checkpoints": c, "bytes": c * 1000, "runs_done": 8 * i}
-            for i, (r, c) in enumerate(zip(rss, checkpoints, strict=True))]
+    return [{"t_s": 10.0 * i, "rss_mb": r, "checkpoints": c, "bytes": c * 1000, "runs_done": 8 * i,
+             "cpu_s": 2.0 * i} for i, (r, c) in enumerate(zip(rss, checkpoints, strict=True))]
 
 
 def test_summarize_a_flat_run_meets_its_budgets_and_a_growing_one_does_not():
@@ -91,6 +91,7 @@ def test_summarize_a_flat_run_meets_its_budgets_and_a_growing_one_does_not():
     assert flat["verdicts"] == {"rss_flat": True, "checkpoints_flat": True, "no_errors": True,
                                 "no_lost_runs": True}
     assert flat["runs"] == 40
+    assert flat["server_cpu_s_per_run_in_mix"] == pytest.approx(0.25)  # 2 CPU s per 8 runs
     assert flat["run_latency_p50_s"] == pytest.approx(1.5)  # the 36 runs after the warm-up
     assert flat["run_latency_p99_s_all"] <= 1.9
     growing = summarize(soak_samples([400, 480, 500, 530, 560, 590, 620, 650, 680, 710],
