@@ -26,7 +26,8 @@ seconds (the process tree of ``langgraph dev`` from ``/proc``), and per user the
 checkpoints (every checkpoint of the root graph in each thread's history, read through the API) and
 their bytes (the history's states as compact JSON: what the API hands back of what the server
 stores; subgraph checkpoints are not listed by the API and show only in the memory). The usage
-ledger's charges per user live inside the server process and have no route to read them.
+ledger's charges per user live inside the server process and have no route to read them. Each
+sample is also appended to ``OUT/work/soak/samples.jsonl`` as it is taken.
 
 **After the mix**: every kept thread is read back (404: lost) with its runs; then the server's CPU
 per claim is measured alone (``cpu_claims`` Tool-MAD claims, four at a time, through
@@ -449,7 +450,9 @@ async def _stored(user: User) -> dict[str, int]:
 
 
 async def _sampler(pid: int, users: list[User], tally: Tally, stop_at: float, every_s: float,
-                   samples: list[dict[str, Any]]) -> None:
+                   samples: list[dict[str, Any]], log: Path) -> None:
+    """A sample every ``every_s`` seconds until ``stop_at``, each also appended to ``log`` (one
+    JSON line; a long soak's figures so far can be read while it runs)."""
     while True:
         t = time.monotonic() - tally.t0
         row: dict[str, Any] = {"t_s": round(t, 1), "rss_mb": tree_rss_mb(pid),
@@ -460,6 +463,10 @@ async def _sampler(pid: int, users: list[User], tally: Tally, stop_at: float, ev
             for key in ("threads", "checkpoints", "bytes"):
                 row[key] = sum(p[key] for p in per)
             samples.append(row)
+            with log.open("a", encoding="utf-8") as out:
+                out.write(json.dumps({**row, "errors": tally.errors,
+                                      "lost": len(tally.lost_runs) + len(tally.lost_threads)})
+                          + "\n")
         except Exception as exc:  # noqa: BLE001
             tally.error("sampler", exc)
         if time.monotonic() + every_s > stop_at:
@@ -627,7 +634,9 @@ def server_env(work: Path, users: Iterable[User], index: Path) -> dict[str, str]
 
 # --- the benchmark -----------------------------------------------------------------------------
 async def _soak(pid: int, url: str, users: list[User], load: Load, *, duration_s: float,
-                sessions: int, sample_s: float, cpu_claims: list[str]) -> dict[str, Any]:
+                sessions: int, sample_s: float, cpu_claims: list[str], log: Path
+                ) -> dict[str, Any]:
+    """The mix with its sampler, the final reads, then the server's CPU per claim."""
     from langgraph_sdk import get_client
 
     for user in users:
@@ -636,7 +645,7 @@ async def _soak(pid: int, url: str, users: list[User], load: Load, *, duration_s
     tally = Tally()
     stop_at = tally.t0 + duration_s
     samples: list[dict[str, Any]] = []
-    sampler = asyncio.create_task(_sampler(pid, users, tally, stop_at, sample_s, samples))
+    sampler = asyncio.create_task(_sampler(pid, users, tally, stop_at, sample_s, samples, log))
     await asyncio.gather(*(
         _session(u, s, tally, load, stop_at, first=i * sessions + s)
         for i, u in enumerate(users) for s in range(sessions)))
@@ -665,6 +674,7 @@ def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s
     server_index = work / "server-index"  # Milvus Lite opens a folder in one process at a time
     shutil.rmtree(server_index, ignore_errors=True)
     shutil.copytree(index, server_index)
+    (work / "samples.jsonl").unlink(missing_ok=True)
     sample_s = sample_s or max(10.0, duration_s / 60)
     warmup_s = duration_s / 10 if warmup_s is None else warmup_s
     people = [User(f"soak{i + 1}", secrets.token_urlsafe(24)) for i in range(users)]
@@ -675,7 +685,8 @@ def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s
     try:
         start_rss = tree_rss_mb(proc.pid)
         out = run_async(_soak(proc.pid, url, people, load, duration_s=duration_s,
-                              sessions=sessions, sample_s=sample_s, cpu_claims=timed))
+                              sessions=sessions, sample_s=sample_s, cpu_claims=timed,
+                              log=work / "samples.jsonl"))
         end_rss = tree_rss_mb(proc.pid)
     finally:
         stop_server(proc)

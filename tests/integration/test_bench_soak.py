@@ -43,6 +43,8 @@ def test_soak_three_minutes(tmp_path: Path):
     assert result["run_latency_p50_s"] >= 1.0  # at least one 1 s model call per run
     samples = result["samples"]
     assert len(samples) >= 10
+    written = (tmp_path / "work" / "soak" / "samples.jsonl").read_text().splitlines()
+    assert [json.loads(line)["t_s"] for line in written] == [s["t_s"] for s in samples]
     assert all(s["rss_mb"] > 50 for s in samples)
     assert samples[-1]["checkpoints"] > 0 and samples[-1]["bytes"] > 0
     assert set(samples[-1]["per_user"]) == {f"soak{i}" for i in range(1, USERS + 1)}
