@@ -10,8 +10,9 @@ renderer included), is created redacted by the project's one secret filter
 (:func:`factdebate.core.secrets_filter.redact`): its message (structured dict messages: their
 values), and, when the traceback of its exception holds a secret, that traceback, rendered and
 redacted into the message (the exception itself is then dropped from the record, so no handler
-renders it again). The CLI installs it in its entry point, the server in its auth module
-(``server/logs.py``).
+renders it again; a structured event stays a dict, the redacted traceback under its
+``exception`` key unless it carries one already). The CLI installs it in its entry point, the
+server in its auth module (``server/logs.py``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ def redact_record(record: logging.LogRecord) -> None:
         rendered = "".join(traceback.format_exception(*record.exc_info))
         clean = redact(rendered)
         if clean != rendered:
-            record.msg = f"{record.getMessage()}\n{clean.rstrip()}"
+            if isinstance(record.msg, dict):  # structlog's event: it stays one, for its formatter
+                record.msg = {"exception": clean.rstrip(), **record.msg}
+            else:
+                record.msg = f"{record.getMessage()}\n{clean.rstrip()}"
             record.args, record.exc_info, record.exc_text = None, None, None
 
 

@@ -17,7 +17,9 @@ Each is removed in every form it travels in (:func:`forms`): as is, URL-encoded,
 ``Basic base64(user:password)`` and any other base64 text that contains it), hex (lower and upper
 case) and JSON-escaped; each of these also with invisible characters between its characters
 (zero-width spaces and joiners, the word joiner, the byte-order mark, the soft hyphen, raw or as
-``\uXXXX`` escapes written out: :data:`INVISIBLE`). Credentials of URLs the process never saw
+``\uXXXX`` escapes written out: :data:`INVISIBLE`); a value cut short for display keeps its two
+ends around an ellipsis (pydantic's ``input_value='sk-op-12...89ab'``), so a form's start just
+before one and its end just after one are removed too. Credentials of URLs the process never saw
 are masked as well (:func:`mask_url`, also exported by ``factdebate.core.settings``). Text that
 arrives in pieces (a streamed reply) is redacted by :class:`StreamRedactor`, which holds back only
 the end of a piece that could be the start of a secret (:func:`held_from`). This module imports
@@ -54,7 +56,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, quote_plus, unquote
 
 MIN_SECRET_CHARS = 6
@@ -173,19 +175,65 @@ INVISIBLE = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e]"
 """Characters a text may hide between a secret's characters, raw or as JSON/``repr`` escapes."""
 
 
+class _Forms(NamedTuple):
+    pattern: re.Pattern[str] | None
+    """Every form of every secret, longest first."""
+    by_first: dict[str, tuple[str, ...]]
+    """The forms by their first character."""
+    longest: int
+    heads: frozenset[str]
+    """Every start of a form of at least ``MIN_FRAGMENT_CHARS`` characters (a cut-off form)."""
+    tails: frozenset[str]
+    """Every end of a form of at least ``MIN_FRAGMENT_CHARS`` characters."""
+    last: frozenset[str]
+    """The last character of every form."""
+
+
+MIN_FRAGMENT_CHARS = 6
+"""Shortest part of a secret removed beside an ellipsis (``sk-op-12...89ab``)."""
+ELLIPSIS = re.compile(r"\.\.\.|\u2026")
+"""Where a text was cut short: pydantic's, ``reprlib``'s and rich's abbreviations of a long value
+keep its start and its end around one of these."""
+
+
 @functools.lru_cache(maxsize=8)
-def _compiled(secrets: frozenset[str]) -> tuple[re.Pattern[str] | None, dict[str, tuple[str, ...]],
-                                                 int]:
-    """(one pattern of every form, the forms by their first character, the longest form)."""
+def _compiled(secrets: frozenset[str]) -> _Forms:
+    """The forms of ``secrets`` as the searches use them."""
     every = {form for secret in secrets for form in forms(secret) if form}
     if not every:
-        return None, {}, 0
+        return _Forms(None, {}, 0, frozenset(), frozenset(), frozenset())
     by_first: dict[str, set[str]] = {}
     for form in every:
         by_first.setdefault(form[0], set()).add(form)
     pattern = re.compile("|".join(re.escape(f) for f in sorted(every, key=len, reverse=True)))
-    return (pattern, {c: tuple(sorted(fs, key=len)) for c, fs in by_first.items()},
-            max(map(len, every)))
+    heads = frozenset(f[:k] for f in every for k in range(MIN_FRAGMENT_CHARS, len(f)))
+    tails = frozenset(f[-k:] for f in every for k in range(MIN_FRAGMENT_CHARS, len(f)))
+    return _Forms(pattern, {c: tuple(sorted(fs, key=len)) for c, fs in by_first.items()},
+                  max(map(len, every)), heads, tails, frozenset(f[-1] for f in every))
+
+
+def _head_before(text: str, at: int, known: _Forms) -> int:
+    """How many characters before ``at`` are the start of a form (0: none of at least
+    ``MIN_FRAGMENT_CHARS``)."""
+    return next((k for k in range(min(known.longest, at), MIN_FRAGMENT_CHARS - 1, -1)
+                 if text[at - k] in known.by_first and text[at - k:at] in known.heads), 0)
+
+
+def _fragment_spans(text: str, known: _Forms) -> list[tuple[int, int]]:
+    """The start of a form just before an ellipsis and the end of one just after it: a long value
+    cut short for display (``input_value='sk-op-12...89ab'``) shows a secret's two ends."""
+    spans = []
+    for m in ELLIPSIS.finditer(text):
+        a, b = m.span()
+        head = _head_before(text, a, known)
+        tail = next((k for k in range(min(known.longest, len(text) - b), MIN_FRAGMENT_CHARS - 1,
+                                      -1) if text[b + k - 1] in known.last
+                     and text[b:b + k] in known.tails), 0)
+        if head:
+            spans.append((a - head, a))
+        if tail:
+            spans.append((b, b + tail))
+    return spans
 
 
 def _visible(text: str) -> tuple[str, list[int] | None]:
@@ -202,16 +250,28 @@ def _visible(text: str) -> tuple[str, list[int] | None]:
     return "".join(text[i] for i in where), where
 
 
-def secret_spans(text: str) -> list[tuple[int, int]]:
-    """Where ``text`` holds a form of a known secret, invisible characters inside it included."""
-    pattern = _compiled(known_secrets())[0]
-    if pattern is None or not text:
+def secret_spans(text: str, known: _Forms | None = None) -> list[tuple[int, int]]:
+    """Where ``text`` holds a form of a known secret (invisible characters inside it included)
+    or a cut-off form's start or end beside an ellipsis; sorted, not overlapping. ``known``: the
+    forms to look for (default: those of :func:`known_secrets`)."""
+    known = known or _compiled(known_secrets())
+    if known.pattern is None or not text:
         return []
     visible, where = _visible(text)
     if where is None:
-        return [m.span() for m in pattern.finditer(text)]
-    return [(where[m.start()], where[m.end() - 1] + 1) for m in pattern.finditer(visible)
-            if m.end() > m.start()]
+        spans = [m.span() for m in known.pattern.finditer(text)]
+    else:
+        spans = [(where[m.start()], where[m.end() - 1] + 1)
+                 for m in known.pattern.finditer(visible) if m.end() > m.start()]
+    if "..." in text or "\u2026" in text:
+        spans.extend(_fragment_spans(text, known))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _masked(text: str, spans: list[tuple[int, int]]) -> str:
@@ -224,13 +284,13 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
-def redact(text: str) -> str:
+def redact(text: str, known: _Forms | None = None) -> str:
     """``text`` without any secret the process knows (in any of its :func:`forms`) and with the
-    credentials of any URL masked."""
+    credentials of any URL masked. ``known``: as for :func:`secret_spans`."""
     if not isinstance(text, str) or not text:
         return text
     masked = mask_url(text)  # first: a URL keeps its user name (``http://op:***@host``)
-    spans = secret_spans(masked)
+    spans = secret_spans(masked, known)
     return _masked(masked, spans) if spans else masked
 
 
@@ -239,18 +299,20 @@ _OPEN_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@?#]*\Z"
                        r"secret|sig|signature)=[^&#\s]*\Z)")
 """The end of a text that may be a URL's user info or a secret query parameter still arriving."""
 _PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+_ELLIPSIS_AT_END = re.compile(r"\.\.\.|\u2026|\.\.?\Z")
 HOLD_LIMIT = 4096
 """Most characters :func:`held_from` holds back (an unknown URL's user info longer than this is
 not waited for)."""
 
 
-def held_from(text: str) -> int:
+def held_from(text: str, known: _Forms | None = None) -> int:
     """Where the end of ``text`` could begin a secret that the text's next piece completes:
     ``len(text)`` when nothing needs holding back.
 
     Held: the longest end of ``text`` (invisible characters skipped) that is the start of a form
-    of a known secret, and the open user info or secret query parameter of a URL (:func:`mask_url`
-    masks it once complete), at most :data:`HOLD_LIMIT` characters.
+    of a known secret, the open user info or secret query parameter of a URL (:func:`mask_url`
+    masks it once complete), and the text around an ellipsis near the end (a cut-off secret's end
+    may follow it), at most :data:`HOLD_LIMIT` characters.
     """
     n = len(text)
     floor = max(0, n - HOLD_LIMIT)
@@ -258,9 +320,16 @@ def held_from(text: str) -> int:
     url = _OPEN_URL.search(text, floor)
     if url is not None:
         held = url.start()
-    _, by_first, longest = _compiled(known_secrets())
+    known = known or _compiled(known_secrets())
+    by_first, longest = known.by_first, known.longest
     if not by_first:
         return held
+    for m in _ELLIPSIS_AT_END.finditer(text, max(floor, n - longest - 3)):
+        # a cut-off form's start before an ellipsis (one arriving too), its end after one
+        head = _head_before(text, m.start(), known)
+        if head or m.group() in ("...", "\u2026"):
+            held = min(held, m.start() - head)
+            break
     tail_from = max(floor, n - 8 * longest)
     visible, where = _visible(text[tail_from:])
     partial = _PARTIAL_ESCAPE.search(visible)  # an invisible character's escape, still arriving
@@ -286,17 +355,18 @@ class StreamRedactor:
     def feed(self, piece: str, final: bool = False) -> str:
         """The redacted text of ``pending + piece`` that no later piece can change."""
         text = self.pending + piece
+        known = _compiled(known_secrets())
         if final:
             self.pending = ""
-            return redact(text)
-        cut = held_from(text)
-        spans = [*secret_spans(text), *(m.span() for m in _USERINFO.finditer(text)),
+            return redact(text, known)
+        cut = held_from(text, known)
+        spans = [*secret_spans(text, known), *(m.span() for m in _USERINFO.finditer(text)),
                  *(m.span() for m in _SECRET_PARAM_MASK.finditer(text))]
         for start, end in sorted(spans, reverse=True):
             if start < cut < end:  # a match the cut would split waits whole
                 cut = start
         self.pending = text[cut:]
-        return redact(text[:cut])
+        return redact(text[:cut], known)
 
 
 def redact_value(value: Any, depth: int = 0) -> Any:

@@ -38,8 +38,14 @@ class RedactingFormatter(logging.Formatter):
         self.inner = inner or logging.Formatter()
 
     def format(self, record: logging.LogRecord) -> str:
-        """``inner.format(record)`` without any secret the process knows."""
-        return redact(self.inner.format(record))
+        """``inner.format(record)`` without any secret the process knows; a record ``inner``
+        cannot render is one redacted line naming why (logging's own report of a failed
+        format prints the record's traceback as it is)."""
+        try:
+            return redact(self.inner.format(record))
+        except Exception as exc:  # noqa: BLE001  # a line that says so, never a raw traceback
+            return redact(f"{record.levelname} {record.name}: {record.msg!r} (this log line "
+                          f"could not be formatted: {type(exc).__name__}: {exc})")
 
 
 def _handlers() -> list[logging.Handler]:

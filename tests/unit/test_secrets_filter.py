@@ -188,3 +188,48 @@ def test_only_an_end_that_could_begin_a_secret_is_held_back():
     assert stream.feed("XYZ") == "sk-op-01XYZ"  # not the key after all: given out
     assert secrets_filter.held_from("a url http://op:pass") == len("a url ")
     assert secrets_filter.held_from("nothing here.") == len("nothing here.")
+
+
+def test_a_secret_cut_short_around_an_ellipsis_shows_neither_end():
+    """pydantic abbreviates a long ``input_value`` to its two ends; both are parts of the key."""
+    hexed = KEY.encode().hex()
+    for shown in (f"{KEY[:9]}...{KEY[-9:]}", f"{hexed[:10]}...{hexed[-12:]}",
+                  f"read {KEY[:8]}\u2026{KEY[-7:]} in"):
+        out = redact(f"[type=literal_error, input_value='{shown}', input_type=str]")
+        assert KEY[:6] not in out and KEY[-6:] not in out and hexed[-12:] not in out, out
+    assert redact("The tower... it is in Paris...") == "The tower... it is in Paris..."
+    stream = secrets_filter.StreamRedactor()
+    text = f"input_value='{KEY[:9]}...{KEY[-9:]}' and more"
+    out = "".join(stream.feed(c) for c in text) + stream.feed("", final=True)
+    assert KEY[:6] not in out and KEY[-6:] not in out, out
+
+
+def test_a_structured_log_event_with_a_secret_traceback_stays_an_event():
+    """langgraph-api logs a failed run as a structlog event (a dict message) with the exception:
+    its traceback holds the key (pydantic quotes the reply), so it is redacted into the event's
+    ``exception`` and the message stays a dict for structlog's formatter (a string there made
+    logging print the raw traceback as a "Logging error")."""
+    import structlog
+
+    from factdebate.server.logs import RedactingFormatter
+
+    try:
+        raise ValueError(f"1 validation error input_value='{KEY}'")
+    except ValueError:
+        info = sys.exc_info()
+    record = logging.LogRecord("langgraph_api.worker", logging.ERROR, __file__, 1,
+                               {"event": "Run encountered an error"}, (), info)
+    redact_record(record)
+    assert isinstance(record.msg, dict) and record.exc_info is None
+    assert "input_value='***'" in record.msg["exception"] and KEY not in str(record.msg)
+    line = RedactingFormatter(structlog.stdlib.ProcessorFormatter(
+        processors=[structlog.dev.ConsoleRenderer(colors=False)])).format(record)
+    assert "Run encountered an error" in line and KEY not in line, line
+
+    class Failing(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            raise AttributeError(f"cannot render {KEY}")
+
+    broken = logging.LogRecord("x", logging.ERROR, __file__, 1, {"event": KEY}, (), None)
+    line = RedactingFormatter(Failing()).format(broken)  # one line, not logging's raw report
+    assert "could not be formatted: AttributeError" in line and KEY not in line, line
