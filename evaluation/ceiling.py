@@ -59,7 +59,8 @@ MAX_PAGE_PASSAGES = 100_000
 """Passages of one page a page lookup reads (a FEVEROUS page cut one passage per table holds a
 few hundred)."""
 SAMPLE_PASSAGES = 20
-"""Passages read to learn whether an index's passages carry element ids."""
+"""Passages read (the index's first) to learn whether its passages carry page ids, element ids
+and pools: the importers write them on every passage of a dump, or on none."""
 PAGE_FIELD = "page"
 SENTENCES_FIELD = "sentences"
 POOL_FIELD = "pool"
@@ -83,23 +84,26 @@ class IndexLookup:
         self._searcher = self._index.searcher()
         self._pages: dict[str, list[str]] = {}
         self._elements: dict[str, set[Any] | None] = {}
-        with_pages = self._with(PAGE_FIELD, SAMPLE_PASSAGES)
-        self.has_pages = bool(with_pages)
+        sample = [self._searcher.doc(address) for _, address in self._searcher.search(
+            tantivy.Query.all_query(), limit=SAMPLE_PASSAGES).hits]
+        self.has_pages = any(self._first(doc, PAGE_FIELD) for doc in sample)
         """The index's passages carry the page id of the passage contract (an imported dump)."""
-        self.has_ids = any(stored_elements(doc.get_all(SENTENCES_FIELD)) for doc in with_pages)
-        """Its passages carry element ids too (sampled: a dump's passages all do, or none)."""
-        self.has_pools = bool(self._with(POOL_FIELD, 1))
-        """Its passages belong to per-claim pools (AVeriTeC's knowledge store)."""
+        self.has_ids = any(stored_elements(self._all(doc, SENTENCES_FIELD)) for doc in sample)
+        """Its passages carry element ids too (a dump's passages all do, or none do)."""
+        self.has_pools = any(self._first(doc, POOL_FIELD) for doc in sample)
+        """Its passages belong to per-claim pools (AVeriTeC's knowledge store: all of them)."""
 
-    def _with(self, name: str, limit: int) -> list[Any]:
-        """Up to ``limit`` passages whose ``name`` field is not empty (none when the schema has
-        no such field: an index built before it existed)."""
+    @staticmethod
+    def _all(doc: Any, name: str) -> list[Any]:
+        """The stored values of ``name`` (none in an index built before the field existed)."""
         try:
-            query = self._tantivy.Query.regex_query(self._schema, name, ".+")
-            hits = self._searcher.search(query, limit=limit).hits
+            return list(doc.get_all(name))
         except ValueError:
             return []
-        return [self._searcher.doc(address) for _, address in hits]
+
+    def _first(self, doc: Any, name: str) -> Any:
+        values = self._all(doc, name)
+        return values[0] if values else None
 
     def page_elements(self, page_id: str, page: str = "") -> set[Any] | None:
         """The element ids (sentence numbers, FEVEROUS element ids) the passages of a page hold,
