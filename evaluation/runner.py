@@ -489,15 +489,17 @@ def _with_gold_in_index(spec: RunSpec, ctx: Context, items: list[Item],
     from factdebate.evaluation.ceiling import CorpusLookup, IndexLookup, gold_in_index, server_corpus
 
     golds = [it.meta.get("gold_evidence") for it in items]
+    scored = any(isinstance(g, dict) for g in golds)
     claims = any(it.meta.get("claim_id") for it in items)
-    if not any(isinstance(g, dict) for g in golds) and not claims:
+    if not scored and not claims:
         return items, ""
     lookup: IndexLookup | CorpusLookup | None = None
     ceiling = ""
     if spec.server and identity is not None:  # the server's index: a local copy of its corpus
-        corpus, ceiling = server_corpus(identity, spec.data_dir)
-        if corpus is not None and any(isinstance(g, dict) for g in golds):
-            lookup = CorpusLookup(corpus, golds)
+        if scored:
+            corpus, ceiling = server_corpus(identity, spec.data_dir)
+            if corpus is not None:
+                lookup = CorpusLookup(corpus, golds)
     elif identity and identity.get("status") == "ok":
         lookup = IndexLookup(ctx.index_path)
     pooled = claims and isinstance(lookup, IndexLookup) and lookup.has_pools
