@@ -15,12 +15,19 @@
   ``"*"`` is every top-level node, as in LangGraph. A name the graph does not have is refused
   with :class:`~factdebate.core.errors.ConfigError` (a ``ValueError``) naming the nodes it has,
   before anything runs; the server refuses it before the run is created (server/run_input.py).
+  ``compile(interrupt_before=..., interrupt_after=...)`` takes the same names with the same
+  refusal: the graph keeps them and every run that names no breakpoints of that kind itself runs
+  with them, as LangGraph treats a compiled graph's breakpoints.
 * **Model messages without subgraph parsing.** ``stream_mode="messages"`` without
   ``subgraphs=True`` yields the messages of every model call, the debaters' inside turns included
   (LangGraph keeps only the top-level graph's): the graph streams with ``subgraphs=True`` and
   hands on the subgraphs' ``messages`` (and ``custom``) chunks as top-level ones, dropping their
   other modes, so the caller gets the shapes it asked for. The metadata names the node
   (``langgraph_node``) and the agent (``fd_agent``, ``fd_role``, ``fd_round``; nodes/llm.py).
+* **The index on first use.** Before a run reads the default index folder for the first time in
+  the process, the graph applies the command line's rule (graphs/first_use.py): the bundled demo
+  corpus is indexed where no index exists at all (one line on stderr), a damaged index is one
+  error line naming the rebuild command - never a traceback from inside a retriever.
 * **Sync and async alike.** Most nodes are async; ``stream`` (and with it ``invoke`` and
   ``batch``) runs ``astream`` on an event loop of its own in a worker thread, with a copy of the
   caller's context variables, so it is correct from plain code and from inside a running event
@@ -39,7 +46,7 @@ import queue
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
@@ -49,23 +56,22 @@ from langgraph.types import RetryPolicy
 from factdebate.core import trace_filter
 from factdebate.core.errors import ConfigError
 from factdebate.core.secrets_filter import redact_exception
+from factdebate.graphs.first_use import (
+    ensure_index,
+    framework_needs_index,
+    index_pending,
+    run_context,
+)
+from factdebate.graphs.variants import Turns, check_turns
 
-Turns = Literal["visible", "lean"]
-"""How a graph runs its turn subgraphs: ``visible`` (checkpointed, drawn, interruptible; Studio,
-the server, Python users) or ``lean`` (no inner checkpoints; the CLI and ``eval``)."""
+__all__ = ["BREAKPOINTS_KEY", "NODE_ERRORS", "DebateBuilder", "DebateGraph", "Turns",
+           "check_turns", "new_builder", "node_names", "split_breakpoints", "turn_breakpoints"]
 
 BREAKPOINTS_KEY = "factdebate_inner_breakpoints"
 """``configurable`` key carrying a run's breakpoints on nodes inside turns to the turn nodes:
 ``{"before": [names], "after": [names]}``, names plain or qualified (``debate_turn:respond``)."""
 
 ALL = "*"
-
-
-def check_turns(turns: str) -> Turns:
-    """``turns`` if it names a variant, else ConfigError."""
-    if turns not in ("visible", "lean"):
-        raise ConfigError(f"unknown turns variant {turns!r}", "use 'visible' or 'lean'")
-    return turns  # type: ignore[return-value]
 
 
 def _redacted_not_retried(exc: Exception) -> bool:
@@ -94,10 +100,29 @@ def new_builder(turns: Turns, *args: Any, **kwargs: Any) -> StateGraph:
 class DebateBuilder(StateGraph):
     """A ``StateGraph`` whose ``compile()`` gives a :class:`DebateGraph`."""
 
-    def compile(self, *args: Any, **kwargs: Any) -> DebateGraph:  # type: ignore[override]
-        """``StateGraph.compile``, as a :class:`DebateGraph`."""
-        compiled = super().compile(*args, **kwargs)
-        return DebateGraph(**{k: v for k, v in vars(compiled).items() if k != "__orig_class__"})
+    def compile(self, checkpointer: Any = None, *, interrupt_before: Any = None,  # type: ignore[override]
+                interrupt_after: Any = None, **kwargs: Any) -> DebateGraph:
+        """``StateGraph.compile``, as a :class:`DebateGraph`; its breakpoints may name inner nodes.
+
+        ``interrupt_before``/``interrupt_after`` take what a run takes (module doc): top-level
+        names go to LangGraph's ``compile``, names of nodes inside turns (plain or qualified) are
+        kept on the graph and given to every run that names no breakpoints of that kind itself -
+        as LangGraph treats compiled breakpoints.
+
+        Raises:
+            ConfigError: A name is no node of the graph (the nodes it has are listed).
+        """
+        compiled = super().compile(checkpointer, **kwargs)
+        attrs = {k: v for k, v in vars(compiled).items() if k != "__orig_class__"}
+        graph = DebateGraph(**attrs)
+        if interrupt_before is None and interrupt_after is None:
+            return graph
+        before, inner_before = split_breakpoints(graph, interrupt_before, "interrupt_before")
+        after, inner_after = split_breakpoints(graph, interrupt_after, "interrupt_after")
+        return DebateGraph(**{**attrs, "interrupt_before_nodes": before or [],
+                              "interrupt_after_nodes": after or [],
+                              "inner_breakpoints": {"before": inner_before,
+                                                    "after": inner_after}})
 
 
 _NODE_NAMES: weakref.WeakKeyDictionary[Any, tuple[frozenset[str], tuple[str, ...]]] = (
@@ -164,6 +189,13 @@ def _stream_modes(graph: CompiledStateGraph, stream_mode: Any) -> list[str]:
 class DebateGraph(CompiledStateGraph):
     """A compiled exported graph: inner breakpoints, flat model messages, a sync bridge."""
 
+    def __init__(self, *args: Any, inner_breakpoints: dict[str, list[str]] | None = None,
+                 **kwargs: Any) -> None:
+        """``CompiledStateGraph``'s arguments, and the compiled breakpoints on nodes inside turns
+        (``{"before": [names], "after": [names]}``; ``copy()`` passes them on)."""
+        super().__init__(*args, **kwargs)
+        self.inner_breakpoints = inner_breakpoints or {"before": [], "after": []}
+
     async def astream(  # type: ignore[override]
         self,
         input: Any,
@@ -180,6 +212,13 @@ class DebateGraph(CompiledStateGraph):
         trace_filter.install()  # the run's traces hold no secret (core/trace_filter.py)
         before, inner_before = split_breakpoints(self, interrupt_before, "interrupt_before")
         after, inner_after = split_breakpoints(self, interrupt_after, "interrupt_after")
+        if not interrupt_before:  # the compiled ones, as LangGraph falls back to its own
+            inner_before = self.inner_breakpoints["before"]
+        if not interrupt_after:
+            inner_after = self.inner_breakpoints["after"]
+        ctx = run_context(self.builder.context_schema, kwargs.get("context"))
+        if index_pending(ctx) and framework_needs_index(self.get_name()):  # once per process
+            await asyncio.to_thread(ensure_index, ctx)  # the CLI's first-use rule (first_use.py)
         if inner_before or inner_after:
             config = {**(config or {})}
             config["configurable"] = {**(config.get("configurable") or {}), BREAKPOINTS_KEY: {

@@ -16,7 +16,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from factdebate.core.context import Context
 from factdebate.core.registry import Registry
-from factdebate.graphs.exported import Turns
+from factdebate.graphs.variants import Turns
 
 FRAMEWORKS: Registry = Registry("framework")
 FRAMEWORKS.register(

@@ -13,6 +13,7 @@ same framework and the same input (the claim, or the text); the messages name wh
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from factdebate.core.errors import (
     storage_problem,
 )
 from factdebate.core.state import DebateInput, complete_input
+from factdebate.graphs.first_use import ensure_index, index_pending
 from factdebate.graphs.registry import FRAMEWORKS
 from factdebate.prompts import load_prompts
 from factdebate.run.claims import (
@@ -86,14 +88,20 @@ async def run_graph(
     runner's per-item threads). ``config_extra`` adds run-config keys (``metadata`` and
     ``configurable`` are merged; ``callbacks``, ``run_id``, ``tags``, ``run_name`` are set).
     ``store`` is the LangGraph store the nodes see as ``runtime.store`` (MERMAID's memory).
-    ``progress`` receives the streamed node updates (without it the graph is invoked).
+    ``progress`` receives the streamed node updates (without it the graph is invoked). A run
+    that reads the default index folder first applies the command line's first-use rule
+    (``factdebate.graphs.first_use``: the demo index where none exists, once per process).
 
     Raises:
         InputError: Nothing to resume, or the thread holds another framework's run or another
             input (named); a fresh run on a thread that already holds one.
+        IndexDamagedError: The default index folder holds a damaged index.
     """
     name = FRAMEWORKS.resolve(framework)
     trace_filter.install()  # the traces of the run hold no secret (core/trace_filter.py)
+    needs_index = bool(FRAMEWORKS.entry(name).meta.get("needs_index", True))
+    if index_pending(ctx, needs_index):  # first use from Python: the CLI's demo-index rule
+        await asyncio.to_thread(ensure_index, ctx, needs_index=needs_index)
     graph = compiled_graph(name, checkpointer, store)
     known_new = thread_id is None  # a thread id made here holds nothing: no read to check it
     thread_id = thread_id or uuid.uuid4().hex

@@ -15,14 +15,26 @@ from __future__ import annotations
 
 from langgraph.graph import StateGraph
 
+from factdebate.core.state import DebateInput, Evidence
 from factdebate.graphs.baselines.single_call import build_single_call
 from factdebate.graphs.exported import Turns
 from factdebate.nodes.baselines.context import ConcatRagContext
 
 
+class DocumentsInput(DebateInput):
+    """A question (or claim) and the documents to answer it from: Concatenated-prompt RAG reads
+    the item's own documents, all of them in one prompt (set ``evidence_source=retrieve`` in the
+    configuration to retrieve passages for the claim instead)."""
+
+    documents: list[Evidence]  # type: ignore[misc]  # required here
+    """Required: the item's documents, ``[{"title": ..., "text": ...}, ...]`` (``id`` optional);
+    a run without them stops with one line saying so."""
+
+
 def build_concat_rag(turns: Turns = "visible") -> StateGraph:
     """Concatenated-prompt RAG (uncompiled)."""
-    return build_single_call("concat_rag", evidence=True, context=ConcatRagContext, turns=turns)
+    return build_single_call("concat_rag", evidence=True, context=ConcatRagContext, turns=turns,
+                             input_schema=DocumentsInput)
 
 
 graph = build_concat_rag().compile(name="Concatenated-prompt RAG")

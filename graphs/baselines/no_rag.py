@@ -11,14 +11,24 @@ from __future__ import annotations
 
 from langgraph.graph import StateGraph
 
+from factdebate.core.state import DebateInput
 from factdebate.graphs.baselines.single_call import build_single_call
 from factdebate.graphs.exported import Turns
 from factdebate.nodes.baselines.context import NoRagContext
 
 
+class QuestionInput(DebateInput):
+    """A question answered from the model's own knowledge, as a list of every correct answer."""
+
+    claim: str
+    """The question (or claim). The result is ``answers`` (every correct answer) and ``label``
+    stays empty; set ``answer_mode=label`` in the configuration for a verdict on a claim."""
+
+
 def build_no_rag(turns: Turns = "visible") -> StateGraph:
     """No-RAG (uncompiled)."""
-    return build_single_call("no_rag", evidence=False, context=NoRagContext, turns=turns)
+    return build_single_call("no_rag", evidence=False, context=NoRagContext, turns=turns,
+                             input_schema=QuestionInput)
 
 
 graph = build_no_rag().compile(name="No-RAG")

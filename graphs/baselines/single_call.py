@@ -16,11 +16,12 @@ from factdebate.nodes.baselines.state import BaselineState
 
 def build_single_call(
     template: str, *, evidence: bool, context: type[BaselineContext] = BaselineContext,
-    turns: Turns = "visible",
+    turns: Turns = "visible", input_schema: type = DebateInput,
 ) -> StateGraph:
-    """``prepare`` -> (``gather_evidence`` when ``evidence``) -> ``answer`` with ``template``."""
+    """``prepare`` -> (``gather_evidence`` when ``evidence``) -> ``answer`` with ``template``;
+    ``input_schema`` is what Studio's form shows (a ``DebateInput`` with the baseline's needs)."""
     g = new_builder(
-        turns, BaselineState, context_schema=context, input_schema=DebateInput,
+        turns, BaselineState, context_schema=context, input_schema=input_schema,
         output_schema=DebateOutput,
     )
     g.add_node("prepare", prepare_baseline)

@@ -19,7 +19,10 @@ verifier's single pick there too.
 
 from __future__ import annotations
 
+from typing import Any
+
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
 from factdebate.graphs.exported import Turns, new_builder
@@ -27,7 +30,7 @@ from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
 from factdebate.graphs.turns import turn_node
 from factdebate.nodes.baselines.aggregate_drafts import (
     aggregate_drafts,
-    route_after_draft,
+    aggregates,
     route_after_drafts,
 )
 from factdebate.nodes.baselines.context import SpeculativeRagContext
@@ -38,13 +41,26 @@ from factdebate.nodes.baselines.state import BaselineState, BranchState
 from factdebate.nodes.baselines.verify_drafts import select_draft, verify_draft
 
 
+async def verify_or_pass(state: BranchState, runtime: Runtime[SpeculativeRagContext]
+                         ) -> dict[str, Any]:
+    """The verifier's score of the branch's draft; nothing when the aggregator reads all drafts.
+
+    The skip is decided in the node, not by an edge to the branch's end: two edges into a
+    subgraph's end make ``get_graph(xray=True)`` draw that end as a node of its own
+    (``draft_branch:__end__``), which the branch does not run.
+    """
+    if aggregates(state, runtime.context):
+        return {}
+    return await verify_draft(state, runtime)
+
+
 def build_draft_branch() -> StateGraph:
-    """One draft: draft -> verify_draft (skipped when the aggregator reads all drafts)."""
+    """One draft: draft -> verify_draft (a no-op when the aggregator reads all drafts)."""
     g = StateGraph(BranchState, context_schema=SpeculativeRagContext, output_schema=DebateRecord)
     g.add_node("draft", draft)
-    g.add_node("verify_draft", verify_draft)
+    g.add_node("verify_draft", verify_or_pass)
     g.add_edge(START, "draft")
-    g.add_conditional_edges("draft", route_after_draft, ["verify_draft", END])
+    g.add_edge("draft", "verify_draft")
     g.add_edge("verify_draft", END)
     return g
 

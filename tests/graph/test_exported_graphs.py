@@ -73,7 +73,9 @@ def exported(graph_id: str) -> Any:
 
 
 def drawn(graph: Any) -> set[str]:
-    return {n for n in graph.get_graph(xray=True).nodes if not n.rsplit(":", 1)[-1].startswith("__")}
+    """Every node ``get_graph(xray=True)`` draws but the graph's own start and end (a turn's
+    ``turn:__end__`` included: a subgraph's end drawn as a node is a drawing fault)."""
+    return {n for n in graph.get_graph(xray=True).nodes if n not in ("__start__", "__end__")}
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +116,75 @@ def test_xray_draws_every_node_the_graph_runs(graph_id: str):
     assert isinstance(graph, DebateGraph)
     assert drawn(graph) == DESIGN_NODES[graph_id]
     assert drawn(build_framework(graph_id).compile()) == DESIGN_NODES[graph_id]  # Python default
+
+
+@pytest.mark.parametrize("graph_id", sorted(EXPORTED))
+def test_every_graph_on_a_bare_claim_runs_or_names_the_input_it_needs(graph_id: str,
+                                                                     index_env: Path):
+    """What Studio's form sends by default: a claim and nothing else. The graph reaches a result,
+    or stops with one line naming the input its schema marks as required and describes."""
+    from factdebate.core.errors import InputError
+
+    graph = exported(graph_id)
+    bare = {"text": CLAIM} if graph_id == "check_text" else {"claim": CLAIM}
+    schema = graph.get_input_jsonschema()
+    try:
+        out = graph.invoke(bare, context={"debater_model": "scripted:agree"})
+    except InputError as exc:
+        message = str(exc)
+        needed = [k for k in schema.get("required", []) if k not in bare]
+        assert needed and all(k in message for k in needed), (message, needed)
+        assert "\n" not in message
+        assert all("Required" in schema["properties"][k]["description"] for k in needed)
+        return
+    assert reached_verdict(graph_id, out), (graph_id, out.get("label"), out.get("flags"))
+    if out.get("label") is None:  # a list of answers: the schema says so where the claim goes
+        assert "answers" in schema["properties"]["claim"]["description"]
+
+
+@pytest.mark.parametrize("names", [["respond"], ["debate_turn:respond"], "respond"])
+def test_breakpoints_given_to_compile_pause_inside_both_turns(names: Any):
+    graph = build_tool_mad().compile(checkpointer=InMemorySaver(), interrupt_before=names)
+    config = {"configurable": {"thread_id": "compiled"}}
+    ctx = static("scripted:agree")
+    out = graph.invoke({"claim": CLAIM}, config, context=ctx)
+    assert not out.get("stopped_by") and not out["turns"]  # paused in round 1
+    state = graph.get_state(config, subgraphs=True)
+    assert state.next == ("debate_turn", "debate_turn")
+    assert [t.state.next for t in state.tasks] == [("respond",), ("respond",)]
+    assert {t.state.values["agent"] for t in state.tasks} == {"rag", "search"}
+    out = graph.invoke(None, config, context=ctx)  # resumed: no second pause at that checkpoint
+    assert out["stopped_by"] == "consensus" and graph.get_state(config).next == ()
+
+
+def test_compiled_inner_and_top_level_breakpoints_survive_a_copy_and_yield_to_a_runs_own():
+    graph = build_tool_mad().compile(checkpointer=InMemorySaver(),
+                                     interrupt_before=["judge", "debate_turn:score"],
+                                     interrupt_after=["retrieve"])
+    assert graph.interrupt_before_nodes == ["judge"]
+    copied = graph.copy({"name": "copied"})  # langgraph-api copies the graph it serves
+    assert isinstance(copied, DebateGraph) and copied.inner_breakpoints == graph.inner_breakpoints
+    ctx = static("scripted:agree")
+    config = {"configurable": {"thread_id": "after"}}
+    copied.invoke({"claim": CLAIM}, config, context=ctx)
+    assert [t.state.next for t in copied.get_state(config, subgraphs=True).tasks] == [
+        ("respond",), ("respond",)]  # interrupt_after retrieve
+    own = {"configurable": {"thread_id": "own"}}
+    copied.invoke({"claim": CLAIM}, own, context=ctx, interrupt_before=["respond"],
+                  interrupt_after=["score"])  # the run's own replace the compiled ones
+    assert [t.state.next for t in copied.get_state(own, subgraphs=True).tasks] == [
+        ("respond",), ("respond",)]
+
+
+@pytest.mark.parametrize("kind", ["interrupt_before", "interrupt_after"])
+def test_compile_refuses_an_unknown_breakpoint_naming_the_nodes(kind: str):
+    with pytest.raises(ConfigError) as refused:
+        build_tool_mad().compile(checkpointer=InMemorySaver(), name="Tool-MAD",
+                                 **{kind: ["nosuch", "judge"]})
+    message = str(refused.value)
+    assert f"{kind} names node(s) Tool-MAD does not have: 'nosuch'" in message
+    assert "debate_turn:respond" in message and "check_consensus" in message
+    assert isinstance(refused.value, ValueError)  # what LangGraph's own compile raises
 
 
 @pytest.mark.parametrize("graph_id", ["tool_mad", "madke", "multi_agent_debate", "speculative_rag"])
