@@ -175,7 +175,9 @@ INVISIBLE = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e]"
 """Characters a text may hide between a secret's characters, raw or as JSON/``repr`` escapes."""
 
 
-class _Forms(NamedTuple):
+class Forms(NamedTuple):
+    """The forms of a set of secrets as the searches use them (:func:`known_forms`)."""
+
     pattern: re.Pattern[str] | None
     """Every form of every secret, longest first."""
     by_first: dict[str, tuple[str, ...]]
@@ -197,29 +199,34 @@ keep its start and its end around one of these."""
 
 
 @functools.lru_cache(maxsize=8)
-def _compiled(secrets: frozenset[str]) -> _Forms:
+def _compiled(secrets: frozenset[str]) -> Forms:
     """The forms of ``secrets`` as the searches use them."""
     every = {form for secret in secrets for form in forms(secret) if form}
     if not every:
-        return _Forms(None, {}, 0, frozenset(), frozenset(), frozenset())
+        return Forms(None, {}, 0, frozenset(), frozenset(), frozenset())
     by_first: dict[str, set[str]] = {}
     for form in every:
         by_first.setdefault(form[0], set()).add(form)
     pattern = re.compile("|".join(re.escape(f) for f in sorted(every, key=len, reverse=True)))
     heads = frozenset(f[:k] for f in every for k in range(MIN_FRAGMENT_CHARS, len(f)))
     tails = frozenset(f[-k:] for f in every for k in range(MIN_FRAGMENT_CHARS, len(f)))
-    return _Forms(pattern, {c: tuple(sorted(fs, key=len)) for c, fs in by_first.items()},
+    return Forms(pattern, {c: tuple(sorted(fs, key=len)) for c, fs in by_first.items()},
                   max(map(len, every)), heads, tails, frozenset(f[-1] for f in every))
 
 
-def _head_before(text: str, at: int, known: _Forms) -> int:
+def _head_before(text: str, at: int, known: Forms) -> int:
     """How many characters before ``at`` are the start of a form (0: none of at least
     ``MIN_FRAGMENT_CHARS``)."""
     return next((k for k in range(min(known.longest, at), MIN_FRAGMENT_CHARS - 1, -1)
                  if text[at - k] in known.by_first and text[at - k:at] in known.heads), 0)
 
 
-def _fragment_spans(text: str, known: _Forms) -> list[tuple[int, int]]:
+def known_forms() -> Forms:
+    """The forms of every secret the process knows now (to reuse over many texts at once)."""
+    return _compiled(known_secrets())
+
+
+def _fragment_spans(text: str, known: Forms) -> list[tuple[int, int]]:
     """The start of a form just before an ellipsis and the end of one just after it: a long value
     cut short for display (``input_value='sk-op-12...89ab'``) shows a secret's two ends."""
     spans = []
@@ -250,7 +257,7 @@ def _visible(text: str) -> tuple[str, list[int] | None]:
     return "".join(text[i] for i in where), where
 
 
-def secret_spans(text: str, known: _Forms | None = None) -> list[tuple[int, int]]:
+def secret_spans(text: str, known: Forms | None = None) -> list[tuple[int, int]]:
     """Where ``text`` holds a form of a known secret (invisible characters inside it included)
     or a cut-off form's start or end beside an ellipsis; sorted, not overlapping. ``known``: the
     forms to look for (default: those of :func:`known_secrets`)."""
@@ -284,7 +291,7 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
-def redact(text: str, known: _Forms | None = None) -> str:
+def redact(text: str, known: Forms | None = None) -> str:
     """``text`` without any secret the process knows (in any of its :func:`forms`) and with the
     credentials of any URL masked. ``known``: as for :func:`secret_spans`."""
     if not isinstance(text, str) or not text:
@@ -305,7 +312,7 @@ HOLD_LIMIT = 4096
 not waited for)."""
 
 
-def held_from(text: str, known: _Forms | None = None) -> int:
+def held_from(text: str, known: Forms | None = None) -> int:
     """Where the end of ``text`` could begin a secret that the text's next piece completes:
     ``len(text)`` when nothing needs holding back.
 
@@ -352,10 +359,11 @@ class StreamRedactor:
         """An empty stream."""
         self.pending = ""
 
-    def feed(self, piece: str, final: bool = False) -> str:
-        """The redacted text of ``pending + piece`` that no later piece can change."""
+    def feed(self, piece: str, final: bool = False, known: Forms | None = None) -> str:
+        """The redacted text of ``pending + piece`` that no later piece can change (``known``:
+        the forms to look for, default :func:`known_forms`)."""
         text = self.pending + piece
-        known = _compiled(known_secrets())
+        known = known or known_forms()
         if final:
             self.pending = ""
             return redact(text, known)

@@ -36,10 +36,11 @@ import asyncio
 import codecs
 import json
 import re
+import time
 import zlib
 from typing import Any
 
-from factdebate.core.secrets_filter import StreamRedactor, held_from, redact
+from factdebate.core.secrets_filter import Forms, StreamRedactor, held_from, known_forms, redact
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -47,6 +48,9 @@ Message = dict[str, Any]
 _EVENT_END = re.compile(r"\r\n\r\n|\n\n|\r\r")
 _DECODABLE = {b"gzip": 16 + zlib.MAX_WBITS, b"x-gzip": 16 + zlib.MAX_WBITS,
               b"deflate": zlib.MAX_WBITS}
+FORMS_TTL_S = 1.0
+"""How long one response reuses the secrets it looked up (a secret registered meanwhile is searched
+for from then on)."""
 _FILE_SENDS = ("http.response.pathsend", "http.response.zerocopysend")
 """ASGI extensions that send a file without body messages: withheld so every byte is seen."""
 
@@ -83,7 +87,7 @@ class EgressFilter:
             if any(k in extensions for k in _FILE_SENDS):
                 scope = {**scope, "extensions": {k: v for k, v in extensions.items()
                                                  if k not in _FILE_SENDS}}
-            await self.app(scope, receive, _Response(send).send)
+            await self.app(scope, receive, _Response(send, scope.get("method") == "HEAD").send)
         elif scope["type"] == "websocket":
             await self.app(scope, receive, _websocket(send))
         else:
@@ -107,8 +111,9 @@ def _websocket(send: Any) -> Any:
 class _Response:
     """One response's ``send``: holds the start until the first body piece says how to filter."""
 
-    def __init__(self, send: Any) -> None:
+    def __init__(self, send: Any, head: bool = False) -> None:
         self._send = send
+        self._head = head  # a HEAD reply keeps the length of the body it does not send
         self._lock = asyncio.Lock()  # the SSE heartbeat task sends beside the stream
         self._start: Message | None = None
         self._mode = ""
@@ -116,6 +121,14 @@ class _Response:
         self._inflate: Any = None
         self._text = StreamRedactor()
         self._events: _SseEvents | None = None
+        self._forms: tuple[float, Forms] | None = None
+
+    def forms(self) -> Forms:
+        """The secrets' forms, looked up at most once per :data:`FORMS_TTL_S`."""
+        now = time.monotonic()
+        if self._forms is None or now - self._forms[0] > FORMS_TTL_S:
+            self._forms = (now, known_forms())
+        return self._forms[1]
 
     async def send(self, message: Message) -> None:
         async with self._lock:
@@ -134,7 +147,7 @@ class _Response:
     async def _begin(self, message: Message) -> bool:
         """Send the start; True when ``message`` was answered whole here."""
         start = self._start or {"type": "http.response.start", "status": 200, "headers": []}
-        headers = [(k, redact(v.decode("latin-1")).encode("latin-1", "replace"))
+        headers = [(k, redact(v.decode("latin-1"), self.forms()).encode("latin-1", "replace"))
                    for k, v in start.get("headers") or ()]
         encoding = (_header(headers, b"content-encoding") or b"identity").strip().lower()
         if encoding not in (b"identity", b"") and encoding not in _DECODABLE:
@@ -149,9 +162,10 @@ class _Response:
             body = message.get("body", b"")
             if self._inflate is not None:
                 body = self._inflate.decompress(body) + self._inflate.flush()
-            body = redact_bytes(body)
-            headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
-            headers.append((b"content-length", str(len(body)).encode()))
+            body = _encode(redact(_decode(body), self.forms())) if body else body
+            if not self._head or self._inflate is not None:
+                headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+                headers.append((b"content-length", str(len(body)).encode()))
             await self._send({**start, "headers": headers})
             await self._send({"type": "http.response.body", "body": body, "more_body": False})
             self._mode = "done"
@@ -161,7 +175,7 @@ class _Response:
         self._mode = "sse" if kind == b"text/event-stream" else "text"
         self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         if self._mode == "sse":
-            self._events = _SseEvents()
+            self._events = _SseEvents(self.forms)
         return False
 
     async def _refuse(self, encoding: bytes) -> None:
@@ -182,7 +196,7 @@ class _Response:
             assert self._events is not None
             out = self._events.feed(text, final=not more)
         else:
-            out = self._text.feed(text, final=not more)
+            out = self._text.feed(text, final=not more, known=self.forms())
         if out or not more:
             await self._send({"type": "http.response.body", "body": _encode(out),
                               "more_body": more})
@@ -193,7 +207,8 @@ class _Response:
 class _SseEvents:
     """Server-Sent Events redacted event by event, model text across events (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, forms: Any) -> None:
+        self.forms = forms  # the response's secrets' forms (_Response.forms)
         self.buffer = ""
         self.streams: dict[tuple[str, ...], tuple[StreamRedactor, str, Any]] = {}
 
@@ -226,26 +241,26 @@ class _SseEvents:
         names = [ln for ln in lines if ln.startswith("event:")]
         datas = [i for i, ln in enumerate(lines) if ln.startswith("data:")]
         if len(names) != 1 or len(datas) != 1:
-            return redact(raw)
+            return redact(raw, self.forms())
         name = names[0][6:].strip()
         line = lines[datas[0]]
         body = line[5:].lstrip(" ").rstrip("\r\n")
         try:
             data = json.loads(body)
         except ValueError:
-            return redact(raw)
+            return redact(raw, self.forms())
         before = ""
         changed = self._model_text(name.split("|")[0], name, data)
         if isinstance(changed, tuple):
             before, data = changed
         elif changed is None:
-            return redact(raw)
+            return redact(raw, self.forms())
         else:
             data = changed
         ending = line[len(line.rstrip("\r\n")):]
         lines[datas[0]] = "data: " + json.dumps(data, ensure_ascii=False,
                                                 separators=(",", ":")) + ending
-        return before + redact("".join(lines))
+        return before + redact("".join(lines), self.forms())
 
     def _model_text(self, mode: str, name: str, data: Any) -> Any:
         """``data`` with its model text redacted across events (None: no model text here); a
@@ -255,7 +270,7 @@ class _SseEvents:
             key = ("messages", name, str(chunk.get("id")))
             return [self._delta(key, name, data, chunk), *data[1:]]
         if mode == "messages/partial" and isinstance(data, list):
-            return [_partial(m) for m in data]
+            return [_partial(m, self.forms()) for m in data]
         if mode == "events" and isinstance(data, dict):
             run, event = str(data.get("run_id")), data.get("event")
             chunk = (data.get("data") or {}).get("chunk") if isinstance(
@@ -277,7 +292,7 @@ class _SseEvents:
         meta = chunk.get("response_metadata") or {}
         last = chunk.get("chunk_position") == "last" or bool(
             isinstance(meta, dict) and meta.get("finish_reason"))
-        shown = redactor.feed(content, final=last)
+        shown = redactor.feed(content, final=last, known=self.forms())
         if last:
             self.streams.pop(key, None)
         else:
@@ -287,7 +302,7 @@ class _SseEvents:
     def _flush(self, key: tuple[str, ...]) -> str:
         """One added event of stream ``key`` carrying the text it still holds back."""
         redactor, name, template = self.streams.pop(key)
-        rest = redactor.feed("", final=True)
+        rest = redactor.feed("", final=True, known=self.forms())
         if not rest:
             return ""
         if key[0] == "messages":
@@ -296,12 +311,13 @@ class _SseEvents:
             chunk = {**template["data"]["chunk"], "content": rest}
             data = {**template, "data": {**template["data"], "chunk": chunk}}
         return redact(f"event: {name}\r\ndata: "
-                      f"{json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\r\n\r\n")
+                      f"{json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\r\n\r\n",
+                      self.forms())
 
 
-def _partial(message: Any) -> Any:
+def _partial(message: Any, forms: Forms) -> Any:
     """An accumulated message (``messages/partial``) without the end that may begin a secret."""
     if not isinstance(message, dict) or not isinstance(message.get("content"), str):
         return message
-    text = redact(message["content"])
-    return {**message, "content": text[:held_from(text)]}
+    text = redact(message["content"], forms)
+    return {**message, "content": text[:held_from(text, forms)]}
