@@ -63,6 +63,7 @@ def retriever_settings(ctx: Context) -> RetrieverSettings:
         milvus_uri=ctx.resolved_milvus_uri,
         embedding_model=ctx.embedding_model,
         langchain_factory=ctx.langchain_factory,
+        pool=ctx.pool,
     )
 
 
