@@ -48,3 +48,19 @@ def test_operator_values_from_the_environment_pass(monkeypatch, tmp_path: Path):
     with pytest.raises(SettingsRefused):
         RunnableLambda(lambda _: guard_server_run(client_set)).invoke(None, config=SERVER_RUN)
     guard_server_run(client_set)  # a CLI run (no server user) keeps full control
+
+
+def test_the_egress_filter_wraps_every_route_of_the_server():
+    """langgraph-api runs the custom app's middleware around all its routes, in order, before its
+    own (``middleware_order: middleware_first``): the secret filter is the outermost, so the
+    guard's refusals pass it too."""
+    import json
+
+    from factdebate.server.egress import EgressFilter
+    from factdebate.server.guard import ServerGuard
+    from factdebate.server.webapp import app
+
+    assert [m.cls for m in app.user_middleware] == [EgressFilter, ServerGuard]
+    config = json.loads((Path(__file__).resolve().parents[2] / "langgraph.json").read_text())
+    assert config["http"]["app"] == "factdebate.server.webapp:app"
+    assert config["http"]["middleware_order"] == "middleware_first"
