@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -107,14 +108,16 @@ class IndexLookup:
 
     def page_elements(self, page_id: str, page: str = "") -> set[Any] | None:
         """The element ids (sentence numbers, FEVEROUS element ids) the passages of a page hold,
-        found by a term query on the index's ``page`` field (``page_id`` as the gold names it,
-        else its decoded title ``page``); None when the index holds no passage of that page."""
+        found by a term query on the index's ``page`` field (``page_id`` as the gold names it, in
+        Unicode NFC, else its decoded title ``page``); None when the index holds no passage of
+        that page."""
         key = page_id or page
         if key in self._elements:
             return self._elements[key]
         tv = self._tantivy
         found: set[Any] | None = None
-        for name in dict.fromkeys(n for n in (page_id, page) if n):
+        nfc = unicodedata.normalize("NFC", page_id)  # Tool-MAD's FEVER sample writes NFD ids
+        for name in dict.fromkeys(n for n in (page_id, nfc, page) if n):
             query = tv.Query.term_query(self._schema, PAGE_FIELD, name)
             hits = self._searcher.search(query, limit=MAX_PAGE_PASSAGES).hits
             if hits:

@@ -100,6 +100,10 @@ def test_an_imported_dumps_index_answers_by_page_id_and_sentence_ids(tmp_path: P
     assert lookup.has_ids and lookup.has_pages and not lookup.has_pools
     assert lookup.page_elements("Soul_Food_-LRB-film-RRB-") == {0, 1, 2}
     assert lookup.page_elements("Nope") is None
+    assert lookup.page_elements("Korean Air\u0301") is None
+    nfd = {**DUMP[2], "id": "Beyonc\u00e9#1", "page": "Beyonc\u00e9", "sentences": [0]}
+    write_keyword_index(tmp_path / "nfc" / KEYWORD_SUBDIR, iter([nfd]))
+    assert IndexLookup(tmp_path / "nfc").page_elements("Beyonce\u0301") == {0}  # an NFD gold id
     results = [gold_in_index(g, lookup) for g in (
         fever_gold([("Soul_Food_-LRB-film-RRB-", 2)]),
         fever_gold([("Soul_Food_-LRB-film-RRB-", 9)], [("Soul_Food_-LRB-film-RRB-", 0),
