@@ -22,5 +22,7 @@ RETRIEVERS.register("local_search", "factdebate.tools.keyword:open_local_search"
 RETRIEVERS.register("tavily", "factdebate.tools.tavily_search:open_tavily_retriever", aliases=("web",))
 RETRIEVERS.register("hybrid", "factdebate.tools.hybrid:open_hybrid_retriever")
 RETRIEVERS.register("openalex", "factdebate.tools.openalex:open_openalex_retriever")
+RETRIEVERS.register("static", "factdebate.testing.retrievers:open_static_retriever",
+                    test_double=True)  # four fixed passages, for tests and tutorials only
 RETRIEVERS.register("langchain", "factdebate.tools.langchain_retriever:open_langchain_retriever")
 RETRIEVERS.register("wikipedia", "factdebate.tools.wikipedia_live:open_wikipedia_retriever")

@@ -9,11 +9,12 @@ Self-Reflection reviews, multi-answer replies). A schema not listed here still g
 validates (:func:`fill_schema`), so a new node never meets an unreadable reply from the double.
 
 ``agree`` = every agent answers the task's first label and every judge accepts; ``disagree`` = the
-first agent (``rag``, MADKE's ``debater1``, MADAM-RAG's ``doc1``) answers the first label, the
-others the second, judges and moderators see no consensus, so every round runs; deciders answer
-the first label, so the verdict always has a side that cited passages. MERMAID's
-executor searches Wikipedia for the claim once (when the tool is offered) and answers from the
-observation, so its verdict cites what a tool returned.
+first agent (``rag``, MADKE's ``debater1``, MADAM-RAG's ``doc1``, or the agents a spec names:
+``scripted:disagree?first=advocate``) answers the first label, the others the second, judges
+and moderators see no consensus, so every round runs; deciders answer the first label, so the
+verdict always has a side that cited passages. MERMAID's executor searches Wikipedia for the
+claim once (when the tool is offered) and answers from the observation, so its verdict cites what
+a tool returned.
 """
 
 from __future__ import annotations
@@ -170,10 +171,18 @@ def agree() -> Responder:
     return lambda call: respond_any(call, agrees=True, first=True)
 
 
-def disagree() -> Responder:
+def disagree(first_agents: tuple[str, ...] = FIRST_AGENTS) -> Responder:
     """The first debater answers the first label, the others the second, judges see no consensus
-    (``scripted:disagree``); speaks every framework."""
+    (``scripted:disagree``); speaks every framework.
+
+    ``first_agents`` are the agents that keep the first label (default :data:`FIRST_AGENTS`);
+    ``scripted:disagree?first=advocate`` names a framework's own (comma-separated names,
+    ``factdebate.testing.scripted.load_scripted_model``). Calls made without an agent keep it
+    too.
+    """
+    first = frozenset((*first_agents, ""))
+
     def respond(call: ScriptCall) -> Any:
-        return respond_any(call, agrees=False, first=call.agent in FIRST_AGENTS)
+        return respond_any(call, agrees=False, first=call.agent in first)
 
     return respond

@@ -8,9 +8,14 @@ checks against the critical path. ``latency_s`` simulates provider latency with 
 (so concurrent calls overlap, as they would against a real API).
 
 Specs: ``scripted:<scenario>`` with optional ``?latency=0.1`` (seconds), ``cite=shown|wrong|none``
-(how verdicts cite the documents they were shown, ``scripted_citations.py``) and ``cache=prefix``
-(report ``cached_tokens`` as OpenAI's prompt cache would, see below), e.g.
-``scripted:disagree?latency=0.1``. Scenarios are registered in ``SCENARIOS``.
+(how verdicts cite the documents they were shown, ``scripted_citations.py``), ``cache=prefix``
+(report ``cached_tokens`` as OpenAI's prompt cache would, see below) and, for ``disagree``,
+``first=AGENT[,AGENT...]`` (the agents that keep the first label, e.g. a plug-in framework's own),
+e.g. ``scripted:disagree?latency=0.1``. Scenarios are registered in ``SCENARIOS``
+(``factdebate.testing.script``): ``SCENARIOS.register(name, factory)`` with a factory that
+returns a responder (a callable from ``ScriptCall`` to a reply), or a lazy ``"module:attr"``
+string naming one; a plug-in module registers its own there at import time, so the CLI and the
+server find them through ``FACTDEBATE_PLUGINS`` too.
 
 Like OpenAI's API it serves ``n`` completions in one call (``agenerate(..., n=3)``: the responder
 answers the same ``ScriptCall`` ``n`` times) and reports one usage for the request - the prompt
@@ -243,7 +248,15 @@ def load_scripted_model(name: str, options: dict[str, Any]) -> ScriptedChatModel
     """Provider loader for ``scripted:<scenario>[?latency=S]``."""
     scenario, _, query = name.partition("?")
     params = dict(parse_qsl(query))
-    responder = SCENARIOS.get(scenario)()
+    if "first" in params:
+        if SCENARIOS.resolve(scenario) != "disagree":
+            raise ConfigError(f"scripted model option first= is for the disagree scenario, not "
+                              f"{scenario!r}", "use scripted:disagree?first=AGENT[,AGENT...]")
+        from factdebate.testing.scenario_replies import disagree
+
+        responder = disagree(tuple(a.strip() for a in params["first"].split(",") if a.strip()))
+    else:
+        responder = SCENARIOS.get(scenario)()
     cite = params.get("cite", "shown")
     if cite not in CITE_MODES:
         raise ConfigError(f"scripted model option cite={cite!r} is not one of {', '.join(CITE_MODES)}",

@@ -1,10 +1,10 @@
-"""Shared fixtures: offline environment, an in-memory retriever for graph tests, scripted models."""
+"""Shared fixtures: offline environment, scripted models; the ``static`` retriever of graph tests
+is the package's own (``factdebate.testing.retrievers``, registered in the core)."""
 
 from __future__ import annotations
 
 import itertools
 import os
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,42 +18,9 @@ os.environ.pop("TAVILY_API_KEY", None)
 os.environ.pop("LANGSMITH_TRACING", None)
 os.environ.pop("LANGCHAIN_TRACING_V2", None)
 
-from factdebate.core.state import Evidence  # noqa: E402
+from factdebate.testing.retrievers import PASSAGES, StaticRetriever  # noqa: E402, F401
 from factdebate.testing.scripted import SCENARIOS, Responder  # noqa: E402
-from factdebate.tools.base import RETRIEVERS, RetrieverSettings  # noqa: E402
-
-PASSAGES = [
-    ("p1", "Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris, France, "
-     "completed in 1889 for the World's Fair."),
-    ("p2", "Mount Everest", "Mount Everest, on the border of Nepal and China, is Earth's highest "
-     "mountain above sea level at 8,849 metres."),
-    ("p3", "Marie Curie", "Marie Curie was a physicist and chemist who won Nobel Prizes in "
-     "physics (1903) and chemistry (1911)."),
-    ("p4", "Paris", "Paris is the capital and largest city of France, on the river Seine."),
-]
-
-
-class StaticRetriever:
-    """Word-overlap ranking over ``PASSAGES``: a deterministic retriever for graph-logic tests."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.queries: list[str] = []
-
-    async def search(self, query: str, *, k: int) -> list[Evidence]:
-        self.queries.append(query)
-        words = set(re.findall(r"\w+", query.lower()))
-        ranked = sorted(
-            PASSAGES, key=lambda p: -len(words & set(re.findall(r"\w+", (p[1] + p[2]).lower())))
-        )
-        return [
-            Evidence(id=i, title=t, text=x, source=self.name, url="", score=1.0)
-            for i, t, x in ranked[:k]
-        ]
-
-
-if "static" not in RETRIEVERS:
-    RETRIEVERS.register("static", lambda settings: StaticRetriever("static"))
+from factdebate.tools.base import RetrieverSettings  # noqa: E402
 
 _counter = itertools.count()
 

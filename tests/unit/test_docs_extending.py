@@ -1,12 +1,16 @@
-"""docs/extending.md runs: its files, copied from the page, make a framework that verifies claims.
+"""docs/extending.md runs as written, outside the repository.
 
-Every code block the page marks with ``<!-- file: PATH -->`` is written to a temporary folder,
-which goes on ``sys.path``; the tests import the registration and run the protocol with the
-scripted model and the ``static`` retriever of ``tests/conftest.py`` - through the page's own
-``try_it.verify``, through ``run_graph`` by name, through the ``langgraph.json`` the page gives
-and through the command line with ``FACTDEBATE_PLUGINS``. A change to the page that breaks its
-code, or to the code that breaks the page, fails here. The public pieces the page relies on,
-``add_prompt_sets`` and the plugin modules, are tested at the end.
+Every code block the page marks with ``<!-- file: PATH -->`` is written to a temporary folder
+(outside the repository), which goes on ``sys.path``; the tests import the registration and run
+the protocol with the package's own test doubles (``factdebate.testing``: the scripted model, the
+``static`` retriever) - through the page's own ``try_it.verify``, through ``run_graph`` by name,
+through the ``langgraph.json`` the page gives. In a subprocess started in that folder, with
+nothing of the repository on its path but the installed package: the page's own tests
+(``test_my_protocol.py``) under ``pytest``, and the command line with ``FACTDEBATE_PLUGINS`` -
+``ls``, ``verify`` and ``eval`` over the page's dataset file in the shared record schema. A
+change to the page that breaks its code, or to the code that breaks the page, fails here. The
+public pieces the page relies on, ``add_prompt_sets`` and the plugin modules, are tested at the
+end.
 """
 
 from __future__ import annotations
@@ -36,12 +40,14 @@ from factdebate.testing.scripted import ScriptCall
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "extending.md"
-FACTDEBATE = Path(sys.executable).parent / "factdebate"
+BIN = Path(sys.executable).parent
+FACTDEBATE = BIN / "factdebate"
 FILE_BLOCK = re.compile(r"<!-- file: (?P<path>\S+) -->\n```\w*\n(?P<body>.*?)\n```\n", re.DOTALL)
 CLAIM = "The Eiffel Tower is located in Paris."
 NODES = ["prepare", "gather_evidence", "advocate", "skeptic", "judge", "cite_verdict"]
 PAGE_FILES = {"my_protocol/graph.py", "my_protocol/__init__.py", "try_it.py", "langgraph.json",
-              "my_protocol/prompts/devils_advocate/prompts.yaml"}
+              "my_protocol/prompts/devils_advocate/prompts.yaml", "test_my_protocol.py",
+              "claims.jsonl"}
 
 
 def page_files() -> dict[str, str]:
@@ -50,6 +56,7 @@ def page_files() -> dict[str, str]:
 
 
 def write_page_files(folder: Path) -> None:
+    assert not folder.resolve().is_relative_to(REPO)  # outside the repository
     for path, text in page_files().items():
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / path).write_text(text, encoding="utf-8")
@@ -70,6 +77,14 @@ def tutorial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield tmp_path
     for module in [m for m in sys.modules if m.split(".")[0] in ("my_protocol", "try_it")]:
         del sys.modules[module]
+
+
+def outside_env(folder: Path, **extra: str) -> dict[str, str]:
+    """The environment of a process run in ``folder`` as a user outside the repository runs it:
+    the folder on ``PYTHONPATH`` (not the repository's tests), a home of its own, the plugin."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FACTDEBATE_", "PYTEST_"))}
+    return {**env, "PYTHONPATH": str(folder), "FACTDEBATE_HOME": str(folder / "home"),
+            "FACTDEBATE_PLUGINS": "my_protocol", **extra}
 
 
 def test_the_page_registers_a_framework_that_reaches_a_cited_verdict(tutorial: Path):
@@ -116,12 +131,14 @@ def test_the_graph_draws_its_nodes(tutorial: Path):
 
 async def test_run_graph_runs_it_by_name(tutorial: Path):
     importlib.import_module("my_protocol")
-    ctx = context_class("devils_advocate")(debater_model="scripted:disagree", rag_backend="static")
+    ctx = context_class("devils_advocate")(debater_model="scripted:disagree?first=advocate",
+                                           rag_backend="static")
     assert ctx.prompt_set == "devils_advocate" and ctx.top_k == 4
     result = await run_graph("devils-advocate", {"claim": CLAIM}, ctx,
                              checkpointer=InMemorySaver())  # the CLI's engine: lean turns
     assert result["framework"] == "devils_advocate"
     assert result["prompt_version"] == "devils_advocate-1"
+    assert [t["label"] for t in result["turns"]] == ["SUPPORTS", "REFUTES"]  # the sides split
     assert result["label"] == "SUPPORTS" and result["stopped_by"] == "judge"  # judge: 1st label
     assert [p["title"] for p in result["evidence"]] == ["Eiffel Tower"]
 
@@ -135,11 +152,43 @@ def test_the_pages_langgraph_json_names_the_exported_graph(tutorial: Path):
     assert "devils_advocate" in FRAMEWORKS  # importing the graph ran the registration
 
 
+def test_a_stopping_rule_of_its_own_routes_the_same_after_a_state_edit(tutorial: Path):
+    """``stop_on_agreement``: the skeptic's node decides and writes ``stopped_by``; the router
+    reads only the state, so ``update_state`` (no run context) routes as the run did."""
+    importlib.import_module("my_protocol")
+    graph = build_framework("devils_advocate").compile(checkpointer=InMemorySaver())
+    ctx = context_class("devils_advocate")(debater_model="scripted:agree", rag_backend="static",
+                                           stop_on_agreement=True)
+    config = {"configurable": {"thread_id": "stop"}}
+    graph.invoke({"claim": CLAIM}, config, context=ctx)
+    out = graph.get_state(config).values
+    assert out["stopped_by"] == "agreement" and out["label"] == "SUPPORTS"
+    assert [t["agent"] for t in out["turns"]] == ["advocate", "skeptic"]  # no judge
+    assert out["ledger"]["llm_calls"] == 2 and out["verdict_evidence"]
+    graph.update_state(config, {"stopped_by": "agreement"}, as_node="skeptic")
+    assert graph.get_state(config).next == ("cite_verdict",)  # routed from the state alone
+    graph.update_state(config, {"stopped_by": ""}, as_node="skeptic")
+    assert graph.get_state(config).next == ("judge",)
+
+
+@pytest.mark.slow  # pytest in a process of its own, importing the package afresh (~20-100 s)
+def test_the_pages_own_tests_pass_under_pytest_outside_the_repository(tmp_path: Path):
+    from tests.integration.servers import warm_home
+
+    write_page_files(tmp_path)
+    warm_home(tmp_path / "home")  # MiniLM's ONNX graph, as an installed home holds it
+    done = subprocess.run(
+        [str(BIN / "python"), "-m", "pytest", "test_my_protocol.py", "-q", "-p", "no:randomly",
+         "-p", "no:cacheprovider"], cwd=tmp_path, env=outside_env(tmp_path),
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "4 passed" in done.stdout, done.stdout[-2000:]
+
+
 def _factdebate(folder: Path, plugins: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FACTDEBATE_PLUGINS": plugins, "PYTHONPATH": str(folder),
-           "FACTDEBATE_HOME": str(folder / "home")}
-    return subprocess.run([str(FACTDEBATE), *args], env=env, cwd=folder, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run([str(FACTDEBATE), *args], env=outside_env(folder,
+                                                                    FACTDEBATE_PLUGINS=plugins),
+                          cwd=folder, capture_output=True, text=True, timeout=300)
 
 
 def test_the_command_line_finds_it_through_factdebate_plugins(tmp_path: Path):
@@ -158,6 +207,35 @@ def test_the_command_line_finds_it_through_factdebate_plugins(tmp_path: Path):
     assert listed.returncode == 2 and "Traceback" not in listed.stderr, listed.stderr
     assert listed.stderr.startswith("error: plugin module 'my_protocl' cannot be imported")
     assert "devils_advocate" in _factdebate(tmp_path, "my_protocol", "ls", "frameworks").stdout
+
+
+@pytest.mark.slow  # a real index, a verify and an eval in processes of their own (~1 min)
+def test_verify_and_eval_over_the_pages_dataset_run_outside_the_repository(tmp_path: Path):
+    """The page's ``claims.jsonl`` follows the shared record schema: ``eval`` reads it by path
+    and runs the plug-in framework on every record, as section 6 says."""
+    from tests.integration.servers import tiny_index, warm_home
+
+    write_page_files(tmp_path)
+    warm_home(tmp_path / "home")
+    index = tiny_index(tmp_path)
+    done = _factdebate(tmp_path, "my_protocol", "verify", "--framework", "devils_advocate",
+                       CLAIM, "--model", "scripted:agree", "--set", f"index_dir={index}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "SUPPORTS" in done.stdout
+    done = _factdebate(tmp_path, "my_protocol", "eval", "--framework", "devils_advocate",
+                       "--dataset", "claims.jsonl", "--out", "runs/da", "--model",
+                       "scripted:agree", "--set", f"index_dir={index}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "claims.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in
+            (tmp_path / "runs" / "da" / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["item_id"] for r in rows) == sorted(r["id"] for r in records)
+    assert all(r["status"] == "ok" and r["framework"] == "devils_advocate" for r in rows), rows
+    assert {r["item_id"]: r["gold"]["label"] for r in rows} == {r["id"]: r["label"]
+                                                                for r in records}
+    assert all(r["prediction"]["label"] == "SUPPORTS" for r in rows)  # scripted:agree
+    run = json.loads((tmp_path / "runs" / "da" / "run.json").read_text())
+    assert run["dataset"] == "claims" and run["index"]["passages"] == 3
 
 
 # -- the public pieces: add_prompt_sets, plugin modules ----------------------------------------
@@ -220,3 +298,19 @@ def test_a_plugin_that_fails_at_import_is_one_error(tmp_path: Path, monkeypatch)
         import_plugin("broken_plugin")
     with pytest.raises(ConfigError, match="plugin module 'no_such_plugin' cannot be imported"):
         import_plugin("no_such_plugin")
+
+
+def test_the_static_retriever_and_the_first_agents_option_come_with_the_package():
+    import asyncio
+
+    from factdebate.testing.scripted import load_scripted_model
+    from factdebate.tools.base import RetrieverSettings, get_retriever
+
+    static = get_retriever("static", RetrieverSettings(index_dir="", milvus_uri=""))
+    hits = asyncio.run(static.search("Eiffel Tower Paris France", k=2))
+    assert [h["title"] for h in hits] == ["Eiffel Tower", "Paris"]
+    assert {h["source"] for h in hits} == {"static"}
+    model = load_scripted_model("disagree?first=advocate,doc1", {})
+    assert model.scenario == "disagree"
+    with pytest.raises(ConfigError, match="first= is for the disagree scenario, not 'agree'"):
+        load_scripted_model("agree?first=advocate", {})
