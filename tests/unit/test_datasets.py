@@ -463,3 +463,18 @@ def test_eval_on_wrong_typed_fields_is_one_error_line(tmp_path, monkeypatch, fie
     assert done.output.lstrip().startswith("error:") and "Traceback" not in done.output, flat
     assert f"line 2, item 'rec-f-2': {says}" in flat, flat
     assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+def test_run_yaml_names_an_index_per_run_or_for_all(tmp_path):
+    from factdebate.evaluation.config import load_config
+
+    config = tmp_path / "run.yaml"
+    config.write_text("out: out\nindex: fever-wiki\nframeworks: [tool_mad]\ndatasets: [fever]\n"
+                      "runs:\n  - {framework: cot, dataset: hover, index: /srv/hover}\n")
+    _, specs = load_config(config, {})
+    assert [(name, spec.index) for name, spec in specs] == [
+        ("tool_mad__fever", "fever-wiki"), ("cot__hover", "/srv/hover")]
+    assert load_config(config, {"index": "mine"})[1][0][1].index == "mine"  # --index: top level
+    config.write_text("out: out\nindex: 5\nframeworks: [tool_mad]\ndatasets: [fever]\n")
+    with pytest.raises(InputError, match="'index' must be an index name or folder, got 5"):
+        load_config(config, {})
