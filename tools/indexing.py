@@ -1,5 +1,10 @@
 """Build the vector (Milvus) and keyword (tantivy) indexes from one JSONL passage corpus.
 
+The papers' official dumps (FEVER wiki-pages, the FEVEROUS database, HoVer's HotpotQA abstracts,
+AVeriTeC's knowledge store, Wikipedia parquet) are read by ``tools/sources`` and indexed in one
+streaming, resumable pass by ``tools/sources/build.py``, which shares this module's staging,
+swap and target checks.
+
 Corpus format: one JSON object per line with non-empty ``doc_id`` (string or integer), ``title`` and
 ``text`` strings; an optional string ``url`` is kept; other fields are ignored; blank lines are
 skipped. The whole file is validated (UTF-8, JSON, fields, unique ids) before anything is

@@ -170,3 +170,37 @@ def test_a_build_killed_with_sigkill_resumes_from_its_checkpoint(tmp_path: Path)
     assert manifest["documents"] == 40_000
     assert inspect_index(target).status == "ok"  # keyword doc count == manifest passages
     assert not list(tmp_path.glob(".index.building-*"))
+
+
+@pytest.mark.slow
+def test_an_interrupted_dense_build_resumes_without_duplicate_vectors(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    """Ctrl-C mid-way through embedding: the rerun upserts the interval after the last commit,
+    so the Milvus collection holds each passage once (its row count is checked on open)."""
+    import factdebate.tools.sources.build as build
+
+    dump = generate_fever_dump(tmp_path / "dump", 200)
+    monkeypatch.setattr(build, "CHECKPOINT_PASSAGES", 50)
+    real, seen = build.passages_of, []
+
+    def interrupted(page, granularity="chunk"):
+        seen.append(page.page)
+        if len(seen) == 120:
+            raise KeyboardInterrupt
+        return real(page, granularity)
+
+    monkeypatch.setattr(build, "passages_of", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build.build_from_source(dump, tmp_path / "index")
+    assert not (tmp_path / "index").exists() and list(tmp_path.glob(".index.building-*"))
+    monkeypatch.setattr(build, "passages_of", real)
+    manifest = build.build_from_source(dump, tmp_path / "index")
+    assert manifest["resumes"] == 1 and manifest["resumed_at_passage"] == 100
+    settings = RetrieverSettings(index_dir=str(tmp_path / "index"),
+                                 milvus_uri=str(tmp_path / "index" / "milvus.db"))
+    try:
+        milvus = get_retriever("milvus", settings)
+        assert milvus.passages == manifest["passages"] == 200  # type: ignore[attr-defined]
+    finally:
+        clear_retriever_cache()
+        release(tmp_path / "index")

@@ -72,7 +72,7 @@ IDS_FILE = "ids.u64"
 CHECKPOINT = "checkpoint.json"
 PROGRESS_EVERY = 2000
 """Pages between two progress callbacks."""
-STAGE = "read"
+STAGE = "importing the dump"
 """The ``progress`` stage name of a dump build (units: the source's bytes or rows)."""
 
 
