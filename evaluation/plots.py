@@ -239,8 +239,21 @@ def accuracy_vs_cost(out: Path, runs: list[dict[str, Any]]) -> str:
     return _save(plt, fig, out, "accuracy_vs_cost.png")
 
 
+PLOT_NAMES = ("accuracy vs rounds", "score distributions", "scores of correct vs incorrect",
+              "tool calls with vs without memory", "accuracy vs cost")
+"""The keys of :func:`draw_plots`' answer."""
+
+
 def draw_plots(out: Path, runs: list[dict[str, Any]], rows: Rows) -> dict[str, str]:
-    """Every plot; value = file name relative to ``out`` or the reason it was not drawn."""
+    """Every plot; value = file name relative to ``out`` or the reason it was not drawn.
+
+    matplotlib comes with the ``plots`` extra; without it every plot says so instead.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        reason = "not drawn: matplotlib is not installed (pip install 'factdebate[plots]')"
+        return dict.fromkeys(PLOT_NAMES, reason)
     ok_rows = {k: [r for r in v if is_ok(r)] for k, v in rows.items()}
     return {
         "accuracy vs rounds": accuracy_vs_rounds(out, runs, ok_rows),

