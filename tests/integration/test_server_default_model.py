@@ -5,7 +5,8 @@
   never the declared default ``local:smollm2``; the scripted model's reply text proves which model
   answered.
 * A server whose default model is off its allow-list does not start: one line names the field,
-  the model and the allow-list.
+  the model and the allow-list, and the command exits non-zero, with ``langgraph dev``'s reloader
+  on too (its worker ends the supervisor, server/lifespan.py).
 * A server run's trace carries the CLI's root run name and metadata (framework, prompt version,
   git SHA, models), checked on the run record and on what reaches a LangSmith stand-in
   (``langsmith_capture``).
@@ -13,9 +14,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, TypedDict
 
 import httpx
@@ -111,15 +115,36 @@ def test_a_model_off_the_list_is_refused_naming_the_allowed_specs(server):
         assert http.get(f"/threads/{tid}/runs").json() == []
 
 
-def test_a_server_whose_default_model_is_not_allowed_does_not_start(tmp_path):
-    """No ``FACTDEBATE_MODEL``: runs would get ``local:smollm2``, which the list does not hold."""
+def run_to_end(command: list[str], cwd: Path, env: dict[str, str], timeout_s: float
+               ) -> tuple[int | None, str, float]:
+    """(exit status or None when still running after ``timeout_s``, output, seconds) of
+    ``command``, run in a session of its own; a command still running is ended with its
+    children (the reloader's worker)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, output, time.monotonic() - started
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        return None, output, time.monotonic() - started
+
+
+@pytest.mark.parametrize("reload", [False, True], ids=["no-reload", "reloader"])
+def test_a_server_whose_default_model_is_not_allowed_does_not_start(tmp_path, reload):
+    """No ``FACTDEBATE_MODEL``: runs would get ``local:smollm2``, which the list does not hold.
+    With the reloader on (``langgraph dev``'s default) the command exits too, non-zero."""
     app = tmp_path / "app"
     command = langgraph_dev_command(tmp_path, free_port())
-    done = subprocess.run(command, cwd=app, capture_output=True, text=True, timeout=180,
-                          env=server_env({**SCRIPTED_ONLY, "FACTDEBATE_MODEL": "",
-                                          "FACTDEBATE_HOME": str(tmp_path / "home")}))
-    output = done.stdout + done.stderr
-    assert done.returncode != 0, output[-3000:]
+    if reload:
+        command.remove("--no-reload")
+    status, output, seconds = run_to_end(
+        command, app, server_env({**SCRIPTED_ONLY, "FACTDEBATE_MODEL": "",
+                                  "FACTDEBATE_HOME": str(tmp_path / "home")}), timeout_s=120)
+    assert status is not None, f"still running after {seconds:.0f} s: {output[-3000:]}"
+    assert status != 0, output[-3000:]
     lines = [line for line in output.splitlines() if "the server cannot start" in line]
     assert lines, output[-3000:]
     assert "debater_model defaults to 'local:smollm2'" in lines[0]
