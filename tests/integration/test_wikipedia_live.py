@@ -182,3 +182,19 @@ def test_a_failing_wiki_is_a_tool_fault_with_a_verdict(mode: str, why: str):
     wiki.reset()
     healed = verify("--wikipedia")
     assert evidence_of(healed, "rag"), "a fault is not cached"
+
+
+def test_check_wikipedia_shortcut_cites_the_wiki_without_an_index(api: str, tmp_path: Path):
+    source = tmp_path / "text.txt"
+    source.write_text("The Eiffel Tower was completed in 1889. Paris is the capital of France.",
+                      encoding="utf-8")
+    result = runner.invoke(app, ["check", str(source), "--model", "scripted:check_text",
+                                 "--wikipedia", "--rounds", "1", "--json",
+                                 "--set", "scoring_mode=none"])
+    assert result.exit_code == 0, result.output
+    claims = [c for c in json.loads(result.stdout)["check"]["claims"] if c["status"] == "verify"]
+    assert claims
+    base = api.removesuffix("api.php")
+    urls = [e["url"] for c in claims for t in c["turns"] for e in t["evidence"]]
+    assert urls and all(u.startswith(f"{base}index.php?title=") for u in urls)
+    assert not (tmp_path / "home" / "index").exists(), "no demo index was built"
