@@ -416,3 +416,187 @@ async def test_foreign_error_of_a_server_run_holds_no_secret(operator_server, la
     assert found_secrets(log.read_bytes()) == []
     posted, runs = traced_error(state, "invalid credentials")
     assert found_secrets(posted) == []
+
+
+# --- a model reply that holds the operator's key: the server's edge filter (server/egress.py) ---
+def key_forms() -> dict[str, str]:
+    """The operator's key as a model reply may carry it."""
+    data = OP_KEY.encode()
+    return {"plain": OP_KEY, "base64": base64.b64encode(data).decode(),
+            "url-safe base64": base64.urlsafe_b64encode(b"\xfb" + data).decode(),
+            "hex": data.hex(), "zero-width split": "\u200b".join(OP_KEY)}
+
+
+def key_found(data: bytes) -> list[str]:
+    """Which forms of the operator's key (or of the other secrets) ``data`` shows, invisible
+    characters and their escapes removed first."""
+    from factdebate.core.secrets_filter import INVISIBLE
+
+    visible = INVISIBLE.sub("", data.decode("utf-8", "replace")).encode()
+    raw = OP_KEY.encode()
+    shown = {"key": raw, "key (its first 16)": raw[:16], "base64": base64.b64encode(raw)[:-4],
+             "url-safe base64": base64.urlsafe_b64encode(b"\xfb" + raw)[4:-4],
+             "hex": raw.hex().encode(), "hex (its tail)": raw.hex().encode()[-24:]}
+    return [n for n, f in shown.items() if f in visible] + found_secrets(visible)
+
+
+class Leaker(BaseHTTPRequestHandler):
+    """A model server whose 200 reply holds the operator's key: ``mode`` "text" answers a body
+    that is no JSON (a proxy's page), any :func:`key_forms` name a JSON completion whose every
+    string holds the key in that form, ``"<form> (no JSON)"`` a completion whose text is the key
+    alone where a JSON verdict is asked for (the verdict's validation error quotes it) - streamed
+    in 4-character deltas when the client asks for a stream, so the key is split over many stream
+    events."""
+
+    mode = "plain"
+    replies: list[bytes] = []
+    said: list[str] = []
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        if Leaker.mode == "text":
+            self._send("application/json", f"upstream proxy: forwarded with {OP_KEY}\n".encode())
+            return
+        hidden = key_forms()[Leaker.mode.removesuffix(" (no JSON)")]
+        completion = Servers._completion(request)
+        content = completion["choices"][0]["message"]["content"]
+        said = json.dumps(_with_key(json.loads(content), hidden), ensure_ascii=False) if (
+            content.startswith(
+            "{") and not Leaker.mode.endswith("(no JSON)")) else f"{hidden}"
+        Leaker.said.append(said)
+        if not request.get("stream"):
+            completion["choices"][0]["message"]["content"] = said
+            self._send("application/json", json.dumps(completion).encode())
+            return
+        chunks = [said[i:i + 4] for i in range(0, len(said), 4)]
+        events = [{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
+                   "model": request.get("model", "m"), "choices": [{
+                       "index": 0, "delta": {"role": "assistant", "content": c},
+                       "finish_reason": None}]} for c in chunks]
+        events.append({**events[-1], "choices": [{"index": 0, "delta": {},
+                                                  "finish_reason": "stop"}]})
+        self._send("text/event-stream", b"".join(
+            f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n")
+
+    def _send(self, kind: str, body: bytes) -> None:
+        Leaker.replies.append(body)
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _with_key(value: Any, hidden: str) -> Any:
+    if isinstance(value, str) and value not in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO"):
+        return f"{value} (read {hidden} in the reply)"
+    if isinstance(value, dict):
+        return {k: _with_key(v, hidden) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_key(v, hidden) for v in value] or [f"read {hidden}"]
+    return value
+
+
+@pytest.fixture(scope="module")
+def leaking_server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
+    """A LangGraph server whose model server is a :class:`Leaker` (operator key in its env)."""
+    from tests.integration.servers import start_langgraph_dev, stop_server, tiny_index, warm_home
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Leaker)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    work = tmp_path_factory.mktemp("leaking-server")
+    base = f"http://op:{OP_PASSWORD}@127.0.0.1:{httpd.server_address[1]}/v1"
+    proc, url = start_langgraph_dev(work, {
+        **operator_env(base), "FACTDEBATE_HOME": str(warm_home(work / "home")),
+        "FACTDEBATE_API_KEYS": ",".join(f"{u}:{k}" for u, k in SERVER_KEYS.items()),
+        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)), "LOG_LEVEL": "DEBUG"})
+    try:
+        yield url, work / "server.log"
+    finally:
+        stop_server(proc)
+        httpd.shutdown()
+        httpd.server_close()
+
+
+STREAM_MODES = ["values", "updates", "messages", "messages-tuple", "events", "debug", "custom",
+                "tasks", "checkpoints"]
+
+
+def joined_model_text(raw: str) -> dict[str, str]:
+    """The text a client joins from a stream's model chunks, per message (messages-tuple and
+    events mode)."""
+    joined: dict[str, str] = {}
+    for block in raw.replace("\r\n", "\n").split("\n\n"):
+        lines = dict(ln.split(": ", 1) for ln in block.split("\n") if ": " in ln)
+        name, data = lines.get("event", ""), lines.get("data")
+        if data is None:
+            continue
+        value = json.loads(data)
+        if name.split("|")[0] == "messages" and isinstance(value, list):
+            chunk = value[0]
+        elif name == "events" and value.get("event") == "on_chat_model_stream":
+            chunk = value["data"]["chunk"]
+        else:
+            continue
+        if isinstance(chunk.get("content"), str):
+            key = f"{name}:{chunk.get('id')}"
+            joined[key] = joined.get(key, "") + chunk["content"]
+    return joined
+
+
+@pytest.mark.parametrize("mode", ["text", "plain (no JSON)", "base64 (no JSON)", *key_forms()])
+async def test_a_reply_that_holds_the_key_reaches_no_client_and_no_log_line(leaking_server,
+                                                                           mode):
+    """A model server answering 200 with the operator's key - a body that is no JSON, or a JSON
+    completion holding it plain, base64, URL-safe base64, hex or split by zero-width spaces, and
+    streamed in pieces: runs/wait's reply, every stream mode's events (the model text a client
+    joins from many events too), the thread state and history, the run error, the web page and
+    the server log hold none of its forms."""
+    import httpx
+    from langgraph_sdk import get_client
+
+    url, log = leaking_server
+    Leaker.replies.clear()
+    Leaker.said.clear()
+    Leaker.mode = mode
+    bob = get_client(url=url, api_key=SERVER_KEYS["bob"])
+    headers = {"x-api-key": SERVER_KEYS["bob"]}
+    thread = await bob.threads.create()
+    result = await bob.runs.wait(thread["thread_id"], "cot", input={"claim": CLAIM},
+                                 raise_error=False)
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as http:
+        streams = [await http.post(f"/threads/{thread['thread_id']}/runs/stream", json={
+            "assistant_id": "cot", "input": {"claim": CLAIM}, "stream_mode": modes})
+            for modes in (STREAM_MODES, ["messages"])]  # with messages-tuple: no partials
+        state = await http.get(f"/threads/{thread['thread_id']}/state")
+        history = await http.post(f"/threads/{thread['thread_id']}/history", json={"limit": 20})
+        page = [await http.get(p) for p in ("/app/", "/app/api/options", "/factdebate/index")]
+    said = "".join(Leaker.said)
+    assert mode == "text" or key_forms()[mode.removesuffix(" (no JSON)")] in said, said[:3000]
+    assert all(r.status_code == 200 for r in [*streams, state]), streams[0].text[:500]
+    if mode == "text":
+        assert "__error__" in result, result  # the run failed on the reply
+    elif mode.endswith("(no JSON)"):  # the verdict's validation error quotes the reply, masked
+        assert "validation error" in result["__error__"]["message"], result
+        assert "***" in result["__error__"]["message"], result
+    else:
+        assert "***" in json.dumps(state.json()), state.text[:2000]  # the key was in the state
+    modes = {ln.split(": ", 1)[1].split("|")[0] for r in streams for ln in r.text.splitlines()
+             if ln.startswith("event: ")}
+    if mode in key_forms():
+        assert {"values", "updates", "events", "debug", "tasks", "checkpoints",
+                "custom"} <= modes, modes
+    # an OpenAI-compatible model's calls stream no token chunks here (only whole messages in
+    # values/updates); the model text split over events is tested in test_egress_filter.py
+    joined = {k: v for r in streams for k, v in joined_model_text(r.text).items()}
+    for name, data in [("runs/wait", json.dumps(result, ensure_ascii=False).encode()),
+                       *((f"runs/stream {i}", r.content) for i, r in enumerate(streams)),
+                       ("state", state.content), ("history", history.content),
+                       *((r.url.path, r.content) for r in page),
+                       *((f"joined {k}", v.encode()) for k, v in joined.items())]:
+        assert key_found(data) == [], (name, key_found(data))
+    assert page[0].headers.get("content-security-policy")  # the page's own headers kept
+    assert key_found(log.read_bytes()) == [], key_found(log.read_bytes())
