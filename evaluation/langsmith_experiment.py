@@ -8,7 +8,9 @@ Built with the LangSmith client's documented dataset and experiment calls (the r
   its item id (``metadata.item_id``, example id a UUID5 of the dataset name and the item id):
   examples the dataset holds are reused, items it lacks are added (a ``--limit 4`` run after a
   ``--limit 2`` run adds two), so every traced run links to an example that exists.
-* **Experiment**: a project named after the eval run, ``reference_dataset_id`` the dataset, its
+* **Experiment**: a project named after the eval run - ``<framework>-<dataset name>-<data file
+  hash[:8]>-<run suffix>`` (:func:`experiment_name`; a file given by path is named by its stem,
+  never by its folder), ``reference_dataset_id`` the dataset, its
   metadata the run's framework, models, prompt version, git SHA, data file hash and index identity
   (:func:`experiment_metadata`); its start time is set when it is created and its end time
   (``update_project(end_time=...)``) when the run closes. A resumed run reuses its project.
@@ -16,12 +18,18 @@ Built with the LangSmith client's documented dataset and experiment calls (the r
   (``LangChainTracer(example_id=...)``) and gets feedback (:func:`item_feedback`): ``correct``,
   ``evidence_f1`` and ``fever_score`` where the item's gold evidence defines them, and the
   citation summary of :func:`citation_feedback`.
+
+LangSmith is a side channel of the run: an endpoint that fails or answers what the client cannot
+read (an HTML page, another service's JSON) is one warning line on stderr naming the endpoint and
+the problem, and the local run goes on and finishes without the experiment (or without that
+item's feedback). Only a missing ``LANGSMITH_API_KEY`` stops the run before it starts.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
+import sys
 import uuid
 from typing import Any
 
@@ -73,9 +81,44 @@ def experiment_metadata(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def experiment_name(run_id: str, record: dict[str, Any]) -> str:
+    """The experiment (project) name of an eval run: ``<framework>-<dataset>-<sha[:8]>-<suffix>``.
+
+    ``dataset`` is the dataset's name (a file's stem, never its path), ``sha`` the data file's
+    SHA-256 (the version hash: another file content is another experiment series) and ``suffix``
+    the run id's last part, so a resumed run names the same experiment and two runs never share
+    one. Characters other than letters, digits, ``-``, ``_`` and ``.`` become ``_``.
+    """
+    dataset = os.path.basename(str(record.get("dataset") or "data"))
+    for ending in (".jsonl", ".json"):
+        dataset = dataset.removesuffix(ending)
+    parts = [str(record.get("framework") or "eval"), dataset]
+    sha = str(record.get("data_sha256") or "")
+    if sha:
+        parts.append(sha[:8])
+    parts.append(run_id.rsplit("-", 1)[-1])
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in "-".join(parts))
+
+
+def _warn(line: str) -> None:
+    print(f"warning: {line}", file=sys.stderr, flush=True)
+
+
+def _problem(exc: BaseException) -> str:
+    """An exception as one short line (type and first line of its text, credentials masked)."""
+    from factdebate.core.settings import mask_url
+
+    text = (str(exc).strip().splitlines() or [""])[0][:200]
+    return mask_url(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
 class LangSmithExperiment:
     """``--langsmith``: the run's items as examples of the data file's dataset, this run as an
-    experiment of it (module docstring)."""
+    experiment of it (module docstring).
+
+    ``active`` is False when LangSmith could not be set up (one warning line said why): the run
+    then goes on without tracing into an experiment, and every method is a no-op.
+    """
 
     def __init__(self, run_id: str, dataset: str, version: str, items: list[Any],
                  record: dict[str, Any]) -> None:
@@ -86,12 +129,27 @@ class LangSmithExperiment:
         self.client = trace_client()  # what it posts passes the secret filter
         sha = str(record.get("data_sha256") or "")
         self.dataset_name = f"factdebate-{dataset}-{version}" + (f"-{sha[:12]}" if sha else "")
-        ds = self._dataset(dataset, version, record)
-        self.example_ids = self._examples(ds.id, items)
-        self.project = run_id
-        self.session_id = self.client.create_project(
-            run_id, reference_dataset_id=ds.id, metadata=experiment_metadata(record),
-            description=f"factdebate eval {run_id}", upsert=True).id
+        self.project = experiment_name(run_id, record)
+        self.example_ids: dict[str, uuid.UUID] = {}
+        self.session_id: Any = None
+        self.active = False
+        self._feedback_failed = False
+        try:
+            ds = self._dataset(dataset, version, record)
+            self.example_ids = self._examples(ds.id, items)
+            self.session_id = self.client.create_project(
+                self.project, reference_dataset_id=ds.id, metadata=experiment_metadata(record),
+                description=f"factdebate eval {run_id}", upsert=True).id
+        except Exception as exc:  # noqa: BLE001  # LangSmith is a side channel of the run
+            _warn(f"--langsmith: cannot record the experiment at {self._endpoint()} "
+                  f"({_problem(exc)}); the run goes on without it")
+            return
+        self.active = True
+
+    def _endpoint(self) -> str:
+        from factdebate.core.settings import mask_url
+
+        return mask_url(str(getattr(self.client, "api_url", "") or "LangSmith"))
 
     def _dataset(self, dataset: str, version: str, record: dict[str, Any]) -> Any:
         """The data file version's dataset, created when LangSmith lacks it."""
@@ -126,26 +184,44 @@ class LangSmithExperiment:
         return ids
 
     def config_for(self, item_id: str) -> dict[str, Any]:
-        """Run-config callbacks tracing this item into the experiment."""
+        """Run-config callbacks tracing this item into the experiment (none when inactive)."""
         from langchain_core.tracers import LangChainTracer
 
+        if not self.active:
+            return {}
         tracer = LangChainTracer(project_name=self.project, example_id=self.example_ids[item_id],
                                  client=self.client)
         return {"callbacks": [tracer]}
 
     def record(self, trace_id: str, correct: bool | None,
                row: dict[str, Any] | None = None) -> None:
-        """The item's feedback on its root run: ``correct`` and :func:`item_feedback`."""
-        if correct is not None:
-            self.client.create_feedback(trace_id, key="correct", score=float(correct),
-                                        trace_id=trace_id, session_id=self.session_id)
-        for key, score, value, comment in item_feedback(row or {}):
-            self.client.create_feedback(trace_id, key=key, score=score, value=value or None,
-                                        comment=comment or None, trace_id=trace_id,
-                                        session_id=self.session_id)
+        """The item's feedback on its root run: ``correct`` and :func:`item_feedback`.
+
+        A failure is one warning line for the whole run (the first); the run goes on."""
+        if not self.active:
+            return
+        try:
+            if correct is not None:
+                self.client.create_feedback(trace_id, key="correct", score=float(correct),
+                                            trace_id=trace_id, session_id=self.session_id)
+            for key, score, value, comment in item_feedback(row or {}):
+                self.client.create_feedback(trace_id, key=key, score=score, value=value or None,
+                                            comment=comment or None, trace_id=trace_id,
+                                            session_id=self.session_id)
+        except Exception as exc:  # noqa: BLE001  # LangSmith is a side channel of the run
+            if not self._feedback_failed:
+                self._feedback_failed = True
+                _warn(f"--langsmith: cannot send feedback to {self._endpoint()} "
+                      f"({_problem(exc)}); the run goes on without it")
 
     def close(self) -> None:
         """Send everything still queued, then give the experiment its end time."""
-        self.client.flush()
-        self.client.update_project(self.session_id,
-                                   end_time=datetime.datetime.now(datetime.UTC))
+        if not self.active:
+            return
+        try:
+            self.client.flush()
+            self.client.update_project(self.session_id,
+                                       end_time=datetime.datetime.now(datetime.UTC))
+        except Exception as exc:  # noqa: BLE001  # LangSmith is a side channel of the run
+            _warn(f"--langsmith: cannot close the experiment at {self._endpoint()} "
+                  f"({_problem(exc)}); the local run is complete")

@@ -316,7 +316,7 @@ async def _run_in_workers(spec: RunSpec, ctx: Context, record: dict[str, Any],
     # a Milvus Lite folder opens in one process: this one, which serves it to the workers
     milvus_uri = await asyncio.to_thread(served_milvus_uri, spec.framework, ctx)
     payload: dict[str, Any] = {"spec": spec, "ctx": ctx, "record": record, "milvus_uri": milvus_uri}
-    if experiment is not None:
+    if experiment is not None and experiment.active:  # inactive: LangSmith could not be set up
         payload |= {"langsmith_project": experiment.project,
                     "example_ids": {k: str(v) for k, v in experiment.example_ids.items()}}
     # the checkpoint schema (and SQLite's WAL mode) is set up here once: workers setting up a new
