@@ -34,7 +34,8 @@ Politeness (the Wikimedia API etiquette):
   no request. Entries are written to a temporary file and renamed into place, so concurrent
   processes read an old or a new entry, never half of one.
 
-Faults: an HTTP error, a refused connection or a lag is raised to the caller; ``search_tool``
+Faults: an HTTP error, a refused connection, a lag or an answer that is no API reply is raised
+to the caller; ``search_tool``
 bounds each attempt by ``tool_timeout_s``, retries transient faults ``tool_retries`` times and then
 records a tool fault of that turn (a flag and a ``tool_faults`` ledger entry) - the debate goes on
 without that evidence. A query that finds nothing is an empty result, not a fault.
@@ -123,10 +124,14 @@ class WikiLagging(FactDebateError):
                          f"{MAXLAG_S} s)", "it is asked again after the wait it named")
 
 
-class WikiError(FactDebateError):
-    """The wiki answered a request with an API error (other than ``maxlag``)."""
+class WikiError(RuntimeError):
+    """The wiki answered with an API error (other than ``maxlag``) or with something other than
+    a JSON object (a captive portal's page, a URL that is no api.php).
 
-    retryable = False
+    Not a ``FactDebateError``: ``search_tool`` raises those that are not retryable, while a wiki
+    that answers wrongly is a tool fault of the turn like one that answers 500 (retried
+    ``tool_retries`` times, as an API error may pass, then recorded).
+    """
 
 
 # -- settings ------------------------------------------------------------------------------------
@@ -363,9 +368,9 @@ class _Wiki(MediaWikiClient):
         response = await self._get("", params)
         try:
             data = response.json()
-        except ValueError as exc:
+        except ValueError:
             raise WikiError(f"the wiki at {mask_url(self.base_url)} answered something other than "
-                            "JSON", f"check that {URL_ENV} is a MediaWiki api.php URL") from exc
+                            f"JSON; check that {URL_ENV} is a MediaWiki api.php URL") from None
         error = data.get("error") if isinstance(data, dict) else None
         if isinstance(error, dict):
             if error.get("code") == "maxlag":
@@ -373,12 +378,11 @@ class _Wiki(MediaWikiClient):
                 raise WikiLagging(self.base_url, float(lag) if isinstance(lag, int | float)
                                   else None, header_retry_after(response.headers))
             raise WikiError(f"the wiki at {mask_url(self.base_url)} refused the request "
-                            f"({error.get('code')}: {str(error.get('info', ''))[:200]})",
-                            f"check that {URL_ENV} is a MediaWiki api.php URL")
+                            f"({error.get('code')}: {str(error.get('info', ''))[:200]})")
         if not isinstance(data, dict):
             raise WikiError(f"the wiki at {mask_url(self.base_url)} answered a JSON "
-                            f"{type(data).__name__}, not an object",
-                            f"check that {URL_ENV} is a MediaWiki api.php URL")
+                            f"{type(data).__name__}, not an object; check that {URL_ENV} is a "
+                            "MediaWiki api.php URL")
         return data
 
     async def titles(self, query: str, limit: int) -> list[str]:

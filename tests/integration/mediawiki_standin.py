@@ -7,7 +7,8 @@ MediaWiki's ``formatversion=2`` JSON:
 * ``action=query&prop=extracts|revisions&titles=T``: the page's plain text and revision id
   (``missing`` for an unknown title).
 
-``StandIn.mode`` makes it misbehave: ``"500"`` answers HTTP 500, ``"hang"`` waits ``hang_s``
+``StandIn.mode`` makes it misbehave: ``"500"`` answers HTTP 500, ``"html"`` an HTML page with
+status 200, ``"hang"`` waits ``hang_s``
 before answering, ``"maxlag"`` answers MediaWiki's maxlag error (``Retry-After: 1``) ``lagged``
 times and then normally. Every request is recorded (``StandIn.seen``: its parameters, its
 ``User-Agent`` and the time it arrived).
@@ -64,6 +65,8 @@ class StandIn(BaseHTTPRequestHandler):
                              "agent": self.headers.get("User-Agent", "")})
         if StandIn.mode == "500":
             return self._send(500, {"error": "internal"})
+        if StandIn.mode == "html":  # a captive portal, or a URL that is no api.php
+            return self._send(200, "<html>Sign in to the network</html>")
         if StandIn.mode == "hang":
             time.sleep(StandIn.hang_s)
         if StandIn.mode == "maxlag" and StandIn.lagged > 0:
@@ -87,7 +90,7 @@ class StandIn(BaseHTTPRequestHandler):
                                                     "parentid": page["revision"] - 1}]}]}})
 
     def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")

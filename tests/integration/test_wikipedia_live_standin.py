@@ -163,7 +163,8 @@ def test_verify_wikipedia_shortcut_needs_no_index(api: str, tmp_path: Path):
 
 
 @pytest.mark.parametrize(("mode", "why"), [("500", "500 Internal Server Error"),
-                                           ("hang", "TimeoutError")])
+                                           ("hang", "TimeoutError"),
+                                           ("html", "answered something other than JSON")])
 def test_a_failing_wiki_is_a_tool_fault_with_a_verdict(mode: str, why: str):
     wiki.reset(mode)
     StandIn.hang_s = 5.0
