@@ -50,6 +50,8 @@ RUNS = {  # the reported mix: Tool-MAD, MADKE and CoT, scripted debaters
     "madke": {"debater_model": "scripted:agree", "max_rounds": 1},
     "cot": {"debater_model": "scripted:agree"},
 }
+STARTED = "Starting In-Memory runtime"
+"""The line langgraph-runtime-inmem logs once per server start (a reload logs it again)."""
 LIVE = 4
 """Threads a user keeps; beyond them it deletes its two oldest at once."""
 
@@ -157,7 +159,7 @@ def _check(tally: Tally, work: Path) -> None:
     log = (work / "server.log").read_text(errors="replace")
     tail = "\n".join(line for line in log.splitlines()[-400:]
                      if "error" in line.lower() or "warn" in line.lower())[-3000:]
-    assert log.count("Started server process") <= 1, f"the server restarted during the mix: {tail}"
+    assert log.count(STARTED) == 1, f"the server restarted during the mix: {tail}"
     assert tally.runs >= 8 and tally.deletes >= 8, (tally.summary(), tail)  # the mix really ran
     assert not tally.lost and not tally.errors, (tally.summary(), tail)
 
@@ -200,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             stop_server(proc)
         log = (work / "server.log").read_text(errors="replace")
         print(json.dumps({**tally.summary(), "seconds": round(time.monotonic() - started, 1),
-                          "server_starts": log.count("Started server process"),
+                          "server_starts": log.count(STARTED),
                           "missing_thread_warnings": log.count("Unexpected missing thread")}))
     return 0 if not tally.errors else 1
 
