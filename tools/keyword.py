@@ -84,11 +84,19 @@ def keyword_document(p: dict[str, Any]) -> tantivy.Document:
     """The tantivy document of passage ``p`` (``page``/``sentences``/``pool`` optional)."""
     import tantivy
 
-    sentences = p.get("sentences") or []
     return tantivy.Document(
         id=p["id"], title=p["title"], body=p["text"], url=p.get("url") or "",
         page=p.get("page") or "", pool=p.get("pool") or "",
-        sentences=json.dumps(sentences, separators=(",", ":")).encode() if sentences else b"")
+        sentences=encode_sentences(p.get("sentences")).encode())
+
+
+def encode_sentences(sentences: list[Any] | None) -> str:
+    """The stored form of a passage's element ids: a compact JSON list (``""`` for none)."""
+    if not sentences:
+        return ""
+    if all(type(s) is int for s in sentences):  # FEVER / HoVer numbers: the common, fast case
+        return "[" + ",".join(map(str, sentences)) + "]"
+    return json.dumps(sentences, separators=(",", ":"))
 
 
 def write_keyword_index(path: Path, passages: Iterable[dict[str, str]]) -> int:

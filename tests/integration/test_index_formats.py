@@ -204,3 +204,17 @@ def test_an_interrupted_dense_build_resumes_without_duplicate_vectors(tmp_path: 
     finally:
         clear_retriever_cache()
         release(tmp_path / "index")
+
+
+@pytest.mark.slow
+def test_bench_corpus_runs_end_to_end_on_a_small_dump(tmp_path: Path) -> None:
+    from factdebate.evaluation.bench_corpus import run_corpus_bench
+
+    result = run_corpus_bench(tmp_path, pages=1000)
+    runs = result["imports"]
+    assert set(runs) == {"1000_chunk", "1000_sentence"}  # one file: the smaller size is the dump
+    assert runs["1000_chunk"]["pages"] == 1000
+    assert runs["1000_sentence"]["passages"] > runs["1000_chunk"]["passages"]
+    assert all(r["peak_rss_mb"] > 0 and r["pages_per_s"] > 0 for r in runs.values())
+    assert set(result["budget_met"]) == {"pages_per_s", "rss_under_2gb",
+                                         "anon_rss_independent_of_size"}

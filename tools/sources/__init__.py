@@ -105,8 +105,12 @@ _PTB_RE = re.compile("|".join(map(re.escape, _PTB)))
 
 
 def unescape_ptb(text: str) -> str:
-    """FEVER's tokeniser escapes (``-LRB-`` ...) back to brackets; ``_`` to spaces for titles."""
-    return _PTB_RE.sub(lambda m: _PTB[m.group(0)], text)
+    """FEVER's tokeniser escapes (``-LRB-`` ...) back to brackets."""
+    return _PTB_RE.sub(_ptb, text) if "B-" in text or "-COLON-" in text else text
+
+
+def _ptb(match: re.Match[str]) -> str:
+    return _PTB[match.group(0)]
 
 
 _TAG = re.compile(r"<[^>]{0,2000}>")

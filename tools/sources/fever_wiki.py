@@ -71,17 +71,19 @@ class FeverWikiSource:
                     raise SourceError(where(), "empty field 'id'")
                 continue  # FEVER's wiki-001.jsonl opens with an empty page
             yield Page(page=page_id, title=unescape_ptb(page_id.replace("_", " ")),
-                       elements=list(_sentences(lines, page_id, where)),
+                       elements=_sentences(unescape_ptb(lines), page_id, where),
                        url=WIKI_URL + page_id), after
 
 
-def _sentences(lines: str, page_id: str, where: Callable[[], str]) -> Iterator[tuple[int, str]]:
+def _sentences(lines: str, page_id: str, where: Callable[[], str]) -> list[tuple[int, str]]:
     """``(sentence number, text)`` of a ``lines`` field: ``N<TAB>sentence<TAB>links...`` rows."""
+    out = []
     for row in lines.split("\n"):
-        if not row.strip():
-            continue
         number, _, rest = row.partition("\t")
         if not number.isdigit():
+            if not row.strip():
+                continue
             raise SourceError(f"{where()} (page {page_id})",
                               f"a 'lines' row does not start with a sentence number: {row[:60]!r}")
-        yield int(number), unescape_ptb(rest.split("\t", 1)[0])
+        out.append((int(number), rest.partition("\t")[0]))
+    return out
