@@ -94,8 +94,10 @@ def check(
     rounds: Annotated[int | None, typer.Option(help="Max debate rounds per claim.")] = None,
     max_claims: Annotated[int | None, typer.Option(help="Claims debated at most (default 20).")] = None,
     label_set: Annotated[str | None, typer.Option(help="fever | binary | averitec.")] = None,
-    rag_backend: Annotated[str | None, typer.Option(help="milvus | keyword | hybrid.")] = None,
-    search_backend: Annotated[str | None, typer.Option(help="auto|tavily|local_search.")] = None,
+    rag_backend: Annotated[str | None, typer.Option(
+        help="milvus | keyword | hybrid | wikipedia.")] = None,
+    search_backend: Annotated[str | None, typer.Option(
+        help="auto|tavily|local_search|wikipedia.")] = None,
     index_dir: Annotated[str | None, typer.Option(help="Index folder.")] = None,
     wikipedia: Annotated[bool, typer.Option("--wikipedia", help=WIKIPEDIA_HELP)] = False,
     set_: Annotated[list[str], typer.Option("--set", help="Context field=value (the text "

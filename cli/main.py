@@ -113,9 +113,9 @@ def verify(
     label_set: Annotated[str | None, typer.Option(
         help="fever|binary|averitec|...", show_default=_tm("label_set"))] = None,
     rag_backend: Annotated[str | None, typer.Option(
-        help="milvus | keyword.", show_default=_tm("rag_backend"))] = None,
+        help="milvus | keyword | hybrid | wikipedia.", show_default=_tm("rag_backend"))] = None,
     search_backend: Annotated[str | None, typer.Option(
-        help="auto|tavily|local_search.", show_default=_tm("search_backend"))] = None,
+        help="auto|tavily|local_search|wikipedia.", show_default=_tm("search_backend"))] = None,
     index_dir: Annotated[str | None, typer.Option(
         help="Index folder.", show_default="$FACTDEBATE_HOME/index")] = None,
     wikipedia: Annotated[bool, typer.Option(

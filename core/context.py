@@ -114,14 +114,16 @@ class Context:
         "or 'openai:text-embedding-3-small'; must match the index.", operator=True,
     )
     rag_backend: str = knob(
-        "milvus", "Retriever of the 'rag' tool: 'milvus', 'keyword', 'hybrid' (both, fused) or "
+        "milvus", "Retriever of the 'rag' tool: 'milvus', 'keyword', 'hybrid' (both, fused), "
+        "'wikipedia' (the live MediaWiki API at FACTDEBATE_MEDIAWIKI_URL, no index) or "
         "'langchain' (the retriever or vector store langchain_factory returns).",
         operator=True,
     )
     search_backend: str = knob(
         "auto",
-        "Retriever of the 'search' tool: 'tavily', 'local_search' (offline keyword stand-in) or "
-        "'auto' (Tavily when TAVILY_API_KEY is set, else the stand-in, flagged in the output).",
+        "Retriever of the 'search' tool: 'tavily', 'local_search' (offline keyword stand-in), "
+        "'wikipedia' (live MediaWiki API) or 'auto' (Tavily when TAVILY_API_KEY is set, else the "
+        "stand-in, flagged in the output).",
         env="FACTDEBATE_SEARCH_BACKEND", operator=True,
     )
     index_dir: str = knob(
