@@ -7,6 +7,7 @@ import json
 import threading
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,6 +100,35 @@ def test_disk_cache_survives_damaged_entries_and_leaves_no_temporary_files(tmp_p
         t.join()
     assert cache.get(key)["i"] == 49  # a whole entry of one writer, never a mix
     assert [p.name for p in tmp_path.iterdir()] == [entry.name], "no temporary file left"
+
+
+def _write_entries(folder: str, writer: int) -> None:
+    cache = DiskCache(Path(folder), ttl_s=60)
+    for i in range(200):
+        cache.put(("w", "search", "q"), {"writer": writer, "i": i, "pad": "x" * 20_000})
+
+
+def test_disk_cache_is_whole_under_concurrent_processes(tmp_path: Path):
+    import multiprocessing
+
+    cache = DiskCache(tmp_path, ttl_s=60)
+    context = multiprocessing.get_context("fork")
+    writers = [context.Process(target=_write_entries, args=(str(tmp_path), n)) for n in range(3)]
+    for w in writers:
+        w.start()
+    reads: list[Any] = []
+    while any(w.is_alive() for w in writers):
+        value = cache.get(("w", "search", "q"))
+        if value is not None or reads:  # a miss only before the first write lands
+            reads.append(value)  # a torn entry would read as a miss (None) here
+    for w in writers:
+        w.join()
+        assert w.exitcode == 0
+    reads.append(cache.get(("w", "search", "q")))
+    assert len(reads) > 1 and None not in reads, "every read after the first write is whole"
+    assert all(len(r["pad"]) == 20_000 and r["writer"] in (0, 1, 2) for r in reads)
+    assert reads[-1]["i"] == 199
+    assert len(list(tmp_path.iterdir())) == 1, "no temporary file left"
 
 
 def test_disk_cache_in_an_unwritable_folder_loses_only_the_entry(tmp_path: Path):
