@@ -547,7 +547,14 @@ def joined_model_text(raw: str) -> dict[str, str]:
     return joined
 
 
-@pytest.mark.parametrize("mode", ["text", "plain (no JSON)", "base64 (no JSON)", *key_forms()])
+DEFAULT_TIER = ("plain (no JSON)", "hex", "zero-width split")
+"""The leaking replies the default test run checks (~30 s with the server's start); the slow tier
+checks the other forms too."""
+
+
+@pytest.mark.parametrize("mode", [
+    m if m in DEFAULT_TIER else pytest.param(m, marks=pytest.mark.slow)
+    for m in ["text", "plain (no JSON)", "base64 (no JSON)", *key_forms()]])
 async def test_a_reply_that_holds_the_key_reaches_no_client_and_no_log_line(leaking_server,
                                                                            mode):
     """A model server answering 200 with the operator's key - a body that is no JSON, or a JSON
