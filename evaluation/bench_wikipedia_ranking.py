@@ -8,7 +8,7 @@ highest for the claim among the others (hard negatives, up to ``pages`` in all; 
 picks them by BM25 or by MiniLM, each the harder set for the method that picked it); each page is
 split with ``split_passages`` and the passages ranked against the claim by
 
-* ``bm25``: Okapi BM25 over those passages (``wikipedia_live.bm25_rank``, title and text);
+* ``bm25``: Okapi BM25 over those passages (``wiki_text.bm25_rank``, title and text);
 * ``minilm``: cosine similarity of the bundled MiniLM's embeddings (title and text).
 
 Reported per method: hit@1 and hit@3 (a passage of a gold page among the top k), MRR of the first
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.evaluation.bench_retrieval import _read_jsonl, gold_sets
-from factdebate.tools.wikipedia_live import bm25_rank, split_passages
+from factdebate.tools.wiki_text import bm25_rank, split_passages
 
 
 def _negatives(scores: list[float], gold: set[str], titles: list[str], n: int) -> list[str]:

@@ -5,12 +5,13 @@ For a user who has a model key and no index: each search asks the MediaWiki Acti
 Wikipedia tools use) and answers with passages of the pages it finds:
 
 1. ``list=search`` for the query: the titles of the top ``FACTDEBATE_WIKIPEDIA_PAGES`` pages (3);
-2. per page, its plain text and current revision (``prop=extracts|revisions|info``,
-   ``explaintext``; TextExtracts gives a whole page's text for one title per request);
+2. per page, its plain text and current revision (``prop=extracts|revisions``, ``explaintext``;
+   TextExtracts gives a whole page's text for one title per request);
 3. each page split into passages of at most :data:`PASSAGE_CHARS` characters along its paragraphs
-   (headings start a passage; the reference sections at the end are dropped);
-4. the passages of all pages ranked against the query with Okapi BM25 (:func:`bm25_rank`, over
-   the fetched passages only) and the top ``k`` returned.
+   (headings start a passage; the reference sections at the end are dropped;
+   ``tools/wiki_text.py``);
+4. the passages of all pages ranked against the query with Okapi BM25 (``wiki_text.bm25_rank``,
+   over the fetched passages only) and the top ``k`` returned.
 
 Every passage carries the project's passage contract - ``id`` (``<title>#<n>``), ``title``,
 ``text``, ``url``, ``page`` (the title), ``sentences`` (``[]``), ``pool`` (``""``) - plus
@@ -28,17 +29,17 @@ Politeness (the Wikimedia API etiquette):
   ``maxlag`` error, raised as :class:`WikiLagging` with the wait it asked for (``Retry-After``),
   which the one retry policy (``core/retry.py``, through the search's caller
   ``nodes/retrieval.search_tool``) waits out before asking again;
-* answers are cached on disk under ``$FACTDEBATE_HOME/wikipedia`` (:class:`DiskCache`), keyed by the
-  wiki's URL and the query (and pages by the wiki's URL and title), for
-  ``FACTDEBATE_WIKIPEDIA_CACHE_TTL_S`` seconds (one day; ``0`` = no cache): a repeated query sends
-  no request. Entries are written to a temporary file and renamed into place, so concurrent
-  processes read an old or a new entry, never half of one.
+* answers are cached on disk under ``$FACTDEBATE_HOME/wikipedia`` (``live_cache.DiskCache``; the
+  rate limit is ``live_cache.RATE_LIMIT``), keyed by the wiki's URL and the query (and pages by
+  the wiki's URL and title), for ``FACTDEBATE_WIKIPEDIA_CACHE_TTL_S`` seconds (one day; ``0`` = no
+  cache): a repeated query sends no request. Entries are written to a temporary file and renamed
+  into place, so concurrent processes read an old or a new entry, never half of one.
 
-Faults: an HTTP error, a refused connection, a lag or an answer that is no API reply is raised
-to the caller; ``search_tool``
-bounds each attempt by ``tool_timeout_s``, retries transient faults ``tool_retries`` times and then
-records a tool fault of that turn (a flag and a ``tool_faults`` ledger entry) - the debate goes on
-without that evidence. A query that finds nothing is an empty result, not a fault.
+Faults: an HTTP error, a refused connection, a lag or an answer that is no API reply is raised to
+the caller; ``search_tool`` bounds each attempt by ``tool_timeout_s``, retries transient faults
+``tool_retries`` times and then records a tool fault of that turn (a flag and a ``tool_faults``
+ledger entry) - the debate goes on without that evidence. A query that finds nothing is an empty
+result, not a fault; nothing that failed is cached.
 
 Who chooses the wiki: ``FACTDEBATE_MEDIAWIKI_URL`` is read from the environment of the process
 that searches. It is not a ``Context`` field, and ``rag_backend``/``search_backend`` are
@@ -49,16 +50,8 @@ server at another URL.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
-import json
 import math
 import os
-import re
-import threading
-import time
-from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -71,7 +64,14 @@ from factdebate.core.retry import header_retry_after
 from factdebate.core.settings import mask_url
 from factdebate.core.state import Evidence
 from factdebate.tools.base import RetrieverSettings
+from factdebate.tools.live_cache import RATE_LIMIT, DiskCache, RateLimit
 from factdebate.tools.web_apis import MediaWikiClient
+from factdebate.tools.wiki_text import PASSAGE_CHARS, bm25_rank, split_passages, tokens
+
+__all__ = ["PASSAGE_CHARS", "RATE_LIMIT", "DiskCache", "RateLimit", "WikipediaRetriever",
+           "bm25_rank", "live_sources", "needs_local_index", "open_wikipedia_retriever",
+           "page_link", "shortcut_settings", "split_passages", "tokens", "user_agent",
+           "wiki_url"]
 
 NAME = "wikipedia"
 """The backend's registered name (``core/retrievers.py``) and its passages' ``source``."""
@@ -94,18 +94,8 @@ DEFAULT_HTTP_TIMEOUT_S = 20.0
 """One HTTP request's timeout; a search as a whole is bounded by the run's ``tool_timeout_s``."""
 MAXLAG_S = 5
 """``maxlag`` sent with every request (the value Wikimedia recommends for bots)."""
-PASSAGE_CHARS = 800
-"""Most characters of a passage (a paragraph longer than this is cut at sentence ends)."""
-PAGE_CHARS = 200_000
-"""Most characters of a page's text that are split and ranked (the rest is not read)."""
 CACHE_FOLDER = "wikipedia"
 """Folder of the on-disk cache under ``$FACTDEBATE_HOME``."""
-SKIPPED_SECTIONS = frozenset({"references", "external links", "see also", "further reading",
-                              "notes", "bibliography", "sources", "citations", "footnotes"})
-"""Sections whose text is not evidence (lists of links and citations): a page is read up to them."""
-_HEADING = re.compile(r"^\s*(={2,6})\s*(.*?)\s*\1\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_TOKEN = re.compile(r"\w+")
 
 
 class WikiLagging(FactDebateError):
@@ -185,170 +175,6 @@ def page_link(api_url: str, title: str, revision: int | None) -> str:
     base = api_url[: -len("api.php")] + "index.php" if api_url.endswith("api.php") else api_url
     link = f"{base}?title={quote(title.replace(' ', '_'), safe='')}"
     return f"{link}&oldid={revision}" if revision else link
-
-
-# -- the per-process rate limit ------------------------------------------------------------------
-class RateLimit:
-    """Request starts at most ``rate`` per second in this process (any thread, any event loop)."""
-
-    def __init__(self) -> None:
-        """No request started yet."""
-        self._lock = threading.Lock()
-        self._next = 0.0
-
-    def delay(self, rate: float) -> float:
-        """Reserve the next start; the seconds to wait before it (0 with no limit)."""
-        if rate <= 0:
-            return 0.0
-        with self._lock:
-            now = time.monotonic()
-            start = max(now, self._next)
-            self._next = start + 1.0 / rate
-            return start - now
-
-
-RATE_LIMIT = RateLimit()
-"""The process's one limiter: every wiki request goes through it."""
-
-
-# -- the on-disk cache ---------------------------------------------------------------------------
-class DiskCache:
-    """JSON entries in one folder, one file per key, each valid for ``ttl_s`` seconds.
-
-    A key is the wiki's URL, a kind (``search``/``page``) and the query or title; its file is
-    named by their SHA-256. Writes go to a temporary file in the same folder and are renamed over
-    the entry (atomic on POSIX and Windows), so readers in other processes see a whole entry or
-    none. An unreadable, foreign or expired entry is a miss (and is overwritten by the next write).
-    """
-
-    def __init__(self, folder: Path, ttl_s: float) -> None:
-        """Entries live in ``folder`` (made on first write) for ``ttl_s`` seconds."""
-        self.folder = folder
-        self.ttl_s = ttl_s
-
-    def _path(self, key: tuple[str, ...]) -> Path:
-        digest = hashlib.sha256("\x00".join(key).encode("utf-8")).hexdigest()
-        return self.folder / f"{digest}.json"
-
-    def get(self, key: tuple[str, ...]) -> Any | None:
-        """The value stored under ``key`` if younger than the TTL, else None."""
-        if self.ttl_s <= 0:
-            return None
-        try:
-            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not isinstance(entry, dict) or entry.get("key") != list(key):
-            return None
-        stored = entry.get("stored")
-        if not isinstance(stored, int | float) or not 0 <= time.time() - stored < self.ttl_s:
-            return None
-        return entry.get("value")
-
-    def put(self, key: tuple[str, ...], value: Any) -> None:
-        """Store ``value`` under ``key``; a folder that cannot be written only loses the entry."""
-        if self.ttl_s <= 0:
-            return
-        path = self._path(key)
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps({"key": list(key), "stored": time.time(), "value": value},
-                                      ensure_ascii=False), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:  # a read-only home costs requests, not the search
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-
-
-# -- passages and ranking ------------------------------------------------------------------------
-def split_passages(text: str, limit: int = PASSAGE_CHARS) -> list[str]:
-    """A page's plain text as passages of at most ``limit`` characters.
-
-    Paragraphs are packed together up to ``limit``; a heading (``== History ==``) ends the
-    passage before it; a longer paragraph is cut at sentence ends (at spaces inside a sentence
-    longer than ``limit``). Text from a :data:`SKIPPED_SECTIONS` heading on is dropped.
-    """
-    out: list[str] = []
-    current = ""
-
-    def flush() -> None:
-        nonlocal current
-        if current.strip():
-            out.append(current.strip())
-        current = ""
-
-    for line in text[:PAGE_CHARS].splitlines():
-        heading = _HEADING.match(line)
-        if heading:
-            flush()
-            if heading.group(2).casefold() in SKIPPED_SECTIONS:
-                break
-            continue
-        paragraph = " ".join(line.split())
-        if not paragraph:
-            continue
-        for piece in _pieces(paragraph, limit):
-            if current and len(current) + 1 + len(piece) > limit:
-                flush()
-            current = f"{current} {piece}" if current else piece
-    flush()
-    return out
-
-
-def _pieces(paragraph: str, limit: int) -> Iterable[str]:
-    """``paragraph`` in pieces of at most ``limit`` characters, cut at sentence ends."""
-    if len(paragraph) <= limit:
-        yield paragraph
-        return
-    piece = ""
-    for sentence in _SENTENCE_END.split(paragraph):
-        while len(sentence) > limit:  # one sentence over the limit: cut at a space
-            cut = sentence.rfind(" ", 0, limit)
-            cut = cut if cut > limit // 4 else limit
-            if piece:
-                yield piece
-                piece = ""
-            yield sentence[:cut].strip()
-            sentence = sentence[cut:].strip()
-        if piece and len(piece) + 1 + len(sentence) > limit:
-            yield piece
-            piece = ""
-        piece = f"{piece} {sentence}" if piece else sentence
-    if piece:
-        yield piece
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-case word tokens (Unicode letters and digits)."""
-    return _TOKEN.findall(text.casefold())
-
-
-def bm25_rank(query: str, texts: list[str], *, k1: float = 1.2, b: float = 0.75) -> list[float]:
-    """Okapi BM25 score of each of ``texts`` for ``query``, statistics from ``texts`` alone.
-
-    IDF is the non-negative form ``log(1 + (N - n + 0.5) / (n + 0.5))``, so a word found in most
-    passages still counts a little and never counts against one.
-    """
-    docs = [Counter(tokens(t)) for t in texts]
-    if not docs:
-        return []
-    lengths = [sum(d.values()) for d in docs]
-    average = sum(lengths) / len(docs) or 1.0
-    terms = set(tokens(query))
-    idf = {}
-    for term in terms:
-        n = sum(1 for d in docs if term in d)
-        idf[term] = math.log(1 + (len(docs) - n + 0.5) / (n + 0.5))
-    scores = []
-    for doc, length in zip(docs, lengths, strict=True):
-        score = 0.0
-        for term in terms:
-            tf = doc.get(term, 0)
-            if tf:
-                score += idf[term] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
-        scores.append(score)
-    return scores
 
 
 # -- the retriever -------------------------------------------------------------------------------

@@ -71,8 +71,10 @@ def test_disk_cache_keeps_entries_for_the_ttl(tmp_path: Path, monkeypatch: pytes
     cache.put(key, [{"id": "Eiffel Tower#1"}])
     assert cache.get(key) == [{"id": "Eiffel Tower#1"}]
     assert cache.get(("https://other/api.php", *key[1:])) is None, "keyed by the wiki's URL too"
-    now = live.time.time()
-    monkeypatch.setattr(live.time, "time", lambda: now + 61)
+    from factdebate.tools import live_cache
+
+    now = live_cache.time.time()
+    monkeypatch.setattr(live_cache.time, "time", lambda: now + 61)
     assert cache.get(key) is None, "an entry older than the TTL is a miss"
     assert DiskCache(tmp_path / "off", ttl_s=0).get(key) is None
     DiskCache(tmp_path / "off", ttl_s=0).put(key, 1)
