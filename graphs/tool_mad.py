@@ -7,11 +7,12 @@ with the consistency score, "Tool-MAD: Dynamic Multi-Agent Debate Framework with
 for Accurate and Hallucination-Resistant Fact Verification" (anonymous ACL submission; Algorithm 1
 in the appendix, prompts in Appendix A).
 
-Algorithm 1, as wired here: per round every debater (parallel ``Send`` branches of the
-``debate_turn`` subgraph) formulates a query -> retrieves top-k with its own tool -> responds ->
-is scored; ``check_consensus`` stops early on agreement (gated by the stability thresholds in
-stability mode); after T rounds the ``judge`` decides from the claim, the full history and the
-per-agent average scores.
+Algorithm 1, as wired here: ``prepare`` checks the input, ``open_round`` opens each round; per
+round every debater (parallel ``Send`` branches of the ``debate_turn`` subgraph) formulates a
+query (``formulate_query``) -> retrieves top-k with its own tool (``retrieve``) -> responds
+(``respond``) -> is scored (``score``); ``check_consensus`` stops early on agreement (gated by the
+stability thresholds in stability mode); after T rounds the ``judge`` decides from the claim, the
+full history and the per-agent average scores.
 
 Deviations (and why):
 * Prompts: the papers print them only as images; ``prompts/tool_mad/prompts.yaml`` reconstructs
