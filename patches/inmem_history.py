@@ -32,7 +32,7 @@ up its values by key. The runtime's other threads are neither read nor touched.
 
 The gate in ``factdebate.patches.PATCHES`` names the langgraph-checkpoint and
 langgraph-runtime-inmem versions this layout was read from; with any other version the server
-does not prune (``usage.prune_before_write`` asks ``enabled("inmem_history")``) and says so once
+does not prune (``usage.bound_history`` asks ``enabled("inmem_history")``) and says so once
 in its log. Deployments on the LangGraph Platform runtime bound history with
 ``checkpointer.ttl`` instead. Graphs with LangGraph's ``DeltaChannel`` (whose values build on
 earlier versions) are not pruned correctly by this module; no graph of this project uses one.

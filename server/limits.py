@@ -25,8 +25,9 @@ Three limits, all set in the server's environment and read when the server loads
   (:func:`owned_count`); two creates of one user that arrive together can both pass (the limit is
   exceeded by at most the requests in flight). Store items have no count: their bytes do.
 * **Bytes per user**: ``FACTDEBATE_MAX_BYTES_PER_USER`` (default 100 MiB) of thread metadata,
-  state writes, run inputs, assistants, crons and store values; at most
-  ``FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD`` (100) checkpoints per thread; store items expire after
+  state writes, run inputs, thread histories, assistants, crons and store values; at most
+  ``FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD`` (100) checkpoints per thread, all namespaces
+  together; store items expire after
   ``FACTDEBATE_STORE_TTL_MINUTES`` (30 days) without a write (:mod:`factdebate.server.usage`).
 * **Concurrent runs per user**: ``FACTDEBATE_MAX_RUNS_PER_USER`` (default 4, ``0`` = no limit)
   pending or running runs per identity; one more is refused with 429 until one finishes. Counted

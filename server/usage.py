@@ -464,11 +464,6 @@ async def bound_history(thread_id: Any, keep: int, identity: str | None = None,
         ledger.link(identity, thread_key(thread_id), history_key(thread_id))
 
 
-async def prune_before_write(thread_id: Any, keep: int) -> None:
-    """Prune an idle thread so that one more checkpoint keeps it within ``keep`` (no charge)."""
-    await bound_history(thread_id, keep)
-
-
 # --- the store TTL -------------------------------------------------------------------------------
 def _stale(item: dict[str, Any], cutoff: dt.datetime) -> bool:
     stamp = item.get("updated_at") or item.get("created_at")

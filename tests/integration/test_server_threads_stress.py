@@ -185,25 +185,50 @@ def test_no_thread_is_lost_in_150_seconds(tmp_path: Path):
     _check(tally, tmp_path)
 
 
+def _rss_mb(pid: int) -> float | None:
+    """The resident memory of process ``pid`` in MB (Linux ``/proc``), or None."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    kb = next((int(line.split()[1]) for line in status.splitlines()
+               if line.startswith("VmRSS:")), None)
+    return None if kb is None else round(kb / 1024, 1)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the mix against a fresh server for ``--seconds`` and print the counts as JSON."""
+    """Run the mix against a fresh server for ``--seconds`` and print the counts as JSON, with
+    the server's resident memory every ``--every`` seconds."""
     import tempfile
+    import threading
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=600)
+    parser.add_argument("--every", type=float, default=30)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="factdebate-stress-") as folder:
         work = Path(folder)
         proc, url = start_langgraph_dev(work, _env(work), args=("--n-jobs-per-worker", "8"))
         started = time.monotonic()
+        rss: list[tuple[int, float | None]] = []
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(args.every):
+                rss.append((round(time.monotonic() - started), _rss_mb(proc.pid)))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         try:
             tally = asyncio.run(run_mix(url, args.seconds))
         finally:
+            done.set()
             stop_server(proc)
         log = (work / "server.log").read_text(errors="replace")
         print(json.dumps({**tally.summary(), "seconds": round(time.monotonic() - started, 1),
                           "server_starts": log.count(STARTED),
-                          "missing_thread_warnings": log.count("Unexpected missing thread")}))
+                          "missing_thread_warnings": log.count("Unexpected missing thread"),
+                          "server_rss_mb": rss}))
     return 0 if not tally.errors else 1
 
 
