@@ -46,6 +46,7 @@ Scope = dict[str, Any]
 Message = dict[str, Any]
 
 _EVENT_END = re.compile(r"\r\n\r\n|\n\n|\r\r")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _DECODABLE = {b"gzip": 16 + zlib.MAX_WBITS, b"x-gzip": 16 + zlib.MAX_WBITS,
               b"deflate": zlib.MAX_WBITS}
 FORMS_TTL_S = 1.0
@@ -237,7 +238,7 @@ class _SseEvents:
 
     def _event(self, raw: str) -> str:
         """One event (its blank line included), its model text redacted across events."""
-        lines = raw.splitlines(keepends=True)
+        lines = _LINE.findall(raw)  # SSE lines end at CR, LF or CRLF only (not at U+2028)
         names = [ln for ln in lines if ln.startswith("event:")]
         datas = [i for i, ln in enumerate(lines) if ln.startswith("data:")]
         if len(names) != 1 or len(datas) != 1:

@@ -197,3 +197,15 @@ def test_a_log_line_is_redacted_after_every_formatter():
                                                                   "error": error}, (), None)
     line = RedactingFormatter(Structured()).format(record)
     assert line.startswith("run failed error=ValueError(") and leaked(line) == [], line
+
+
+async def test_an_event_whose_text_holds_line_separators_keeps_its_framing():
+    """JSON may carry U+2028 and U+2029 raw (orjson does): they end no SSE line, so such an
+    event's model text is still held back across events."""
+    first = {"id": "m", "content": f"a\u2028b\u2029c {KEY[:10]}"}
+    last = {"id": "m", "content": KEY[10:], "response_metadata": {"finish_reason": "stop"}}
+    pieces = [sse("messages", [first, {}]), sse("messages", [last, {}]), b""]
+    _, bodies = await through(sender([(b"content-type", b"text/event-stream")], pieces))
+    got = events_of("".join(m["body"].decode() for m in bodies))
+    assert [n for n, _ in got] == ["messages", "messages"]
+    assert "".join(d[0]["content"] for _, d in got) == "a\u2028b\u2029c ***"
