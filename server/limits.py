@@ -1,4 +1,4 @@
-"""Operator limits on the work one client can buy from the LangGraph server (item 3).
+"""Operator limits on the work one client can buy from the LangGraph server.
 
 Three limits, all set in the server's environment and read when the server loads the auth module
 (a malformed value stops the start with one line), then checked before anything starts:
