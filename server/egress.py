@@ -267,9 +267,9 @@ class _SseEvents:
         """``data`` with its model text redacted across events (None: no model text here); a
         tuple (events to send first, data) when an earlier stream must be flushed first."""
         if mode == "messages" and isinstance(data, list) and data and isinstance(data[0], dict):
-            chunk = data[0]
-            key = ("messages", name, str(chunk.get("id")))
-            return [self._delta(key, name, data, chunk), *data[1:]]
+            first: dict[str, Any] = data[0]
+            key = ("messages", name, str(first.get("id")))
+            return [self._delta(key, name, data, first), *data[1:]]
         if mode == "messages/partial" and isinstance(data, list):
             return [_partial(m, self.forms()) for m in data]
         if mode == "events" and isinstance(data, dict):
@@ -306,6 +306,7 @@ class _SseEvents:
         rest = redactor.feed("", final=True, known=self.forms())
         if not rest:
             return ""
+        data: Any
         if key[0] == "messages":
             data = [{**template[0], "content": rest}, *template[1:]]
         else:

@@ -405,7 +405,7 @@ def check_inner_breakpoints(configurable: Any, where: str, graph: str | None = N
                           f"{MAX_BREAKPOINTS} node names of at most {MAX_SHOWN_CHARS} characters, "
                           f"not {shown(names)}", 422)
         unknown = [n for n in names if inner is not None and n not in inner]
-        if unknown:
+        if unknown and inner is not None:
             raise Refused(field, f"{where}: {field}.{kind} names node(s) inside no turn of "
                           f"{graph}: {', '.join(shown(n) for n in unknown[:5])}"
                           f"{f' and {len(unknown) - 5} more' if len(unknown) > 5 else ''}; "
