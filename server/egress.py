@@ -21,6 +21,8 @@ which langgraph-api runs on every route before its own (``langgraph.json``: ``ht
   event's text held back only where it could begin a secret (it goes out in the message's next
   event, its last chunk, or one added event of the same message when the stream ends); the
   accumulated ``messages/partial`` text without such an end;
+* an error reply (4xx, 5xx) longer than :data:`MAX_ERROR_BYTES` is cut to its first part, saying
+  so (langgraph-api's request validation quotes the offending value whole);
 * gzip- or deflate-encoded bodies are decoded and sent as identity (langgraph-api does not
   compress; a proxy or an app that does is handled); a body in an encoding it cannot read is
   replaced by a 502 naming the encoding.
@@ -49,6 +51,9 @@ _EVENT_END = re.compile(r"\r\n\r\n|\n\n|\r\r")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _DECODABLE = {b"gzip": 16 + zlib.MAX_WBITS, b"x-gzip": 16 + zlib.MAX_WBITS,
               b"deflate": zlib.MAX_WBITS}
+MAX_ERROR_BYTES = 4096
+"""Largest error reply (4xx, 5xx) sent whole: a longer one is cut (a refusal that quotes a client's
+200 KB value - langgraph-api's request validation does - is not sent back whole)."""
 FORMS_TTL_S = 1.0
 """How long one response reuses the secrets it looked up (a secret registered meanwhile is searched
 for from then on)."""
@@ -67,6 +72,20 @@ def _encode(text: str) -> bytes:
 def redact_bytes(data: bytes) -> bytes:
     """``data`` (any bytes; UTF-8 text where it is text) without the secrets the process knows."""
     return _encode(redact(_decode(data))) if data else data
+
+
+def _bounded_error(body: bytes) -> bytes:
+    """An error reply of at most about :data:`MAX_ERROR_BYTES`: its ``detail`` cut, saying so."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    limit = MAX_ERROR_BYTES // 2
+    if isinstance(data, dict) and isinstance(data.get("detail"), str):
+        detail = data["detail"]
+        cut = f"{detail[:limit]}... (cut: the reply was {len(body)} bytes)"
+        return json.dumps({"detail": cut}, ensure_ascii=False).encode()
+    return body[:limit] + f"... (cut: the reply was {len(body)} bytes)".encode()
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
@@ -164,6 +183,8 @@ class _Response:
             if self._inflate is not None:
                 body = self._inflate.decompress(body) + self._inflate.flush()
             body = _encode(redact(_decode(body), self.forms())) if body else body
+            if start.get("status", 200) >= 400 and len(body) > MAX_ERROR_BYTES:
+                body = _bounded_error(body)
             if not self._head or self._inflate is not None:
                 headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
                 headers.append((b"content-length", str(len(body)).encode()))

@@ -209,3 +209,18 @@ async def test_an_event_whose_text_holds_line_separators_keeps_its_framing():
     got = events_of("".join(m["body"].decode() for m in bodies))
     assert [n for n, _ in got] == ["messages", "messages"]
     assert "".join(d[0]["content"] for _, d in got) == "a\u2028b\u2029c ***"
+
+
+async def test_a_long_error_reply_is_cut():
+    """langgraph-api's request validation quotes the offending value: a 200 KB name is a 200 KB
+    422 unless the edge cuts it."""
+    detail = f"{'n' * 200_000!r} is not of type 'array'"
+    body = json.dumps({"detail": detail}).encode()
+    start, [out] = await through(sender([(b"content-type", b"application/json")], [body],
+                                        status=422))
+    assert start["status"] == 422 and len(out["body"]) < 4096
+    assert json.loads(out["body"])["detail"].endswith(f"(cut: the reply was {len(body)} bytes)")
+    assert int(dict(start["headers"])[b"content-length"]) == len(out["body"])
+    ok = json.dumps({"values": "x" * 10_000}).encode()  # a long reply that is no error: whole
+    _, [whole] = await through(sender([(b"content-type", b"application/json")], [ok]))
+    assert whole["body"] == ok
