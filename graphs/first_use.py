@@ -76,6 +76,8 @@ def index_pending(ctx: Context | None, needs_index: bool = True) -> bool:
     the module doc applies and its folder has not been checked in this process. Cheap."""
     if ctx is None or not needs_index or os.environ.get("FACTDEBATE_INDEX_DIR"):
         return False
+    if ctx.index_dir or ctx.milvus_uri:  # a place the user named: theirs (demo_allowed's rule)
+        return False
     if str(ctx.index_path.expanduser().absolute()) in _checked:
         return False
     from factdebate.tools.demo_index import demo_allowed
