@@ -54,6 +54,8 @@ _DECODABLE = {b"gzip": 16 + zlib.MAX_WBITS, b"x-gzip": 16 + zlib.MAX_WBITS,
 MAX_ERROR_BYTES = 4096
 """Largest error reply (4xx, 5xx) sent whole: a longer one is cut (a refusal that quotes a client's
 200 KB value - langgraph-api's request validation does - is not sent back whole)."""
+ERROR_KEEP_BYTES = 1 << 20
+"""Most bytes of an error reply streamed in pieces that are kept to send it whole."""
 FORMS_TTL_S = 1.0
 """How long one response reuses the secrets it looked up (a secret registered meanwhile is searched
 for from then on)."""
@@ -142,6 +144,9 @@ class _Response:
         self._text = StreamRedactor()
         self._events: _SseEvents | None = None
         self._forms: tuple[float, Forms] | None = None
+        self._error = bytearray()
+        self._error_size = 0
+        self._error_start: tuple[Message, list[tuple[bytes, bytes]]] = ({}, [])
 
     def forms(self) -> Forms:
         """The secrets' forms, looked up at most once per :data:`FORMS_TTL_S`."""
@@ -177,21 +182,15 @@ class _Response:
             self._inflate = zlib.decompressobj(_DECODABLE[encoding])
             headers = [(k, v) for k, v in headers if k.lower() != b"content-encoding"]
         kind = (_header(headers, b"content-type") or b"").split(b";")[0].strip().lower()
-        whole = not message.get("more_body")
-        if whole:
-            body = message.get("body", b"")
+        body = message.get("body", b"")
+        if not message.get("more_body"):
             if self._inflate is not None:
                 body = self._inflate.decompress(body) + self._inflate.flush()
-            body = _encode(redact(_decode(body), self.forms())) if body else body
-            if start.get("status", 200) >= 400 and len(body) > MAX_ERROR_BYTES:
-                body = _bounded_error(body)
-            if not self._head or self._inflate is not None:
-                headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
-                headers.append((b"content-length", str(len(body)).encode()))
-            await self._send({**start, "headers": headers})
-            await self._send({"type": "http.response.body", "body": body, "more_body": False})
-            self._mode = "done"
+            await self._whole(start, headers, body)
             return True
+        if start.get("status", 200) >= 400 and kind != b"text/event-stream":
+            self._mode, self._error_start = "error", (start, headers)  # sent whole at its end
+            return False
         headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
         await self._send({**start, "headers": headers})
         self._mode = "sse" if kind == b"text/event-stream" else "text"
@@ -199,6 +198,19 @@ class _Response:
         if self._mode == "sse":
             self._events = _SseEvents(self.forms)
         return False
+
+    async def _whole(self, start: Message, headers: list[tuple[bytes, bytes]],
+                     body: bytes) -> None:
+        """Send a response whose body is all here: redacted, an error bounded, its length set."""
+        body = _encode(redact(_decode(body), self.forms())) if body else body
+        if start.get("status", 200) >= 400 and len(body) > MAX_ERROR_BYTES:
+            body = _bounded_error(body)
+        if not self._head or self._inflate is not None:
+            headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(body)).encode()))
+        await self._send({**start, "headers": headers})
+        await self._send({"type": "http.response.body", "body": body, "more_body": False})
+        self._mode = "done"
 
     async def _refuse(self, encoding: bytes) -> None:
         body = json.dumps({"detail": f"the response is {encoding.decode('latin-1')}-encoded, "
@@ -213,6 +225,16 @@ class _Response:
             return
         if self._inflate is not None:
             body = self._inflate.decompress(body) + (b"" if more else self._inflate.flush())
+        if self._mode == "error":  # an error reply streamed in pieces: sent whole, bounded
+            self._error_size += len(body)
+            self._error.extend(body[:max(0, ERROR_KEEP_BYTES - len(self._error))])
+            if not more:
+                start, headers = self._error_start
+                kept = bytes(self._error)
+                if self._error_size > len(kept):
+                    kept += f"... (cut: the reply was {self._error_size} bytes)".encode()
+                await self._whole(start, headers, kept)
+            return
         text = self._decoder.decode(body, final=not more)
         if self._mode == "sse":
             assert self._events is not None

@@ -221,6 +221,14 @@ async def test_a_long_error_reply_is_cut():
     assert start["status"] == 422 and len(out["body"]) < 4096
     assert json.loads(out["body"])["detail"].endswith(f"(cut: the reply was {len(body)} bytes)")
     assert int(dict(start["headers"])[b"content-length"]) == len(out["body"])
+    pieces = [body[i:i + 65536] for i in range(0, len(body), 65536)] + [b""]  # streamed, too
+    start, [out] = await through(sender([(b"content-type", b"application/json")], pieces,
+                                        status=422))
+    assert start["status"] == 422 and len(out["body"]) < 4096 and not out["more_body"]
+    assert json.loads(out["body"])["detail"].endswith(f"(cut: the reply was {len(body)} bytes)")
+    small = [b'{"detail": "no such ', f'thread {KEY}"}}'.encode(), b""]
+    _, [out] = await through(sender([(b"content-type", b"application/json")], small, 404))
+    assert json.loads(out["body"]) == {"detail": "no such thread ***"}
     ok = json.dumps({"values": "x" * 10_000}).encode()  # a long reply that is no error: whole
     _, [whole] = await through(sender([(b"content-type", b"application/json")], [ok]))
     assert whole["body"] == ok

@@ -607,3 +607,28 @@ async def test_a_reply_that_holds_the_key_reaches_no_client_and_no_log_line(leak
         assert key_found(data) == [], (name, key_found(data))
     assert page[0].headers.get("content-security-policy")  # the page's own headers kept
     assert key_found(log.read_bytes()) == [], key_found(log.read_bytes())
+
+
+async def test_breakpoint_refusals_of_the_server_are_small_and_name_the_key(leaking_server):
+    """The inner-breakpoint key in ``config.configurable`` is checked like ``interrupt_before``
+    (422, no run), and no refusal sends a 200 KB name back."""
+    import httpx
+
+    from factdebate.graphs.exported import BREAKPOINTS_KEY
+
+    url, _ = leaking_server
+    async with httpx.AsyncClient(base_url=url, headers={"x-api-key": SERVER_KEYS["bob"]},
+                                 timeout=60) as http:
+        thread = (await http.post("/threads", json={})).json()["thread_id"]
+        runs = f"/threads/{thread}/runs"
+        bad_key = await http.post(runs, json={"assistant_id": "tool_mad", "input": {
+            "claim": CLAIM}, "config": {"configurable": {BREAKPOINTS_KEY: "respond"}}})
+        long_name = await http.post(runs, json={"assistant_id": "tool_mad", "input": {
+            "claim": CLAIM}, "interrupt_before": ["n" * 200_000]})
+        long_type = await http.post(runs, json={"assistant_id": "tool_mad", "input": {
+            "claim": CLAIM}, "interrupt_before": "n" * 200_000})
+        listed = (await http.get(f"/threads/{thread}/runs")).json()
+    assert bad_key.status_code == 422 and BREAKPOINTS_KEY in bad_key.text, bad_key.text
+    for refused in (long_name, long_type):
+        assert refused.status_code == 422 and len(refused.content) < 4096, refused.text[:300]
+    assert listed == []  # nothing ran
