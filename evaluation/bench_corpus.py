@@ -125,12 +125,14 @@ def _sample_passages(dump: Path, n: int) -> list[str]:
     return texts[:n]
 
 
-def _embedding(dump: Path, work_dir: Path) -> dict[str, Any]:
+def _embedding(dump: Path, work_dir: Path, sample: int) -> dict[str, Any]:
+    if sample < 1:
+        return {"skipped": "no sample asked for"}
     try:
         from factdebate.evaluation.bench_embedding import measure_embedding  # type: ignore
     except ImportError as exc:
         return {"skipped": f"evaluation/bench_embedding.py is not there ({exc})"}
-    return measure_embedding(_sample_passages(dump, EMBED_SAMPLE), out_dir=work_dir / "embedding")
+    return measure_embedding(_sample_passages(dump, sample), out_dir=work_dir / "embedding")
 
 
 def subset_dump(dump: Path, folder: Path, files: int) -> Path:
@@ -142,7 +144,8 @@ def subset_dump(dump: Path, folder: Path, files: int) -> Path:
     return folder
 
 
-def run_corpus_bench(work_dir: Path, *, pages: int = 1_000_000, seed: int = 13) -> dict[str, Any]:
+def run_corpus_bench(work_dir: Path, *, pages: int = 1_000_000, seed: int = 13,
+                     embed_sample: int = EMBED_SAMPLE) -> dict[str, Any]:
     """Generate the dump, import it at two sizes and both granularities, embed a sample."""
     started = time.perf_counter()
     large = generate_fever_dump(work_dir / "corpus" / f"fever-{pages}", pages, seed)
@@ -160,7 +163,7 @@ def run_corpus_bench(work_dir: Path, *, pages: int = 1_000_000, seed: int = 13) 
     result: dict[str, Any] = {
         "pages": pages, "smaller_pages": small_pages, "generate_s": round(generate_s, 1),
         "imports": runs,
-        "load_average": os.getloadavg(), "embedding": _embedding(small, work_dir),
+        "load_average": os.getloadavg(), "embedding": _embedding(small, work_dir, embed_sample),
         "budget": ">= 10,000 pages/s; peak RSS under 2 GB; anonymous RSS at 4x the pages "
                   "within 1.5x (file-backed RSS is the index's mapped segments: page cache)",
     }

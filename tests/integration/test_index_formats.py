@@ -210,7 +210,7 @@ def test_an_interrupted_dense_build_resumes_without_duplicate_vectors(tmp_path: 
 def test_bench_corpus_runs_end_to_end_on_a_small_dump(tmp_path: Path) -> None:
     from factdebate.evaluation.bench_corpus import run_corpus_bench
 
-    result = run_corpus_bench(tmp_path, pages=1000)
+    result = run_corpus_bench(tmp_path, pages=1000, embed_sample=0)  # embedding: bench_embedding
     runs = result["imports"]
     assert set(runs) == {"1000_chunk", "1000_sentence"}  # one file: the smaller size is the dump
     assert runs["1000_chunk"]["pages"] == 1000
