@@ -20,6 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from factdebate.cli.main import app
+from factdebate.core.errors import BackendUnavailableError
 from factdebate.evaluation.bench_corpus import generate_fever_dump
 from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
 from factdebate.tools.index_lock import release
@@ -64,6 +65,9 @@ def test_the_format_is_detected_and_an_unchanged_dump_is_not_rebuilt(tmp_path: P
     assert code == 0 and "indexed 3 passages" in output, output
     code, output = _index(str(dump), "--index-dir", str(target), "--keyword-only")
     assert code == 0 and "nothing to do" in output, output
+    settings = RetrieverSettings(index_dir=str(target), milvus_uri=str(target / "milvus.db"))
+    with pytest.raises(BackendUnavailableError, match="keyword-only"):
+        get_retriever("milvus", settings)  # says so, not "no vector index"
 
 
 def test_a_store_searched_per_claim_never_returns_another_claims_pool(tmp_path: Path) -> None:
