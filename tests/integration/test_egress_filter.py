@@ -232,3 +232,48 @@ async def test_a_long_error_reply_is_cut():
     ok = json.dumps({"values": "x" * 10_000}).encode()  # a long reply that is no error: whole
     _, [whole] = await through(sender([(b"content-type", b"application/json")], [ok]))
     assert whole["body"] == ok
+
+
+def measure(events: int = 5000) -> list[str]:
+    """What the filter adds: SSE events (``values`` and messages-tuple token chunks) and a 1 MB
+    JSON body through ``EgressFilter``, against the same app without it (best of three)."""
+    import asyncio
+    import os
+    import time
+
+    os.environ.setdefault("OPENAI_API_KEY", KEY)
+
+    async def timed(app: Any) -> float:
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b""}
+
+        async def send(message: dict[str, Any]) -> None:
+            return None
+
+        began = time.perf_counter()
+        await app({"type": "http", "method": "GET", "path": "/", "headers": [],
+                   "extensions": {}}, receive, send)
+        return time.perf_counter() - began
+
+    values = [sse("values", {"claim": "The Eiffel Tower is in Paris.", "round": i,
+                             "turns": ["x" * 300]}) for i in range(events)] + [b""]
+    tokens = [sse("messages", [{"id": "m1", "content": "token ", "type": "AIMessageChunk"},
+                               {"langgraph_node": "respond"}]) for _ in range(events)] + [b""]
+    body = json.dumps({"values": [{"text": "The Eiffel Tower is a lattice tower. " * 27}
+                                  for _ in range(1000)]}).encode()
+    lines = []
+    for name, kind, pieces, n in (
+            ("SSE values events", b"text/event-stream", values, events),
+            ("SSE messages-tuple token events", b"text/event-stream", tokens, events),
+            (f"a {len(body) / 1e6:.1f} MB JSON body", b"application/json", [body], 1)):
+        app = sender([(b"content-type", kind)], pieces)
+        bare = min(asyncio.run(timed(app)) for _ in range(3))
+        filtered = min(asyncio.run(timed(EgressFilter(app))) for _ in range(3))
+        lines.append(f"{name}: {n} in {bare * 1e3:.1f} ms without the filter, "
+                     f"{filtered * 1e3:.1f} ms with it ({(filtered - bare) / n * 1e6:.0f} us "
+                     f"added per {'event' if n > 1 else 'body'})")
+    return lines
+
+
+if __name__ == "__main__":  # python -m tests.integration.test_egress_filter
+    print("\n".join(measure()))
