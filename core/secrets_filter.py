@@ -89,7 +89,11 @@ def mask_url(text: str) -> str:
             return f"{m.group('scheme')}{m.group('user')}:***@"
         return f"{m.group('scheme')}***@"
 
-    return _SECRET_PARAM_MASK.sub(r"\1***", _USERINFO.sub(userinfo, text))
+    if "://" in text:  # plain substring tests first: a long text without URLs is scanned once
+        text = _USERINFO.sub(userinfo, text)
+    if "=" in text and ("?" in text or "&" in text):
+        text = _SECRET_PARAM_MASK.sub(r"\1***", text)
+    return text
 
 
 _registered: set[str] = set()
@@ -243,10 +247,19 @@ def _fragment_spans(text: str, known: Forms) -> list[tuple[int, int]]:
     return spans
 
 
+_HIDING = ("\\u", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e")
+
+
+def _may_hide(text: str) -> bool:
+    """Whether ``text`` holds an :data:`INVISIBLE` character or escape at all (substring tests,
+    much faster than the pattern on a long text)."""
+    return any(h in text for h in _HIDING)
+
+
 def _visible(text: str) -> tuple[str, list[int] | None]:
     """``text`` without :data:`INVISIBLE` characters, and where each of its characters was in
     ``text`` (None: there were none)."""
-    if INVISIBLE.search(text) is None:
+    if not _may_hide(text) or INVISIBLE.search(text) is None:
         return text, None
     where: list[int] = []
     pos = 0
