@@ -149,6 +149,31 @@ def prune(saver: Any, thread_id: str, keep: int) -> int:
     return removed
 
 
+def value_keys(saver: Any, thread_id: str) -> list[tuple[str, str, str, Any]]:
+    """The ``blobs`` keys of the channel values a thread's checkpoints reference (all of the
+    thread's values: each was written with a checkpoint that references it, and pruning removes
+    the values of the checkpoints it removes)."""
+    namespaces = _thread(saver, thread_id)
+    if namespaces is None:
+        return []
+    keys: set[tuple[str, str, str, Any]] = set()
+    for ns, checkpoints in list(namespaces.items()):
+        for stored in list(checkpoints.values()):
+            keys.update((thread_id, ns, ch, v) for ch, v in _versions(saver, stored).items())
+    return list(keys)
+
+
+def forget_values(saver: Any, keys: Iterable[tuple[str, str, str, Any]]) -> int:
+    """Remove these channel values from ``saver``; returns how many were there.
+
+    The runtime's thread delete removes a thread's checkpoints and pending writes but not its
+    channel values, so every deleted thread's values stayed in memory for the life of the server
+    (measured: +39 MB over 1,600 deleted threads in 10 minutes); the thread-list patch
+    (:mod:`factdebate.patches.inmem_threads`) calls this after a delete succeeded, with the keys
+    read just before it."""
+    return sum(saver.blobs.pop(key, None) is not None for key in keys)
+
+
 def count(saver: Any, thread_id: str) -> tuple[int, int]:
     """(checkpoints, namespaces) a thread holds in ``saver``, all namespaces together."""
     namespaces = _thread(saver, thread_id)

@@ -20,6 +20,12 @@ thread lock, acquired without blocking any event loop: a waiting delete polls); 
 themselves are called unchanged through the runtime's public ``Threads`` class. Reading,
 creating and running threads are not serialised: appending to the list never moves an index.
 
+The runtime's delete also leaves the thread's channel values in its checkpointer (it removes
+the checkpoints and pending writes only), so the server's memory grew with every deleted thread;
+the wrapped delete reads the thread's value keys first and removes those values once the delete
+succeeded (:func:`factdebate.patches.inmem_history.forget_values`, while that patch's gate is
+open too).
+
 The gate in ``factdebate.patches.PATCHES`` names the langgraph-runtime-inmem version whose
 ``Threads.delete`` and ``Threads.patch`` were read; with any other version nothing is wrapped
 and the server logs it once at start (``factdebate.server.lifespan``). Deployments on the
@@ -36,7 +42,6 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-SERIALISED = ("delete", "patch")
 _LOCK = threading.Lock()
 _POLL_S = 0.001
 _MARK = "_factdebate_one_at_a_time"
@@ -54,24 +59,47 @@ async def one_at_a_time() -> AsyncIterator[None]:
         _LOCK.release()
 
 
-def serialised(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    """``method`` (an async function) run under :func:`one_at_a_time`."""
+def serialised(method: Callable[..., Awaitable[Any]],
+               saver: Callable[[], Any] | None = None) -> Callable[..., Awaitable[Any]]:
+    """``method`` (an async function) run under :func:`one_at_a_time`. With ``saver`` (the
+    checkpointer's factory), ``method`` is a thread delete ``(conn, thread_id, ...)``: the
+    thread's channel values, which the runtime's delete leaves behind, are removed once it
+    succeeded."""
     if getattr(method, _MARK, False):
         return method
 
     @functools.wraps(method)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         async with one_at_a_time():
-            return await method(*args, **kwargs)
+            if saver is None:
+                return await method(*args, **kwargs)
+            thread_id = kwargs.get("thread_id", args[1] if len(args) > 1 else None)
+            keys = _value_keys(saver, thread_id)
+            result = await method(*args, **kwargs)  # raises when nothing was deleted
+            if keys:
+                from factdebate.patches import inmem_history
+
+                inmem_history.forget_values(saver(), keys)
+            return result
 
     setattr(wrapper, _MARK, True)
     return wrapper
 
 
-def wrap(threads: type) -> None:
-    """Serialise ``threads``' delete and patch (idempotent)."""
-    for name in SERIALISED:
-        setattr(threads, name, staticmethod(serialised(getattr(threads, name))))
+def _value_keys(saver: Callable[[], Any], thread_id: Any) -> list[Any]:
+    """The thread's channel-value keys, while the ``inmem_history`` gate (the checkpointer's
+    layout) is open; none otherwise."""
+    from factdebate.patches import enabled, inmem_history
+
+    store = saver() if thread_id is not None and enabled("inmem_history") else None
+    return [] if store is None else inmem_history.value_keys(store, str(thread_id))
+
+
+def wrap(threads: type, saver: Callable[[], Any] | None = None) -> None:
+    """Serialise ``threads``' delete and patch (idempotent); with ``saver``, a delete also
+    removes the thread's channel values."""
+    threads.delete = staticmethod(serialised(threads.delete, saver))  # type: ignore[attr-defined]
+    threads.patch = staticmethod(serialised(threads.patch))  # type: ignore[attr-defined]
 
 
 def install() -> bool:
@@ -83,5 +111,7 @@ def install() -> bool:
         from langgraph_runtime_inmem import ops
     except Exception:  # noqa: BLE001  # another runtime: it keeps threads elsewhere
         return True
-    wrap(ops.Threads)
+    from factdebate.patches import inmem_history
+
+    wrap(ops.Threads, inmem_history.runtime_saver)
     return True

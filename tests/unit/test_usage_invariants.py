@@ -262,3 +262,42 @@ async def test_deletes_one_at_a_time_remove_the_thread_they_name(monkeypatch):
     assert await asyncio.gather(Rows.delete("b"), Rows.delete("e"), Rows.patch("f")) == [
         "b", "e", "F"]
     assert Rows.rows == list("acdF")
+
+
+class Store:
+    """A thread delete as langgraph-runtime-inmem's: checkpoints and pending writes go, the
+    channel values stay; an unknown thread is an error and deletes nothing."""
+
+    saver = InMemorySaver()
+
+    @staticmethod
+    async def delete(conn: Any, thread_id: str, ctx: Any = None) -> str:
+        if thread_id not in Store.saver.storage:
+            raise LookupError(thread_id)
+        del Store.saver.storage[thread_id]
+        for key in [k for k in Store.saver.writes if k[0] == thread_id]:
+            del Store.saver.writes[key]
+        return thread_id
+
+    @staticmethod
+    async def patch(thread_id: str) -> str:
+        return thread_id
+
+
+async def test_a_deleted_thread_leaves_no_channel_values_behind():
+    from factdebate.patches import inmem_threads
+
+    graph = _debate(Store.saver)
+    for n in range(3):
+        _run(graph, "gone", n)
+        _run(graph, "kept", n)
+    kept = {k: v for k, v in Store.saver.blobs.items() if k[0] == "kept"}
+    assert any(k[0] == "gone" for k in Store.saver.blobs)
+    inmem_threads.wrap(Store, lambda: Store.saver)
+    with pytest.raises(LookupError):
+        await Store.delete(None, "never-there")
+    assert await Store.delete(None, "gone") == "gone"
+    assert not any(k[0] == "gone" for k in Store.saver.blobs)  # upstream alone leaves them all
+    assert {k: v for k, v in Store.saver.blobs.items() if k[0] == "kept"} == kept
+    state = graph.get_state({"configurable": {"thread_id": "kept"}})
+    assert state.values["text"].startswith("run 2")
