@@ -27,203 +27,34 @@ and what is wrong.
 
 from __future__ import annotations
 
-import hashlib
-import html
 import json
-import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from factdebate.core.errors import InputError
-
-CHUNK_CHARS = 2000
-"""A ``chunk`` passage gathers consecutive sentences (elements) up to this many characters."""
-GRANULARITIES = ("chunk", "sentence")
-"""``chunk`` (the default): consecutive sentences up to :data:`CHUNK_CHARS`; ``sentence``: one
-passage per sentence (per table row for FEVEROUS tables). See docs/reproducing.md for the
-measurements behind the default."""
-MAX_ID_BYTES = 1024
-"""Longest passage id the vector index stores (``tools/milvus_rag.py``)."""
-
-Passage = dict[str, Any]
-Cursor = dict[str, Any]
-
-
-class SourceError(InputError):
-    """A dump is malformed; the message names the file, the line (or page, row) and the problem."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        """One line ``<where>: <problem>``."""
-        self.where, self.problem = where, problem
-        super().__init__(f"{where}: {problem}", "fix or replace that file; no index was written")
-
-
-@dataclass
-class Page:
-    """One page of a dump: its elements in order (id and text), as the reader found them."""
-
-    page: str
-    title: str
-    elements: list[tuple[Any, str]]
-    """``(element id, text)``: the id is one id, a list of ids (a FEVEROUS table row: its cells)
-    or None (text without numbering)."""
-    url: str = ""
-    pool: str = ""
-    id_prefix: str = ""
-    """Prefix of the passage ids before ``page`` (AVeriTeC: ``<claim_id>/``)."""
-
-
-class Source(Protocol):
-    """What every reader offers the builder."""
-
-    name: str
-    """Format name (``fever-wiki`` ...)."""
-    path: Path
-
-    def read(self, cursor: Cursor | None) -> Iterator[tuple[Page, Cursor]]:
-        """Pages from ``cursor`` (None: the start), each with the cursor just past it."""
-        ...
-
-    def total(self) -> int:
-        """Progress units of the whole dump (bytes or rows)."""
-        ...
-
-    def done(self, cursor: Cursor) -> int:
-        """Progress units before ``cursor``."""
-        ...
-
-    def files(self) -> list[Path]:
-        """The files read, in order (the source's fingerprint covers them)."""
-        ...
-
-
-_PTB = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
-        "-COLON-": ":"}
-_PTB_RE = re.compile("|".join(map(re.escape, _PTB)))
-
-
-def unescape_ptb(text: str) -> str:
-    """FEVER's tokeniser escapes (``-LRB-`` ...) back to brackets."""
-    return _PTB_RE.sub(_ptb, text) if "B-" in text or "-COLON-" in text else text
-
-
-def _ptb(match: re.Match[str]) -> str:
-    return _PTB[match.group(0)]
-
-
-_TAG = re.compile(r"<[^>]{0,2000}>")
-
-
-def strip_links(text: str) -> str:
-    """Drop the ``<a href=...>`` markup of the HotpotQA "withlinks" dump, unescape entities."""
-    return html.unescape(_TAG.sub("", text)) if "<" in text or "&" in text else text
-
-
-def passage_id(prefix: str, page: str, n: int) -> str:
-    """``<prefix><page>#<n>``; a page id too long for the index is shortened by a hash of it."""
-    pid = f"{prefix}{page}#{n}"
-    if len(pid.encode()) <= MAX_ID_BYTES:
-        return pid
-    digest = hashlib.sha1(page.encode()).hexdigest()[:16]
-    head = page.encode()[: MAX_ID_BYTES - 64 - len(prefix.encode())].decode(errors="ignore")
-    return f"{prefix}{head}~{digest}#{n}"
-
-
-def passages_of(page: Page, granularity: str = "chunk", limit: int = CHUNK_CHARS) -> list[Passage]:
-    """Group ``page``'s elements into passages (see :data:`GRANULARITIES`).
-
-    Elements with empty text are skipped; text without an element id (a format without
-    numbering) longer than ``limit`` is cut with :func:`chunk_text`.
-    """
-    groups: list[tuple[list[Any], list[str]]] = []
-    size = 0
-    for eid, raw in page.elements:
-        text = raw.strip()
-        if not text:
-            continue
-        if eid is None and len(text) > limit:
-            groups.extend(([], [piece]) for piece in chunk_text(text, limit))
-            size = limit
-            continue
-        if not groups or granularity == "sentence" or size + len(text) + 1 > limit:
-            groups.append(([], []))
-            size = 0
-        ids, texts = groups[-1]
-        if isinstance(eid, list):
-            ids.extend(eid)
-        elif eid is not None:
-            ids.append(eid)
-        texts.append(text)
-        size += len(text) + 1
-    return [
-        {"id": passage_id(page.id_prefix, page.page, n), "title": page.title,
-         "text": " ".join(texts), "url": page.url, "page": page.page, "sentences": ids,
-         "pool": page.pool}
-        for n, (ids, texts) in enumerate(groups, 1)
-    ]
-
-
-def chunk_text(text: str, limit: int = CHUNK_CHARS) -> list[str]:
-    """Split ``text`` into pieces of at most ``limit`` chars, preferring sentence then word ends."""
-    chunks: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = max(window.rfind(". "), window.rfind("? "), window.rfind("! "))
-        if cut < limit // 2:  # no sentence end in the second half: cut at a space
-            cut = window.rfind(" ")
-        cut = cut + 1 if cut >= limit // 4 else limit  # no usable boundary: hard cut
-        chunks.append(rest[:cut].strip())
-        rest = rest[cut:].strip()
-    if rest:
-        chunks.append(rest)
-    return chunks
-
-
-def json_object(raw: bytes, where: Callable[[], str]) -> dict[str, Any]:
-    """One JSON-lines record as a dict, or :class:`SourceError` naming ``where()``."""
-    try:
-        record = json.loads(raw)
-    except UnicodeDecodeError as exc:
-        raise SourceError(where(), f"not UTF-8 (byte 0x{raw[exc.start]:02x})") from exc
-    except ValueError as exc:
-        raise SourceError(where(), f"malformed JSON ({getattr(exc, 'msg', exc)})") from exc
-    if not isinstance(record, dict):
-        raise SourceError(where(), f"expected a JSON object, got {type(record).__name__}")
-    return record
-
-
-def text_field(record: dict[str, Any], name: str, where: Callable[[], str], *,
-               required: bool = True) -> str:
-    """``record[name]`` as a string (integers accepted for ids), or :class:`SourceError`."""
-    value = record.get(name)
-    if value is None and not required:
-        return ""
-    if name not in record:
-        raise SourceError(where(), f"missing field {name!r}")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if not isinstance(value, str):
-        raise SourceError(where(), f"field {name!r} must be a string, got {type(value).__name__}")
-    return value
-
-
-def sentence_list(record: dict[str, Any], name: str, where: Callable[[], str]) -> list[str]:
-    """``record[name]`` as a list of strings (``None`` entries become ``""``)."""
-    value = record.get(name)
-    if name not in record:
-        raise SourceError(where(), f"missing field {name!r}")
-    if not isinstance(value, list) or not all(isinstance(s, str | None) for s in value):
-        raise SourceError(where(), f"field {name!r} must be a list of sentences (strings)")
-    return [s or "" for s in value]
-
+from factdebate.tools.sources.base import (  # noqa: F401 - the package's public API
+    CHUNK_CHARS,
+    GRANULARITIES,
+    MAX_ID_BYTES,
+    Cursor,
+    Page,
+    Passage,
+    Source,
+    SourceError,
+    chunk_text,
+    json_object,
+    passage_id,
+    passages_of,
+    sentence_list,
+    strip_links,
+    text_field,
+    unescape_ptb,
+)
 
 # --- the registry and detection ------------------------------------------------------------
 
 DUMP_FORMATS = ("fever-wiki", "feverous-db", "hover-wiki", "averitec-store", "wikipedia")
-"""The dumps :func:`open_source` reads (streamed, resumable: ``tools/indexing.build_from_source``)."""
+"""The dumps :func:`open_source` reads (streamed, resumable: ``tools/sources/build.build_from_source``)."""
 FORMATS = ("jsonl", *DUMP_FORMATS)
 """Every ``--format`` name; ``jsonl`` is the project's ``{doc_id, title, text}`` corpus, which
 ``tools/indexing.build_indexes`` validates whole before writing (its passage ids stay ``doc_id``,

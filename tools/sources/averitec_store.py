@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from factdebate.tools.sources import (
+from factdebate.tools.sources.base import (
     Cursor,
     Page,
     SourceError,

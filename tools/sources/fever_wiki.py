@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from factdebate.tools.sources import Cursor, Page, SourceError, json_object, text_field, unescape_ptb
+from factdebate.tools.sources.base import Cursor, Page, SourceError, json_object, text_field, unescape_ptb
 from factdebate.tools.sources.files import (
     Entry,
     entries_done,

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from factdebate.tools.sources import Cursor, Page, SourceError
+from factdebate.tools.sources.base import Cursor, Page, SourceError
 
 WIKI_URL = "https://en.wikipedia.org/wiki/"
 FETCH_ROWS = 500

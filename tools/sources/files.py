@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from factdebate.tools.sources import Cursor, SourceError
+from factdebate.tools.sources.base import Cursor, SourceError
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from factdebate.tools.sources import Cursor, Page, SourceError, json_object, text_field
+from factdebate.tools.sources.base import Cursor, Page, SourceError, json_object, text_field
 from factdebate.tools.sources.files import Entry, entries_done, plain_entries, read_lines, sorted_files
 
 BATCH_ROWS = 1000
