@@ -324,7 +324,7 @@ async def _op(tally: Tally, name: str, coro: Any) -> Any:
         return await coro
 
 
-async def _run(user: User, tally: Tally, thread: str, load: Load, episode: int, mode: str,
+async def _run(user: User, tally: Tally, thread: str, load: Load, mode: str,
                **kwargs: Any) -> None:
     """One run on ``thread`` by ``mode`` (stream, background or wait), timed to its last reply."""
     runs = user.client.runs
@@ -357,8 +357,7 @@ async def _check_runs(user: User, tally: Tally, thread: str) -> None:
             tally.error(f"{user.name} run {run['run_id']}", f"status {run['status']}")
 
 
-async def _fork(user: User, tally: Tally, thread: str, load: Load, episode: int,
-                claim: str) -> None:
+async def _fork(user: User, tally: Tally, thread: str, load: Load, episode: int) -> None:
     """A new branch from the checkpoint before the consensus check, and a run from it."""
     history = await _op(tally, "threads.get_history",
                         user.client.threads.get_history(thread, limit=100))
@@ -369,7 +368,7 @@ async def _fork(user: User, tally: Tally, thread: str, load: Load, episode: int,
     fork = await _op(tally, "threads.update_state", user.client.threads.update_state(
         thread, {"flags": [f"soak fork of episode {episode}"]}, as_node="debate_turn",
         checkpoint_id=before_check[0]["checkpoint"]["checkpoint_id"]))
-    await _run(user, tally, thread, load, episode, "wait", input=None,
+    await _run(user, tally, thread, load, "wait", input=None,
                context=load.context(episode), checkpoint_id=fork["checkpoint"]["checkpoint_id"])
 
 
@@ -393,13 +392,13 @@ async def _episode(user: User, session: int, tally: Tally, load: Load, episode: 
         thread = created["thread_id"]
         kept.append(thread)
     mode = ("stream", "background", "wait")[(episode + episode // 3) % 3]
-    await _run(user, tally, thread, load, episode, mode, input={"claim": claim},
+    await _run(user, tally, thread, load, mode, input={"claim": claim},
                context=load.context(episode))
     if episode % 2 == 1:
         await _op(tally, "threads.update_state", threads.update_state(
             thread, {"flags": ["soak: reviewed"]}, as_node="cite_verdict"))
     if episode % 3 == 0:
-        await _fork(user, tally, thread, load, episode, claim)
+        await _fork(user, tally, thread, load, episode)
     await _check_runs(user, tally, thread)
     while len(kept) > load.keep:
         oldest = kept.popleft()
@@ -489,32 +488,39 @@ async def _final_checks(users: list[User], tally: Tally) -> None:
                         tally.error(f"{user.name} final read of {thread}", exc)
 
 
-async def _server_cpu_per_claim(pid: int, user: User, load: Load, claims: list[str],
-                                concurrency: int = 4) -> dict[str, Any]:
-    """Server CPU seconds per Tool-MAD claim (``runs.wait`` on a new thread each), nothing else
-    running; the server's idle CPU over as long is reported beside it."""
+async def _server_cpu_per_claim(pid: int, user: User, tally: Tally, load: Load,
+                                claims: list[str], concurrency: int = 4) -> dict[str, Any]:
+    """Server CPU seconds per Tool-MAD claim (a new thread, ``runs.wait``, the thread deleted),
+    nothing else running; the server's idle CPU over as long is reported beside it. A failed
+    claim is one of the soak's errors, and the figure is per claim that succeeded."""
     idle0, t_idle = tree_cpu_s(pid), time.monotonic()
     await asyncio.sleep(5.0)
     idle_rate = (tree_cpu_s(pid) - idle0) / (time.monotonic() - t_idle)
     gate = asyncio.Semaphore(concurrency)
     ctx = {"debater_model": f"scripted:agree?latency={load.latency:g}", "max_rounds": load.rounds}
 
-    async def one(claim: str) -> None:
+    async def one(claim: str) -> bool:
         async with gate:
-            thread = (await user.client.threads.create())["thread_id"]
-            out = await user.client.runs.wait(thread, load.graph, input={"claim": claim},
-                                              context=ctx)
-            if not isinstance(out, dict) or "__error__" in out or "label" not in out:
-                raise RuntimeError(f"server CPU phase: run on {thread} failed: {out}")
-            await user.client.threads.delete(thread)
+            try:
+                thread = (await _op(tally, "threads.create", user.client.threads.create()))
+                out = await _op(tally, "runs.wait", user.client.runs.wait(
+                    thread["thread_id"], load.graph, input={"claim": claim}, context=ctx))
+                if not isinstance(out, dict) or "__error__" in out or "label" not in out:
+                    raise RuntimeError(f"run on {thread['thread_id']} failed: {out}")
+                await _op(tally, "threads.delete", user.client.threads.delete(thread["thread_id"]))
+            except Exception as exc:  # noqa: BLE001  # counted; the other claims go on
+                tally.error(f"{user.name} CPU phase", exc)
+                return False
+            return True
 
     cpu0, t0 = tree_cpu_s(pid), time.monotonic()
-    await asyncio.gather(*(one(c) for c in claims))
+    done = sum(await asyncio.gather(*(one(c) for c in claims)))
     cpu, wall = tree_cpu_s(pid) - cpu0, time.monotonic() - t0
-    return {"server_cpu_s_per_claim": round(cpu / len(claims), 4),
+    return {"server_cpu_s_per_claim": round(cpu / done, 4) if done else None,
             "server_idle_cpu_s_per_s": round(idle_rate, 4),
-            "server_cpu_s_per_claim_less_idle": round((cpu - idle_rate * wall) / len(claims), 4),
-            "cpu_phase_wall_s": round(wall, 2)}
+            "server_cpu_s_per_claim_less_idle": (round((cpu - idle_rate * wall) / done, 4)
+                                                 if done else None),
+            "cpu_phase_claims_done": done, "cpu_phase_wall_s": round(wall, 2)}
 
 
 async def _lean_cpu_per_claim(index: Path, db: Path, load: Load, claims: list[str],
@@ -652,7 +658,7 @@ async def _soak(pid: int, url: str, users: list[User], load: Load, *, duration_s
     mix_wall = time.monotonic() - tally.t0
     await sampler
     await _final_checks(users, tally)
-    cpu = await _server_cpu_per_claim(pid, users[0], load, cpu_claims)
+    cpu = await _server_cpu_per_claim(pid, users[0], tally, load, cpu_claims)
     return {"tally": tally, "samples": samples, "mix_wall_s": round(mix_wall, 1), **cpu}
 
 
@@ -690,14 +696,18 @@ def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s
         end_rss = tree_rss_mb(proc.pid)
     finally:
         stop_server(proc)
-    lean = run_async(_lean_cpu_per_claim(index, work / "lean.sqlite", load, timed))
     tally: Tally = out.pop("tally")
+    try:
+        lean = run_async(_lean_cpu_per_claim(index, work / "lean.sqlite", load, timed))
+    except Exception as exc:  # noqa: BLE001  # the soak's figures are kept, the failure counted
+        tally.error("lean CPU phase", exc)
+        lean = {"lean_cpu_s_per_claim": None, "lean_wall_s": None}
     samples = out.pop("samples")
     figures = summarize(samples, tally.latencies, duration_s=duration_s, warmup_s=warmup_s,
                         errors=tally.errors, lost_runs=len(tally.lost_runs),
                         lost_threads=len(tally.lost_threads))
     ratio = (round(out["server_cpu_s_per_claim"] / lean["lean_cpu_s_per_claim"], 3)
-             if lean["lean_cpu_s_per_claim"] > 0 else None)
+             if out["server_cpu_s_per_claim"] and lean["lean_cpu_s_per_claim"] else None)
     result: dict[str, Any] = {
         "duration_s": duration_s, "users": users, "sessions": sessions, "jobs": jobs,
         "model": f"scripted:agree?latency={latency:g} (every 4th episode scripted:disagree, "
