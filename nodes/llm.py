@@ -108,7 +108,8 @@ async def model_for(spec: str, ctx: Context) -> BaseChatModel:
 
 
 def call_config(calls: CallLog, *, role: str, agent: str = "", round_: int = 0) -> RunnableConfig:
-    """Config of one model call: usage tracker, the run's budget, role metadata.
+    """Config of one model call: usage tracker, the run's budget, role metadata, on top of the
+    calling node's config (its stream and trace handlers stay).
 
     The run's budget (``factdebate.core.budget``: the operator's per-run limit of model calls and
     tokens, counted outside the state for the whole run, nested graphs and parallel branches
@@ -116,6 +117,8 @@ def call_config(calls: CallLog, *, role: str, agent: str = "", round_: int = 0) 
     raises ``BudgetExceededError`` here, before a library that swallows model errors (RAGAS)
     gets the config.
     """
+    from langchain_core.runnables.config import ensure_config, merge_configs
+
     from factdebate.core.budget import current_budget
 
     callbacks: list[Any] = [calls.tracker]
@@ -123,11 +126,16 @@ def call_config(calls: CallLog, *, role: str, agent: str = "", round_: int = 0) 
     if budget is not None:
         budget.check()
         callbacks.append(budget)
-    return {
+    own: RunnableConfig = {
         "callbacks": callbacks,
         "metadata": {"fd_role": role, "fd_agent": agent, "fd_round": round_},
         "tags": [f"fd:{role}"],
     }
+    # Added to the calling node's own config, never in place of it: a callbacks list passed alone
+    # replaces the node's callback manager, and with it LangGraph's handler of the ``messages``
+    # stream mode (Studio, ``runs/stream``) and the trace's parent run - a real model's tokens
+    # then reached no stream and its run hung outside the node in a trace.
+    return merge_configs(ensure_config(), own)
 
 
 BACKOFF_BASE_S = 0.5

@@ -384,3 +384,41 @@ def test_ragas_prompts_render_as_ragas_without_the_schema_paragraph() -> None:
     data = AnswerRelevanceInput(response="Paris is in France.")
     assert relevancy.prompt.to_string(data) == _without_schema_paragraph(
         reference.prompt.to_string(data), reference.prompt)
+
+
+def test_a_node_model_call_reaches_the_messages_stream_and_is_counted_once() -> None:
+    """``call_config`` adds the call's callbacks to the node's config: LangGraph's ``messages``
+    stream handler (Studio, ``runs/stream``) still sees a streaming model's tokens, the call is a
+    child of the node run, and the call's own tracker counts it once."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    calls = CallLog()
+    recorder = Recorder()
+
+    async def node(state: dict) -> dict:
+        model = GenericFakeChatModel(messages=iter([AIMessage(content="alpha beta gamma")]))
+        reply = await model.ainvoke(MESSAGES, config=call_config(calls, role="judge"))
+        return {"x": len(reply.content)}
+
+    class State(TypedDict, total=False):
+        x: int
+
+    graph = StateGraph(State)
+    graph.add_node("node", node)
+    graph.add_edge(START, "node")
+    graph.add_edge("node", END)
+    compiled = graph.compile()
+
+    async def stream() -> list[Any]:
+        return [chunk async for chunk in compiled.astream(
+            {"x": 0}, {"callbacks": [recorder]}, stream_mode="messages")]
+
+    chunks = asyncio.run(stream())
+    text = "".join(message.content for message, _ in chunks)
+    assert text == "alpha beta gamma", chunks
+    assert {meta["fd_role"] for _, meta in chunks} == {"judge"}
+    assert {meta["langgraph_node"] for _, meta in chunks} == {"node"}
+    [chat] = recorder.chat
+    assert chat["parent"] == recorder.chains["node"] and "fd:judge" in chat["tags"]
+    assert calls.tracker.llm_calls == 1
