@@ -300,7 +300,7 @@ def open_wikipedia_retriever(settings: RetrieverSettings) -> WikipediaRetriever:
     return WikipediaRetriever()
 
 
-_NO_INDEX = frozenset({NAME, "tavily", "openalex", "langchain"})
+_NO_INDEX = frozenset({NAME, "tavily", "openalex", "langchain", "static"})
 """Backends that search no local index (the others read the index folder)."""
 
 
