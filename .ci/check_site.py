@@ -14,7 +14,7 @@ from pathlib import Path
 
 SITE = Path(sys.argv[1] if len(sys.argv) > 1 else ".cache/site")
 ISSUE_REF = re.compile(r"issues? #\d+|\(#\d+\)", re.IGNORECASE)
-OUTSIDE = re.compile(r"""(?:href|src)=["'](?:\.\./)*\.\./shared/|\.\./shared/papers""")
+OUTSIDE = re.compile(r"""(?:href|src)=["'](?:\.\./)*\.\./shared/|\.\./shared/""" + "papers")
 PARAGRAPH = re.compile(r"<p>(.*?)</p>", re.DOTALL)
 TAG = re.compile(r"<[^>]+>")
 
