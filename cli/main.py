@@ -185,6 +185,10 @@ def index(
         help="JSONL of {doc_id, title, text}, or a dump (see --format).")],
     index_dir: Annotated[str | None, typer.Option(
         help="Index folder.", show_default="$FACTDEBATE_HOME/index")] = None,
+    name: Annotated[str | None, typer.Option(
+        "--name", help="Build the index a dataset finds by name: $FACTDEBATE_HOME/indexes/NAME "
+        "(eval --index NAME; fever-wiki, hover-wiki, feverous-db, averitec-store are the "
+        "datasets' own names).")] = None,
     format_: Annotated[str | None, typer.Option(
         "--format", help="jsonl | fever-wiki | feverous-db | hover-wiki | averitec-store | "
         "wikipedia.", show_default="detected from the file")] = None,
@@ -215,6 +219,16 @@ def index(
 
         place("--index-dir", index_dir)
         place("--milvus-uri", milvus_uri, "Milvus Lite folder or server URI")
+        if name is not None:
+            from factdebate.evaluation.datasets import INDEX_NAME, index_folder
+
+            if index_dir is not None:
+                raise InputError("--name and --index-dir both name the index folder",
+                                 "give one of them")
+            if not INDEX_NAME.match(name):
+                raise InputError(f"--name {name!r} is not an index name",
+                                 "use letters, digits, '.', '_' and '-' (at most 100)")
+            index_dir = str(index_folder(name))
         ctx = build_context({"index_dir": index_dir, "milvus_uri": milvus_uri,
                              "embedding_model": embedding_model}, [])
         if not corpus.exists():

@@ -129,7 +129,8 @@ INDEXES = "indexes"
 DATA_INDEXES = "indexes.json"
 """File of a data folder naming the index each dataset searches: ``{"fever": "fever-wiki",
 "hover": "/data/indexes/hover"}`` (a name, or a folder)."""
-_INDEX_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+INDEX_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+"""A plain index name (``factdebate index --name``, ``eval --index``)."""
 
 
 def index_folder(name_or_folder: str) -> Path:
@@ -145,7 +146,7 @@ def index_folder(name_or_folder: str) -> Path:
     text = name_or_folder.strip()
     if not text:
         raise InputError("the index name is empty", "give an index name or folder")
-    if _INDEX_NAME.match(text) and not Path(text).is_dir():
+    if INDEX_NAME.match(text) and not Path(text).is_dir():
         return factdebate_home() / INDEXES / text
     return Path(text).expanduser().absolute()
 

@@ -59,6 +59,26 @@ def test_each_format_builds_a_searchable_keyword_index(tmp_path: Path, fmt: str)
     release(target)
 
 
+def test_a_named_index_is_built_where_a_dataset_finds_it(tmp_path: Path, monkeypatch) -> None:
+    from factdebate.evaluation.datasets import dataset_index, index_folder
+
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("FACTDEBATE_DATA_DIR", str(tmp_path / "no-data"))
+    dump = make.fever_zip(tmp_path)
+    assert dataset_index("fever") is None  # the registry names it only once it is built
+    code, output = _index(str(dump), "--name", "fever-wiki", "--keyword-only")
+    assert code == 0, output
+    target = tmp_path / "home" / "indexes" / "fever-wiki"
+    assert index_folder("fever-wiki") == target and inspect_index(target).status == "ok"
+    assert dataset_index("fever") == ("fever-wiki", "the dataset 'fever'")  # found: it exists
+    release(target)
+    code, output = _index(str(dump), "--name", "fever-wiki", "--index-dir", str(tmp_path / "x"))
+    assert code == 2 and "--name and --index-dir" in output, output
+    code, output = _index(str(dump), "--name", "../up", "--keyword-only")
+    assert code == 2 and "not an index name" in output, output
+    assert not (tmp_path / "x").exists() and not (tmp_path / "home" / "up").exists()
+
+
 def test_the_format_is_detected_and_an_unchanged_dump_is_not_rebuilt(tmp_path: Path) -> None:
     dump, target = make.fever_zip(tmp_path), tmp_path / "index"
     code, output = _index(str(dump), "--index-dir", str(target), "--keyword-only")
