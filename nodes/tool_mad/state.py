@@ -10,6 +10,7 @@ reads it. Shared nodes read what ``factdebate.core.context``'s protocols declare
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import Literal
 
@@ -87,6 +88,9 @@ class ToolMadContext(JudgedContext):
         if self.scoring_mode == "auto":
             self.scoring_mode = auto_scoring_mode(self.scoring_model_spec)
             self.scoring_auto = True
+        elif self.scoring_mode == "stability" and not ragas_installed():
+            raise ConfigError("the stability score needs ragas, which is not installed",
+                              "pip install 'factdebate[ragas]', or use --scoring consistency")
         if not 2 <= len(self.debaters) <= MAX_DEBATERS:
             raise ConfigError(f"debaters={self.debaters} has {len(self.debaters)} agent(s)",
                               f"use at least two and at most {MAX_DEBATERS}, e.g. rag,search")
@@ -132,6 +136,9 @@ class ToolMadContext(JudgedContext):
         """One note saying which score ``auto`` chose with the embedded evaluator, and why."""
         if not self.scoring_auto or self.scoring_mode != "consistency":
             return []
+        if not self.scoring_model_spec.startswith(EMBEDDED_MODEL_PREFIX):
+            return ["scoring: consistency score (auto): ragas, which computes the paper's "
+                    "stability score, is not installed (pip install 'factdebate[ragas]')"]
         return [f"scoring: consistency score (auto): the RAGAS evaluator {self.scoring_model_spec} "
                 "is the embedded model, which cannot serve as one; --scoring stability forces "
                 "the stability score"]
@@ -145,6 +152,14 @@ class ToolMadContext(JudgedContext):
 MAX_DEBATERS = 6
 
 
+def ragas_installed() -> bool:
+    """Whether ragas (the ``ragas`` extra: the stability score's metrics) can be imported."""
+    return importlib.util.find_spec("ragas") is not None
+
+
 def auto_scoring_mode(scoring_model: str) -> ScoringMode:
-    """``auto``: the paper's stability score, unless the evaluator is the embedded model."""
-    return "consistency" if scoring_model.startswith(EMBEDDED_MODEL_PREFIX) else "stability"
+    """``auto``: the paper's stability score, unless the evaluator is the embedded model or ragas
+    is not installed (the base install leaves it out: it brings scipy and scikit-network)."""
+    if scoring_model.startswith(EMBEDDED_MODEL_PREFIX) or not ragas_installed():
+        return "consistency"
+    return "stability"

@@ -72,10 +72,16 @@ def test_ls_context_lists_the_frameworks_own_fields():
 @pytest.mark.skipif(not DATA, reason="FACTDEBATE_DATA_DIR is not set (CI sets it to ../shared/data)")
 @pytest.mark.slow  # 20-50 s: `make test-slow` (.ci/run runs both tiers)
 def test_library_loading_output_only_with_verbose(wiki_index: Path, tmp_path: Path):
-    # MiniLM on torch: with its ONNX graph cached the default path loads no weights and prints
-    # nothing, so the run would show nothing to mute
+    # MiniLM runs on ONNX Runtime and loads no weights with a progress bar, so a plug-in loaded by
+    # the command stands for a library that does: a tqdm bar at import, the kind of output
+    # huggingface_hub, transformers and ragas write
+    plugin = tmp_path / "plugins" / "noisy_library.py"
+    plugin.parent.mkdir()
+    plugin.write_text(
+        "from tqdm import tqdm\n"
+        "for _ in tqdm(range(103), desc='Loading weights'):\n    pass\n", encoding="utf-8")
     env = {**os.environ, "FACTDEBATE_HOME": str(tmp_path / "home"), "FACTDEBATE_DATA_DIR": DATA,
-           "FACTDEBATE_EMBEDDINGS_BACKEND": "torch"}
+           "FACTDEBATE_PLUGINS": "noisy_library", "PYTHONPATH": str(plugin.parent)}
     for name in ("HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE", "TRANSFORMERS_VERBOSITY"):
         env.pop(name, None)
     stderr = {}

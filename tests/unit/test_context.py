@@ -355,3 +355,23 @@ def test_auto_scoring_is_the_paper_s_stability_score_unless_the_evaluator_is_the
     forced = ToolMadContext(debater_model="local:smollm2", scoring_mode="stability")
     assert forced.scoring_mode == "stability" and forced.start_notes() == []
     assert "scoring_auto" not in {f.name for f in dataclasses.fields(ToolMadContext)}
+
+
+def test_without_ragas_auto_scoring_is_the_consistency_score_and_stability_is_refused(monkeypatch):
+    """The base install leaves ragas out (the ``ragas`` extra): ``auto`` falls back to the
+    consistency score and says why; an explicit ``stability`` is one line naming the extra."""
+    import importlib.util
+
+    from factdebate.core.errors import ConfigError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "ragas" else real(name, *a))
+    provider = ToolMadContext(debater_model="openai:gpt-4o-mini")
+    assert provider.scoring_mode == "consistency"
+    (note,) = provider.start_notes()
+    assert "ragas" in note and "factdebate[ragas]" in note
+    with pytest.raises(ConfigError, match=r"needs ragas.*factdebate\[ragas\]"):
+        ToolMadContext(debater_model="openai:gpt-4o-mini", scoring_mode="stability")
+    assert ToolMadContext(debater_model="openai:gpt-4o-mini",
+                          scoring_mode="consistency").scoring_mode == "consistency"
