@@ -59,6 +59,7 @@ from factdebate.core.errors import (
 from factdebate.core.settings import mask_url
 from factdebate.tools import DEMO_CORPUS_DIR, index_lock, milvus_rag
 from factdebate.tools.base import RetrieverSettings, get_retriever
+from factdebate.tools.chunking import CHUNK_CHARS, chunk_text  # noqa: F401 - re-exported
 from factdebate.tools.embeddings import embedding_dimension, get_embeddings
 from factdebate.tools.index_state import (  # noqa: F401 - re-exported: the public API
     MANIFEST,
@@ -69,8 +70,6 @@ from factdebate.tools.index_state import (  # noqa: F401 - re-exported: the publ
 from factdebate.tools.keyword import KEYWORD_SUBDIR, TITLE_BOOST, write_keyword_index
 
 DEFAULT_COLLECTION = RetrieverSettings.collection
-CHUNK_CHARS = 2000
-"""Passages longer than this are split into chunks ``<doc_id>#<n>`` (n from 1)."""
 MAX_REPORTED = 20
 """Validation stops listing problems after this many (the count is still reported)."""
 ProgressFn = Callable[[str, int, int], None]
@@ -97,23 +96,6 @@ class CorpusScan:
     sha256: str
     documents: int
     passages: int
-
-
-def chunk_text(text: str, limit: int = CHUNK_CHARS) -> list[str]:
-    """Split ``text`` into pieces of at most ``limit`` chars, preferring sentence then word ends."""
-    chunks: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = max(window.rfind(". "), window.rfind("? "), window.rfind("! "))
-        if cut < limit // 2:  # no sentence end in the second half: cut at a space
-            cut = window.rfind(" ")
-        cut = cut + 1 if cut >= limit // 4 else limit  # no usable boundary: hard cut
-        chunks.append(rest[:cut].strip())
-        rest = rest[cut:].strip()
-    if rest:
-        chunks.append(rest)
-    return chunks
 
 
 def _passage_ids(doc_id: str, text: str) -> list[str]:

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from factdebate.core.errors import InputError
+from factdebate.tools.chunking import CHUNK_CHARS, chunk_text  # noqa: F401 - re-exported
 
-CHUNK_CHARS = 2000
-"""A ``chunk`` passage gathers consecutive sentences (elements) up to this many characters."""
+# CHUNK_CHARS: a ``chunk`` passage gathers consecutive sentences (elements) up to this many
+# characters.
 GRANULARITIES = ("chunk", "sentence")
 """``chunk`` (the default): consecutive sentences up to :data:`CHUNK_CHARS`; ``sentence``: one
 passage per sentence (per table row for FEVEROUS tables). See docs/reproducing.md for the
@@ -142,23 +143,6 @@ def passages_of(page: Page, granularity: str = "chunk", limit: int = CHUNK_CHARS
          "pool": page.pool}
         for n, (ids, texts) in enumerate(groups, 1)
     ]
-
-
-def chunk_text(text: str, limit: int = CHUNK_CHARS) -> list[str]:
-    """Split ``text`` into pieces of at most ``limit`` chars, preferring sentence then word ends."""
-    chunks: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = max(window.rfind(". "), window.rfind("? "), window.rfind("! "))
-        if cut < limit // 2:  # no sentence end in the second half: cut at a space
-            cut = window.rfind(" ")
-        cut = cut + 1 if cut >= limit // 4 else limit  # no usable boundary: hard cut
-        chunks.append(rest[:cut].strip())
-        rest = rest[cut:].strip()
-    if rest:
-        chunks.append(rest)
-    return chunks
 
 
 def json_object(raw: bytes, where: Callable[[], str]) -> dict[str, Any]:
