@@ -245,7 +245,8 @@ def build_and_search(uri: str, name: str, n: int, progress: Progress, *, seed: i
                 embed_s += time.perf_counter() - start
             else:
                 rows = next(vectors).tolist()
-            client.insert(name, [{**p, "vector": v} for p, v in zip(batch, rows, strict=True)])
+            client.insert(name, [milvus_rag.milvus_row(p, v)
+                                 for p, v in zip(batch, rows, strict=True)])
             done += len(batch)
             progress(stage, done, n)
         t2 = time.perf_counter()

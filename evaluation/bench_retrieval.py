@@ -183,13 +183,14 @@ def pad_index(corpus: Path, target: Path, total: int, seed: int) -> Path:
     try:
         milvus_rag.create_collection(client, RetrieverSettings.collection, len(real_vectors[0]))
         client.insert(RetrieverSettings.collection,
-                      [{**p, "vector": v} for p, v in zip(real, real_vectors, strict=True)])
+                      [milvus_rag.milvus_row(p, v) for p, v in zip(real, real_vectors, strict=True)])
         for start in range(0, len(filler), 10_000):
             chunk = filler[start:start + 10_000]
             vecs = gen.normal(size=(len(chunk), len(real_vectors[0])))
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
             client.insert(RetrieverSettings.collection,
-                          [{**p, "vector": v.tolist()} for p, v in zip(chunk, vecs, strict=True)])
+                          [milvus_rag.milvus_row(p, v.tolist())
+                           for p, v in zip(chunk, vecs, strict=True)])
         client.flush(RetrieverSettings.collection)
     finally:
         milvus_rag.disconnect(client, uri)

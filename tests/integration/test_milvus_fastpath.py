@@ -31,8 +31,9 @@ def _vectors(n: int, seed: int) -> np.ndarray:
 
 
 def _rows(start: int, vecs: np.ndarray) -> list[dict[str, Any]]:
-    return [{"id": f"p{start + i}", "title": f"T{start + i}", "text": f"text {start + i}",
-             "url": "", "vector": v.tolist()} for i, v in enumerate(vecs)]
+    return [milvus_rag.milvus_row({"id": f"p{start + i}", "title": f"T{start + i}",
+                                   "text": f"text {start + i}"}, v.tolist())
+            for i, v in enumerate(vecs)]
 
 
 @pytest.fixture

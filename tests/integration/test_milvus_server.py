@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from factdebate.cli.main import app
-from factdebate.tools import DEMO_CORPUS_DIR
+from factdebate.tools import DEMO_CORPUS_DIR, milvus_rag
 from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
 from tests.integration.milvus_server import MilvusStandalone, fresh_database
 
@@ -166,8 +166,8 @@ def test_damaged_or_mismatched_server_collections_are_refused(milvus_server, tmp
     assert index(corpus(tmp_path), target, uri).exit_code == 0
     client = MilvusClient(uri=uri)
     try:  # one passage more than the manifest records: written by someone else
-        client.insert("factdebate_passages", [{"id": "extra", "title": "x", "text": "x", "url": "",
-                                               "vector": [0.1] * 384}])
+        client.insert("factdebate_passages", [milvus_rag.milvus_row(
+            {"id": "extra", "title": "x", "text": "x"}, [0.1] * 384)])
         client.flush("factdebate_passages")
         line = one_error_line(_verify(target, uri))
         assert "is damaged: it holds 31 passages, its manifest says 30" in line and uri in line
