@@ -314,6 +314,44 @@ def redact(text: str, known: Forms | None = None) -> str:
     return _masked(masked, spans) if spans else masked
 
 
+MIN_LOG_PREFIX_CHARS = 8
+"""Shortest start of a secret's form :func:`redact_cut_off` removes wherever it stands."""
+
+
+def _prefix_spans(text: str, known: Forms, shortest: int) -> list[tuple[int, int]]:
+    """Every run of at least ``shortest`` characters of ``text`` (invisible characters inside it
+    skipped) that is the start of a form of a known secret, cut off before the form ends."""
+    visible, where = _visible(text)
+    spans: list[tuple[int, int]] = []
+    p, n = 0, len(visible)
+    while p <= n - shortest:
+        if visible[p] not in known.by_first or visible[p:p + shortest] not in known.heads:
+            p += 1
+            continue
+        k = next(k for k in range(min(known.longest, n - p), shortest - 1, -1)
+                 if visible[p:p + k] in known.heads)
+        start, end = (where[p], where[p + k - 1] + 1) if where is not None else (p, p + k)
+        spans.append((start, end))
+        p += k
+    return spans
+
+
+def redact_cut_off(text: str, known: Forms | None = None) -> str:
+    """:func:`redact`, and also every start of a secret's form of at least
+    :data:`MIN_LOG_PREFIX_CHARS` characters wherever it stands: for finished log lines, where a
+    streamed reply is logged piece by piece as it grows (langgraph-api's debug log of a run's
+    ``messages/partial`` events), so a line may hold a secret's first characters without its end.
+    """
+    if not isinstance(text, str) or not text:
+        return text
+    known = known or _compiled(known_secrets())
+    masked = redact(text, known)
+    if known.pattern is None:
+        return masked
+    spans = _prefix_spans(masked, known, MIN_LOG_PREFIX_CHARS)
+    return _masked(masked, spans) if spans else masked
+
+
 _OPEN_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@?#]*\Z"
                        r"|(?i:[?&](?:api[_-]?key|key|token|access[_-]?token|password|passwd|"
                        r"secret|sig|signature)=[^&#\s]*\Z)")

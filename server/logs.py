@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 
 from factdebate.core import log_redaction
-from factdebate.core.secrets_filter import redact
+from factdebate.core.secrets_filter import redact_cut_off
 
 LOOPBACK = " http://api/"
 """How httpx names a request of langgraph_sdk's in-process client (``get_client(url=None)``)."""
@@ -42,10 +42,10 @@ class RedactingFormatter(logging.Formatter):
         cannot render is one redacted line naming why (logging's own report of a failed
         format prints the record's traceback as it is)."""
         try:
-            return redact(self.inner.format(record))
+            return redact_cut_off(self.inner.format(record))
         except Exception as exc:  # noqa: BLE001  # a line that says so, never a raw traceback
-            return redact(f"{record.levelname} {record.name}: {record.msg!r} (this log line "
-                          f"could not be formatted: {type(exc).__name__}: {exc})")
+            return redact_cut_off(f"{record.levelname} {record.name}: {record.msg!r} (this log "
+                                  f"line could not be formatted: {type(exc).__name__}: {exc})")
 
 
 def _handlers() -> list[logging.Handler]:

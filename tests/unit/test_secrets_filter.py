@@ -108,7 +108,7 @@ def test_the_places_that_apply_the_filter():
     """Every module that applies the filter is listed here: a new way out is added knowingly."""
     calling = {str(p.relative_to(ROOT)) for p in ROOT.glob("*/**/*.py")
                if ".venv" not in p.parts and "tests" not in p.parts
-               and re.search(r"\bredact(?:_value|_exception|_record)?\(", p.read_text())}
+               and re.search(r"\bredact(?:_value|_exception|_record|_cut_off)?\(", p.read_text())}
     assert calling == set(CALL_SITES)
     mcp = (ROOT / "tools/mcp_server.py").read_text()
     assert "masked_fault(exc)" in mcp  # MCP error replies go through the tool filter
@@ -181,7 +181,16 @@ def test_a_streamed_text_is_redacted_across_its_pieces(size: int):
     assert out.endswith("@127.0.0.1:9/v1 and ***g==; the Eiffel Tower is in Paris."), out
 
 
-def test_only_an_end_that_could_begin_a_secret_is_held_back():
+def test_only_an_end_that_could_begin_a_secret_is_held_back(monkeypatch):
+    # only this module's secrets: one that another test of the process registered, or a
+    # credential of the machine's environment, could begin with the "Z" below and hold it back
+    import os
+
+    monkeypatch.setattr(secrets_filter, "_registered", set())
+    for name, value in list(os.environ.items()):
+        if name not in ("OPENAI_API_KEY", "FACTDEBATE_BASE_URL") and (
+                secrets_filter.SECRET_NAME.search(name) or "://" in value or "=" in value):
+            monkeypatch.delenv(name)
     stream = secrets_filter.StreamRedactor()
     assert stream.feed("The Eiffel Tower is in Paris. ") == "The Eiffel Tower is in Paris. "
     assert stream.feed("It said sk-op-01") == "It said "  # the start of the key waits
@@ -233,3 +242,20 @@ def test_a_structured_log_event_with_a_secret_traceback_stays_an_event():
     broken = logging.LogRecord("x", logging.ERROR, __file__, 1, {"event": KEY}, (), None)
     line = RedactingFormatter(Failing()).format(broken)  # one line, not logging's raw report
     assert "could not be formatted: AttributeError" in line and KEY not in line, line
+
+
+def test_a_log_line_holding_a_secrets_first_characters_loses_them():
+    """langgraph-api logs a streamed reply at every piece (``messages/partial`` at debug level):
+    a line may hold a key's start without its end, plain or split by zero-width characters
+    (written as escapes in the line)."""
+    from factdebate.core.secrets_filter import redact_cut_off
+
+    start = KEY[:12]
+    for shown in (start, "\u200b".join(start), "\\u200b".join(start)):
+        line = f'Streamed run event data=[{{"content": "read {shown}", "type": "ai"}}]'
+        out = redact_cut_off(line)
+        assert "***" in out and KEY[:8] not in out.replace("\\u200b", "").replace("\u200b", ""), out
+        assert out.startswith('Streamed run event data=[{"content": "read ') and '"type": "ai"' in out
+    plain = "run 1f0c9a2b-3c4d finished in 1.2 s: SUPPORTS (sk-op- was not used)"
+    assert redact_cut_off(plain) == plain  # a start shorter than 8 characters stays
+    assert redact_cut_off(f"key {KEY} here") == "key *** here"
