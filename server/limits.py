@@ -228,8 +228,12 @@ async def active_runs(identity: str, owner_key: str, enough: int) -> set[str]:
     """Ids of ``identity``'s pending and running runs (stops counting at ``enough``).
 
     A thread with a pending or running run is ``busy`` (langgraph-api keeps it busy while runs are
-    queued on it); stateless runs get a temporary thread stamped with the run's owner too.
+    queued on it); stateless runs get a temporary thread stamped with the run's owner too. A thread
+    deleted between the search and the listing of its runs has none left to count (a user's run
+    is never refused because another of their requests deleted a thread meanwhile).
     """
+    from langgraph_sdk.errors import NotFoundError
+
     client = loopback()
     found: set[str] = set()
     offset, page = 0, 100
@@ -238,8 +242,11 @@ async def active_runs(identity: str, owner_key: str, enough: int) -> set[str]:
                                               limit=page, offset=offset)
         for thread in threads:
             for status in ("running", "pending"):
-                runs = await client.runs.list(thread["thread_id"], status=status,
-                                              limit=enough + 1)
+                try:
+                    runs = await client.runs.list(thread["thread_id"], status=status,
+                                                  limit=enough + 1)
+                except NotFoundError:  # deleted since the search (by another of its requests)
+                    break
                 found.update(str(r["run_id"]) for r in runs)
             if len(found) >= enough:
                 break

@@ -26,6 +26,11 @@ NOT_RETRIES = {
     ("server/usage.py", "store_sweeper"): "a periodic sweep of the store, every few minutes",
     ("evaluation/milvus_standalone.py", "_wait_ready"): "polls a starting Milvus server until "
     "its proxy answers (readiness, not a retry of a failed call)",
+    ("evaluation/bench_soak.py", "_session"): "a soak user's episodes until the soak ends; a "
+    "failed episode is counted as an error, never repeated",
+    ("evaluation/bench_soak.py", "_sampler"): "a sample every few seconds until the soak ends",
+    ("evaluation/bench_soak.py", "start_server"): "polls a starting langgraph dev until it "
+    "answers /ok (readiness)",
 }
 """Loops that sleep and catch exceptions without being retries of a failed call."""
 

@@ -118,3 +118,30 @@ async def test_a_run_never_admitted_is_one_readable_error(monkeypatch: pytest.Mo
     assert "limit of 20 s (FACTDEBATE_EVAL_ADMISSION_WAIT_S)" in message
     assert isinstance(caught.value, ServerAdmissionError)  # the item runner does not wait again
     assert caught.value.__context__ is None  # no chained 429 for is_rate_limit to find
+
+
+async def test_a_thread_deleted_while_its_runs_are_counted_is_skipped(monkeypatch):
+    """``active_runs`` lists the runs of each busy thread the search found; a thread its user
+    deleted meanwhile answers 404 there and has no run left to count - never a refused run."""
+    import httpx
+    from langgraph_sdk.errors import NotFoundError
+
+    from factdebate.server import limits
+
+    class Threads:
+        async def search(self, **kwargs):
+            return [{"thread_id": "gone"}, {"thread_id": "busy"}] if kwargs["offset"] == 0 else []
+
+    class Runs:
+        async def list(self, thread_id, status, limit):
+            if thread_id == "gone":
+                request = httpx.Request("GET", f"http://server/threads/{thread_id}/runs")
+                raise NotFoundError("Thread not found", response=httpx.Response(404, request=request),
+                                    body=None)
+            return [{"run_id": f"{thread_id}-{status}"}]
+
+    class Client:
+        threads, runs = Threads(), Runs()
+
+    monkeypatch.setattr(limits, "loopback", lambda: Client())
+    assert await limits.active_runs("alice", "owner", 10) == {"busy-running", "busy-pending"}
