@@ -1,6 +1,7 @@
 """Retrieval benchmark: gold-evidence recall@1/3/5 and MRR, and query latency, per retriever.
 
 Gold sets (from the data dir, never copied into the repo):
+
 * FEVEROUS dev: the evidence titles of each claim; claims whose evidence pages are all corpus titles.
 * HoVer dev: the supporting-fact pages of each claim; claims whose pages are all corpus titles.
 The corpus is ``corpus/wiki.jsonl`` (one passage per title), so relevance is judged per title.

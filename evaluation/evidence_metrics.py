@@ -58,9 +58,9 @@ none, and the ``n`` beside every figure counts only items that do):
   the first five predictions) and recall (a complete set covered). Two rules differ on NOT ENOUGH
   INFO claims (``rule`` of the gold evidence, :data:`SCORER_RULES`):
 
-  - ``fever`` (FEVER's scorer, sheffieldnlp/fever-scorer; always used for FEVER): an NEI claim
+    - ``fever`` (FEVER's scorer, sheffieldnlp/fever-scorer; always used for FEVER): an NEI claim
     needs no evidence (label right = strictly right) and is left out of precision and recall;
-  - ``feverous`` (the FEVEROUS scorer, Raldir/FEVEROUS ``feverous_scorer.py``; the default for
+    - ``feverous`` (the FEVEROUS scorer, Raldir/FEVEROUS ``feverous_scorer.py``; the default for
     FEVEROUS): every claim, NEI included, needs a complete gold set among the predictions
     (an NEI claim without gold sets is never strictly right) and counts in precision (1.0 without
     predictions) and recall (1.0 without gold sets). ``eval --feverous-rule fever`` scores

@@ -16,6 +16,7 @@ verifier's own steps are checkpointed in the branch's namespace (the verifier in
 checkpointer), so a run killed in the middle of the fan-out resumes the unfinished claims only.
 
 Deviations from the single-agent checkers (and why):
+
 * Sentences are split by rules, not by a model, so every claim's character span is exact; the
   model extracts claims from one sentence at a time (FActScore's granularity).
 * A claim the extraction reply leaves unreadable is replaced by its sentence, verified as one

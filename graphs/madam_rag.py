@@ -16,6 +16,7 @@ or ``cite_verdict`` (the verdict's cited evidence) -> end. The output carries th
 MedQA, PubMedQA), that label in ``label``.
 
 Deviations (and why):
+
 * Agents and aggregator are asked for JSON with the paper's two parts ({answer, explanation},
   {answers, explanation}); the paper's free-text formats are still parsed as a fallback.
 * For claim tasks the agent and aggregator prompts add the task's label instruction, so answers

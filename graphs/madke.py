@@ -18,6 +18,7 @@ seeing the others' latest answers (orderly talk, the ``debater_turn`` self-loop)
 round T -> ``cite_verdict`` (the verdict's cited evidence).
 
 Deviations (and why):
+
 * Fact verification and MC QA instead of open QA: the question is the claim, and debaters and the
   summariser answer on the task's label set as JSON {reasoning, label} rather than "[answer]"
   (parseable labels; the label is still shown to the judge as "[label]"). The judge and AKS reply

@@ -26,6 +26,7 @@ Output: the shared ``DebateOutput``; ``round`` = ReAct steps used, ``stopped_by`
 tool, ``memory_hits``/``memory_writes``.
 
 Deviations (and why):
+
 * Labels: the paper's executor answers True/False (binary datasets); the prompt asks for the
   task's label set and the answer is mapped with ``parse_label`` (forced answers use the shared
   structured verdict), so MERMAID runs on every label set.

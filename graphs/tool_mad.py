@@ -15,6 +15,7 @@ stability thresholds in stability mode); after T rounds the ``judge`` decides fr
 full history and the per-agent average scores.
 
 Deviations (and why):
+
 * Prompts: the papers print them only as images; ``prompts/tool_mad/prompts.yaml`` reconstructs
   them from the text and the worked example, and asks for JSON {reasoning, label} instead of
   "reason: ... LABEL" so labels parse reliably (free text still parsed, flagged when guessed).
