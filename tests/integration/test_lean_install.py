@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -39,9 +40,19 @@ def _run(args: list[str], env: dict[str, str], timeout: float,
 @pytest.mark.timeout(1500)
 def test_the_wheel_without_extras_installs_lean_and_indexes_and_verifies(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    started_at = time.time()
     wheels = tmp_path / "wheels"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
+    # built from a copy of the tracked files: setuptools writes build/ beside the sources, and a
+    # build/ in the checkout would hold a second copy of the package for the tree-scanning tests
+    source = tmp_path / "source"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True)
+    for name in tracked.stdout.decode().split("\0"):
+        if name and (REPO / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)],
          env, 300)
+    assert not (REPO / "build").exists() or (REPO / "build").stat().st_mtime < started_at
     wheel = next(wheels.glob("factdebate-*.whl"))
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], env, 120)

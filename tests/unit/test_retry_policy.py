@@ -45,7 +45,7 @@ CALLERS = {
 def sources() -> Iterator[tuple[Path, ast.Module]]:
     for path in sorted(REPO.rglob("*.py")):
         rel = path.relative_to(REPO)
-        if rel.parts[0] in ("tests", ".venv") or any(p.startswith(".") for p in rel.parts):
+        if rel.parts[0] in ("tests", ".venv", "build") or any(p.startswith(".") for p in rel.parts):
             continue
         yield rel, ast.parse(path.read_text(encoding="utf-8"), filename=str(rel))
 

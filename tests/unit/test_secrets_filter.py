@@ -107,7 +107,7 @@ CALL_SITES = {
 def test_the_places_that_apply_the_filter():
     """Every module that applies the filter is listed here: a new way out is added knowingly."""
     calling = {str(p.relative_to(ROOT)) for p in ROOT.glob("*/**/*.py")
-               if ".venv" not in p.parts and "tests" not in p.parts
+               if ".venv" not in p.parts and "tests" not in p.parts and "build" not in p.parts
                and re.search(r"\bredact(?:_value|_exception|_record|_cut_off)?\(", p.read_text())}
     assert calling == set(CALL_SITES)
     mcp = (ROOT / "tools/mcp_server.py").read_text()
