@@ -36,7 +36,8 @@ OPENAI_MIN = 1024
 OPENAI_STEP = 128
 """... in steps of this many tokens."""
 PROMPT_BUDGET = 0.30
-"""Tool-MAD's prompt tokens per claim: at least this share below the figure measured before the prompt-token work."""
+"""Tool-MAD's prompt tokens per claim: at least this share below the figure measured before the
+prompt-token work."""
 TOOL_MAD_BEFORE = 18489.4
 """Prompt tokens per Tool-MAD claim (stability, T=3, disagreeing debaters, 5 demo claims, seed 13)
 measured before the prompt-token work (git d7ff9f9, before any change): the budget's reference."""
@@ -215,6 +216,7 @@ def run_tokens_bench(work_dir: Path, index: Path, texts: list[str], *, rounds: i
             "tool_mad_prompt_tokens_before": TOOL_MAD_BEFORE,
             "tool_mad_prompt_tokens": tool_mad, "tool_mad_prompt_cut": cut,
             "budget": f"Tool-MAD prompt tokens per claim (stability, T={rounds}, no early stop) "
-                      f">= {PROMPT_BUDGET:.0%} below {TOOL_MAD_BEFORE} (before the prompt-token work, git d7ff9f9)",
+                      f">= {PROMPT_BUDGET:.0%} below {TOOL_MAD_BEFORE} (before the prompt-token "
+                      "work, git d7ff9f9)",
             "budget_met": cut is not None and cut >= PROMPT_BUDGET,
             "frameworks": per}
