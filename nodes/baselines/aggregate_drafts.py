@@ -5,7 +5,7 @@ the aggregator to generate the final answer." So for a multi-answer question (RA
 ``multi_answer_drafts="aggregate"`` the drafts are not verified and no single draft is picked:
 ``aggregate_drafts`` shows the aggregator (the judge model) every draft's answers and rationale,
 in draft order, and its list of all correct answers is the result. ``route_after_drafts`` chooses
-between this and ``select_draft``; ``route_after_draft`` skips the per-draft verifier.
+between this and ``select_draft``; the per-draft verifier skips itself then (``verify_draft``).
 """
 
 from __future__ import annotations
@@ -20,20 +20,12 @@ from factdebate.nodes.baselines.context import SpeculativeRagContext
 from factdebate.nodes.baselines.state import BaselineState, BranchState
 from factdebate.nodes.llm import CallLog
 from factdebate.nodes.prompting import prompt_set
-from factdebate.nodes.routing import END, run_context
+from factdebate.nodes.routing import run_context
 
 
 def aggregates(state: BaselineState | BranchState, ctx: SpeculativeRagContext) -> bool:
     """Whether this run hands all drafts to the aggregator (multi-answer + ``aggregate``)."""
     return bool(state.get("multi_answer")) and ctx.multi_answer_drafts == "aggregate"
-
-
-def route_after_draft(
-    state: BranchState, ctx: SpeculativeRagContext | None = None
-) -> Literal["verify_draft", "__end__"]:
-    """Verify the draft, unless the aggregator will read all drafts."""
-    ctx = run_context(state, SpeculativeRagContext, ctx)
-    return END if aggregates(state, ctx) else "verify_draft"
 
 
 def route_after_drafts(
