@@ -1,6 +1,6 @@
 """The one retry policy: what is retried, how long to wait, when to give up (on ``tenacity``).
 
-Every call this project repeats goes through one of three policies here; no other module has a
+Every call this project repeats goes through one of four policies here; no other module has a
 retry loop, sleeps between attempts or reads ``Retry-After`` itself
 (``tests/unit/test_retry_policy.py`` checks the source tree for both):
 
@@ -9,6 +9,12 @@ retry loop, sleeps between attempts or reads ``Retry-After`` itself
   transient fault (:func:`is_retryable`) is tried again ``retries`` times, the delay doubling from
   a base; a server's ``Retry-After`` is waited out when longer, up to a cap (30 s for model and
   tool calls: a longer wait is not worth holding a debate for).
+- :func:`call_with_retries_blocking` - the same policy for blocking code outside an event loop:
+  a provider's embedding requests (``tools/embeddings_provider.py``), which an index build sends
+  from its one thread. The caller chooses what is retried, caps the doubling delay and may be
+  told of each wait (a build counts its retries and waited seconds); bulk builds cap
+  ``Retry-After`` higher than debates do, since waiting out a rate limit costs less than
+  stopping a long build.
 - :func:`wait_for_admission` - ``eval --server`` while the LangGraph server refuses an item's run
   with HTTP 429 (its per-user run limit): asked again after the server's ``Retry-After``
   (1-60 s, 5 s when it sends none, times a random 1-1.5 so refused items do not return together)
@@ -37,6 +43,7 @@ from typing import Any, TypeVar
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
+    Retrying,
     retry_if_exception,
     stop_after_attempt,
     wait_exponential,
@@ -163,6 +170,38 @@ async def call_with_retries(fn: Callable[[], Awaitable[T]], *, retries: int, wha
     return await AsyncRetrying(stop=stop_after_attempt(max(retries, 0) + 1), wait=wait,
                                retry=retry_if_exception(is_retryable), before_sleep=before_sleep,
                                reraise=True)(_awaited, fn)
+
+
+def call_with_retries_blocking(
+    fn: Callable[[], T], *, retries: int, what: str, base_delay: float, max_retry_after: float,
+    max_delay: float = math.inf, retry_if: Callable[[BaseException], bool] = is_retryable,
+    on_retry: Callable[[BaseException, float], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call ``fn()`` in this thread; a fault that ``retry_if`` accepts (default
+    :func:`is_retryable`; an interrupt never is) is tried again up to ``retries`` times, other
+    errors are raised at once, the last fault is raised as itself.
+
+    The n-th retry waits ``min(base_delay * 2**(n-1), max_delay)`` or the server's
+    ``Retry-After`` capped at ``max_retry_after``, whichever is longer. ``on_retry(fault,
+    seconds)`` is called before each wait, ``sleep`` (default ``time.sleep``) does the waiting.
+    """
+    def wait(state: RetryCallState) -> float:
+        backoff = min(base_delay * 2 ** (state.attempt_number - 1), max_delay)
+        asked = retry_after(_failure(state)) or 0.0
+        return max(backoff, min(asked, max_retry_after))
+
+    def before_sleep(state: RetryCallState) -> None:
+        exc = _failure(state)
+        log.warning("%s failed (%s: %s); retry %d in %.1fs", what, type(exc).__name__, exc,
+                    state.attempt_number, state.upcoming_sleep)
+        if on_retry is not None:
+            on_retry(exc, state.upcoming_sleep)
+
+    return Retrying(stop=stop_after_attempt(max(retries, 0) + 1), wait=wait,
+                    retry=retry_if_exception(
+                        lambda exc: isinstance(exc, Exception) and retry_if(exc)),
+                    before_sleep=before_sleep, sleep=sleep, reraise=True)(fn)
 
 
 def admission_delay(exc: BaseException) -> float:

@@ -2,7 +2,10 @@
 
 ``get_embeddings("minilm")`` runs the bundled MiniLM on ONNX Runtime
 (:mod:`factdebate.tools.embeddings_onnx`: no torch, no hub download);
-``get_embeddings("openai:text-embedding-3-small")`` returns LangChain's ``OpenAIEmbeddings``.
+``get_embeddings("openai:text-embedding-3-small")`` (``?dimensions=512`` shortens its vectors)
+returns a :class:`~factdebate.tools.embeddings_provider.ProviderEmbeddings`: requests bounded by
+the provider's limits, retried by the project's one policy (``core/retry.py``), on OpenAI or on
+the OpenAI-compatible server of ``$FACTDEBATE_BASE_URL`` / ``$OPENAI_BASE_URL``.
 Instances are cached per spec: the model is loaded once per process.
 """
 
@@ -152,14 +155,23 @@ def _create(spec: str) -> Embeddings:
         return MiniLMEmbeddings()
     provider, _, name = spec.partition(":")
     if provider == "openai" and name:
-        if not os.environ.get("OPENAI_API_KEY"):
+        from factdebate.core.models import spec_options
+        from factdebate.tools.embeddings_provider import ProviderEmbeddings
+
+        name, options = spec_options(name)
+        dimensions = options.pop("dimensions", None)
+        if options or not name or (dimensions is not None and (
+                not isinstance(dimensions, int) or dimensions < 1)):
+            raise ConfigError(f"embedding model {spec!r} has an unknown option or a bad value",
+                              "the one option is a positive ?dimensions=N, e.g. "
+                              "openai:text-embedding-3-small?dimensions=512")
+        if not os.environ.get("OPENAI_API_KEY") and not os.environ.get("FACTDEBATE_BASE_URL") \
+                and not os.environ.get("OPENAI_BASE_URL"):
             raise ConfigError(
                 f"embedding model {spec!r} needs OPENAI_API_KEY",
                 "export OPENAI_API_KEY=... or use --embedding-model minilm offline",
             )
-        from langchain_openai import OpenAIEmbeddings
-
-        return OpenAIEmbeddings(model=name)
+        return ProviderEmbeddings(name, dimensions=dimensions)
     raise ConfigError(
         f"unknown embedding model {spec!r}", "use 'minilm' or 'openai:text-embedding-3-small'"
     )

@@ -5,7 +5,8 @@ sleeps (a hand-written retry loop), reads a ``Retry-After`` header or imports te
 policy's functions are called from the modules listed here. The policies' behaviour is tested
 where they act: model and tool calls (tests/graph/test_model_faults.py,
 tests/integration/test_tool_faults.py), the eval item runner (tests/integration/test_eval_runner.py),
-``eval --server`` (tests/unit/test_server_executor_admission.py, tests/integration/test_eval_server.py).
+``eval --server`` (tests/unit/test_server_executor_admission.py, tests/integration/test_eval_server.py),
+provider embeddings (tests/integration/test_provider_embeddings.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ NOT_RETRIES = {
 
 CALLERS = {
     "call_with_retries": {"nodes/llm.py"},  # with_retries: nodes, retrieval, MCP tools, summaries
+    "call_with_retries_blocking": {"tools/embeddings_provider.py"},  # index builds' embeddings
     "wait_for_admission": {"evaluation/executors.py"},
     "rate_limit_retrying": {"evaluation/items.py"},
     "header_retry_after": {"tools/tavily_search.py", "tools/wikipedia_live.py"},  # maxlag

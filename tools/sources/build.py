@@ -19,7 +19,13 @@ interval are written again with ``upsert`` (same primary keys). Only a finished 
 over the index folder: a half-built index is never searched.
 
 A malformed input raises :class:`~factdebate.tools.sources.SourceError` (one line naming the file
-and line, page or row) and removes the staging folder: no index is created or replaced.
+and line, page or row) and removes the staging folder: no index is created or replaced. An
+embedding model that fails (a provider's retries exhausted, its quota used up, a refused key)
+stops the build but keeps the staging folder: the dump is fine, so the error says how many
+passages are committed, and running the same command again resumes from there without embedding
+them again. An embedding model that reports its traffic (``usage()``, as
+:class:`~factdebate.tools.embeddings_provider.ProviderEmbeddings` does: requests, retries, seconds
+waited, tokens) has this build's share recorded under the manifest's ``embedding`` key.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from factdebate.core.errors import InputError, storage_problem
+from factdebate.core.errors import FactDebateError, InputError, storage_problem
 from factdebate.tools import index_lock, milvus_rag
 from factdebate.tools.embeddings import embedding_dimension, get_embeddings
 from factdebate.tools.index_state import MANIFEST, MILVUS_LITE_NAME
@@ -191,6 +197,10 @@ class _Build:
     """Passages up to this count go to Milvus by upsert (they may be there from before a kill)."""
     writer: Any = None
     """tantivy's index writer (None once finished or discarded)."""
+    embedding_failed: bool = False
+    """The embedding model raised: the staging folder is kept for the next build to resume."""
+    usage_before: dict[str, Any] | None = None
+    """The embedding model's ``usage()`` when this build opened it (None: it reports none)."""
 
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
@@ -210,6 +220,11 @@ class _Build:
             raise  # the staging folder stays: the next build of this dump resumes from it
         except BaseException as exc:
             self._close(discard=True)
+            if self.embedding_failed and not storage_problem(exc):
+                resumable = _resumable(exc, self.done.passages)
+                if resumable is exc:
+                    raise  # the staging folder stays: the next build resumes from its last commit
+                raise resumable from exc
             shutil.rmtree(self.staging, ignore_errors=True)
             if storage_problem(exc):
                 raise storage_error(self.target, exc) from exc
@@ -264,12 +279,14 @@ class _Build:
             return
         model = self.wanted["embedding_model"]
         self.embeddings = get_embeddings(model)
+        self.usage_before = _usage(self.embeddings)
         self.uri = self.wanted["milvus_uri"] or str(self.staging / MILVUS_LITE_NAME)
         self.name = (f"{self.wanted['collection']}__building" if self.wanted["milvus_uri"]
                      else self.wanted["collection"])
         self.client = milvus_rag.connect(self.uri, create=True)
         if fresh or not self.client.has_collection(self.name):
-            milvus_rag.create_collection(self.client, self.name, embedding_dimension(self.embeddings))
+            dimension = self._embedding(lambda: embedding_dimension(self.embeddings))
+            milvus_rag.create_collection(self.client, self.name, dimension)
             self.rewrite_until = 0
 
     def _close(self, *, discard: bool = False) -> None:
@@ -320,10 +337,19 @@ class _Build:
         batch, self.batch = self.batch, []
         if not batch:
             return
-        vectors = self.embeddings.embed_documents([f"{p['title']}\n{p['text']}" for p in batch])
+        texts = [f"{p['title']}\n{p['text']}" for p in batch]
+        vectors = self._embedding(lambda: self.embeddings.embed_documents(texts))
         rows = [milvus_rag.milvus_row(p, v) for p, v in zip(batch, vectors, strict=True)]
         call = self.client.upsert if passages <= self.rewrite_until else self.client.insert
         call(self.name, rows)
+
+    def _embedding(self, call: Any) -> Any:
+        """``call()``, an embedding model's work: its failure keeps the staging folder."""
+        try:
+            return call()
+        except Exception:
+            self.embedding_failed = True
+            raise
 
     def _commit(self, mark: _Mark, hashes: bytearray) -> None:
         """Make everything up to ``mark`` durable, then record it (see the module docstring)."""
@@ -392,5 +418,39 @@ class _Build:
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "build_seconds": round(seconds, 3), "resumes": self.resumes,
             "resumed_at_passage": resumed_at,
+            **({"embedding": _usage_since(self.usage_before, _usage(self.embeddings))}
+               if self.usage_before is not None else {}),
         }
+
+
+def _usage(embeddings: Any) -> dict[str, Any] | None:
+    """The embedding model's ``usage()`` counts, or None when it has no such method."""
+    usage = getattr(embeddings, "usage", None)
+    return dict(usage()) if callable(usage) else None
+
+
+def _usage_since(before: dict[str, Any], after: dict[str, Any] | None) -> dict[str, Any]:
+    """``after`` with its numbers counted from ``before`` (a model cached for the process keeps
+    counting across builds); other values as ``after`` has them."""
+    out: dict[str, Any] = {}
+    for key, value in (after or {}).items():
+        old = before.get(key)
+        numbers = isinstance(value, int | float) and not isinstance(value, bool) \
+            and isinstance(old, int | float)
+        out[key] = round(value - old, 3) if numbers else value
+    return out
+
+
+def _resumable(exc: BaseException, passages: int) -> BaseException:
+    """``exc`` as the same type with a remedy that says the build resumes from ``passages``
+    (a ``FactDebateError``; any other error is returned as it is)."""
+    if not isinstance(exc, FactDebateError):
+        return exc
+    note = (f"the build keeps its {passages} committed passages: run the same command again "
+            "to resume from there")
+    remedy = f"{exc.remedy}; then {note}" if exc.remedy else note
+    try:
+        return type(exc)(exc.problem, remedy)
+    except TypeError:  # a subclass with other arguments: its own message
+        return exc
 
