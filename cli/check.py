@@ -124,13 +124,13 @@ def check(
             raise InputError(f"--out {out_html}: folder {out_html.parent} does not exist",
                              "create it or write the report elsewhere")
         text = read_text(source)
-        from factdebate.graphs.registry import FRAMEWORKS
+        from factdebate.graphs.first_use import debates_read_local_index
+        from factdebate.graphs.registry import FRAMEWORKS, context_class
 
         name = FRAMEWORKS.resolve(framework)
         backends: dict[str, Any] = {"rag_backend": rag_backend, "search_backend": search_backend}
         verifier: dict[str, Any] = {} if rounds is None else {"max_rounds": rounds}
         if wikipedia:
-            from factdebate.graphs.registry import context_class
             from factdebate.tools.wikipedia_live import shortcut_settings
 
             backends = shortcut_settings(rag_backend, search_backend)
@@ -141,9 +141,7 @@ def check(
             {"framework": name, "debater_model": model, "judge_model": judge_model,
              "model_base_url": base_url, "max_claims": max_claims, "label_set": label_set,
              **backends, "index_dir": index_dir}, list(set_), verifier)
-        from factdebate.tools.wikipedia_live import needs_local_index
-
-        if FRAMEWORKS.entry(name).meta.get("needs_index", True) and needs_local_index(ctx):
+        if debates_read_local_index(ctx):  # the verifier's settings: graphs/first_use.py
             from factdebate.run.setup import check_index
 
             check_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))

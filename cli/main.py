@@ -81,11 +81,11 @@ def _tm(field: str, empty: str = "") -> str:
 def _searches_index(framework: str, ctx: Any) -> bool:
     """True when the run may read the local index folder (so it is checked, or the demo index
     built, first): a framework that searches one, with a backend that reads it."""
+    from factdebate.core.retrievers import reads_local_index
     from factdebate.graphs.registry import FRAMEWORKS
-    from factdebate.tools.wikipedia_live import needs_local_index
 
     return bool(FRAMEWORKS.entry(framework).meta.get("needs_index", True)) and \
-        needs_local_index(ctx)
+        reads_local_index(ctx)
 
 
 @app.command()

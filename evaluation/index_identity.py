@@ -41,6 +41,16 @@ searches the index (registry ``needs_index``) run in this process:
 5. else the run stops before anything is written, naming the commands that give it an index.
 
 So a benchmark never searches the demo corpus unless ``--demo-index`` asks for it.
+
+**No local index.** A run whose backends read no local index folder
+(:func:`factdebate.core.retrievers.reads_local_index`: ``--set rag_backend=wikipedia --set
+search_backend=wikipedia``, Tavily, MERMAID's ``wiki_backend=mediawiki``; ``langchain``, the
+user's own retriever, counts as one too: this process cannot look into it) opens none, chooses none
+and builds none: ``run.json`` ``index`` is :func:`live_identity`, ``status: live`` with the
+backends it searched, the live sources it cites (``live``: the MediaWiki URL of
+``rag_backend=wikipedia``) and ``ceiling`` saying why there is no retrieval ceiling (no index
+to look the gold evidence up in). ``--index`` or ``--demo-index`` with such a run is an
+error: nothing would search the index it names.
 """
 
 from __future__ import annotations
@@ -59,6 +69,7 @@ from rich.console import Console
 
 from factdebate.core.context import Context, default_index_dir, factdebate_home, mask_url
 from factdebate.core.errors import ConfigError, InputError
+from factdebate.core.retrievers import ONLINE_WIKI, RETRIEVERS, reads_local_index, used_backends
 from factdebate.evaluation.datasets import file_sha256
 from factdebate.evaluation.index_progress import IndexProgress
 from factdebate.tools.index_state import inspect_index
@@ -68,7 +79,7 @@ CORPUS_FOLDER = "corpus"
 CORPORA = "corpora"
 """Folder under ``$FACTDEBATE_HOME`` holding the indexes of data folders' corpora."""
 KEY_FIELDS = ("corpus_sha256", "passages", "chunk_chars", "embedding_model", "dimension", "metric",
-              "vector_index", "keyword_index", "collection", "live")
+              "vector_index", "keyword_index", "collection", "live", "backends")
 """Identity fields that decide what a search can find (:func:`index_key`)."""
 PUBLIC_FIELDS = ("status", "damage", "corpus", "corpus_sha256", "documents", "passages",
                  "chunk_chars", "embedding_model", "dimension", "metric", "vector_index",
@@ -77,6 +88,11 @@ PUBLIC_FIELDS = ("status", "damage", "corpus", "corpus_sha256", "documents", "pa
 VECTOR_FIELDS = ("field", "metric", "index_type", "build_params", "search_params")
 KEYWORD_FIELDS = ("kind", "fields", "title_boost", "tantivy")
 """The parts of the manifest's ``vector_index``/``keyword_index`` a client sees and keys compare."""
+LIVE = "live"
+"""``index.status`` of a run that reads no local index (:func:`live_identity`)."""
+NO_CEILING_LIVE = ("not applicable: the run reads no local index (its backends search live "
+                   "sources), so there is no index to look the gold evidence up in")
+"""``index.ceiling`` of such a run: why it has no retrieval ceiling."""
 INDEX_ROUTE = "/factdebate/index"
 """The server's route naming its index (``server/webapp.py``)."""
 SEARCHED_BY_SERVER = "server"
@@ -123,6 +139,17 @@ def index_identity(ctx: Context) -> dict[str, Any]:
     identity = identity_of(ctx.index_path, ctx.resolved_milvus_uri)
     live = live_sources(ctx)
     return {**identity, "live": live} if live else identity
+
+
+def live_identity(ctx: Context) -> dict[str, Any]:
+    """``run.json``'s ``index`` of a run with Context ``ctx`` that reads no local index (module
+    doc): the backends it searches, the live sources it cites and why it has no ceiling."""
+    from factdebate.tools.wikipedia_live import live_sources
+
+    backends = {field: name if field == "wiki_backend" and name == ONLINE_WIKI
+                else RETRIEVERS.resolve(name) for field, name in used_backends(ctx).items()}
+    return {"status": LIVE, "backends": backends, "live": live_sources(ctx),
+            "ceiling": NO_CEILING_LIVE}
 
 
 def _part(value: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
@@ -253,13 +280,16 @@ def server_index(server: str, answer: Any) -> dict[str, Any]:
 def run_index(framework: str, ctx: Context, server: str | None = None,
               served: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """``run.json``'s ``index``: None when the framework searches no index; for ``--server`` runs
-    ``served``, the server's index as :func:`server_index` records it (without it: not recorded)."""
+    ``served``, the server's index as :func:`server_index` records it (without it: not recorded);
+    :func:`live_identity` when the run's backends read no local index."""
     from factdebate.graphs.registry import FRAMEWORKS
 
     if not FRAMEWORKS.entry(framework).meta.get("needs_index", True):
         return None
     if server:
         return served if served is not None else server_index(server, None)
+    if not reads_local_index(ctx):
+        return live_identity(ctx)
     return index_identity(ctx)
 
 
@@ -299,6 +329,9 @@ def _by_server(identity: dict[str, Any]) -> bool:
 def _not_ok(identity: dict[str, Any]) -> str:
     """An identity whose status is not ``ok``, in words."""
     status = identity.get("status")
+    if status == LIVE:
+        searched = ", ".join(f"{k}={v}" for k, v in (identity.get("backends") or {}).items())
+        return f"no local index: the run searched {searched}"
     if status == "server":
         note = identity.get("note") or "the server's own"
         return f"the index of the server {identity.get('server')}, not recorded: {note}"
@@ -405,7 +438,8 @@ def resolve_run_index(framework: str, ctx: Context, *, data_dir: str | None, dem
     """
     from factdebate.graphs.registry import FRAMEWORKS
 
-    if not FRAMEWORKS.entry(framework).meta.get("needs_index", True):
+    if not FRAMEWORKS.entry(framework).meta.get("needs_index", True) or \
+            not reads_local_index(ctx):
         return ctx
     named = bool(ctx.index_dir or ctx.milvus_uri)
     if demo:

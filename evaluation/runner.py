@@ -42,6 +42,7 @@ from rich.console import Console
 
 from factdebate.core.context import Context, masked_context
 from factdebate.core.errors import ConfigError, InputError
+from factdebate.core.retrievers import reads_local_index
 from factdebate.evaluation.checkpointers import checkpointer_kind, open_checkpointer
 from factdebate.evaluation.datasets import dataset_spec, file_sha256, load_items, stratified_sample
 from factdebate.evaluation.evidence_metrics import SCORER_RULES
@@ -350,7 +351,8 @@ def served_milvus_uri(framework: str, ctx: Context) -> str:
     from factdebate.tools.milvus_rag import is_local_uri
 
     uri = ctx.resolved_milvus_uri
-    if not FRAMEWORKS.entry(framework).meta.get("needs_index", True) or not is_local_uri(uri):
+    if not FRAMEWORKS.entry(framework).meta.get("needs_index", True) or \
+            not reads_local_index(ctx) or not is_local_uri(uri):
         return ""
     folder = Path(uri).expanduser().absolute()
     if not folder.exists():
@@ -387,7 +389,8 @@ def _check_index(spec: RunSpec, ctx: Context, console: Console | None) -> Contex
     from factdebate.graphs.registry import FRAMEWORKS
     from factdebate.run.setup import check_index
 
-    if not FRAMEWORKS.entry(spec.framework).meta.get("needs_index", True):
+    if not FRAMEWORKS.entry(spec.framework).meta.get("needs_index", True) or \
+            not reads_local_index(ctx):  # live sources only: no index is opened or built
         return ctx
     ctx = resolve_run_index(spec.framework, ctx, data_dir=spec.data_dir, demo=spec.demo_index,
                             console=console)
@@ -403,7 +406,8 @@ def _named_index(spec: RunSpec, ctx: Context,
     (:func:`_built_demo`); both as they are when none applies or an index is set already.
 
     Raises:
-        InputError: ``--index`` with another index named, or a name holding no complete index.
+        InputError: ``--index`` with another index named, or a name holding no complete index;
+            ``--index``/``--demo-index`` for a run whose backends read no local index.
     """
     from factdebate.core.context import mask_url
     from factdebate.evaluation.datasets import dataset_index, index_folder
@@ -412,6 +416,14 @@ def _named_index(spec: RunSpec, ctx: Context,
 
     explicit = spec.index
     if not FRAMEWORKS.entry(spec.framework).meta.get("needs_index", True):
+        return spec, ctx
+    if not reads_local_index(ctx):
+        flag = f"--index {explicit}" if explicit else "--demo-index" if spec.demo_index else ""
+        if flag:
+            raise InputError(f"{flag} names an index, but this run reads none (rag_backend="
+                             f"{ctx.rag_backend}, search_backend={ctx.search_backend}: live "
+                             "sources only)", f"drop {flag.split()[0]}, or set a backend that "
+                             "searches the index, e.g. --set rag_backend=milvus")
         return spec, ctx
     if explicit and (ctx.index_dir or ctx.milvus_uri or spec.demo_index):
         other = ("--demo-index" if spec.demo_index else

@@ -7,9 +7,12 @@ or :func:`factdebate.run.engine.run_graph` - applies the same rule before its fi
 process, through :func:`ensure_index`:
 
 * it applies only when the run reads the local index folder (a framework registered with
-  ``needs_index``, the default, whose Context names a backend that reads it: ``milvus``,
-  ``keyword``, ``local_search``, ``hybrid``, ``search_backend=auto`` without
-  ``TAVILY_API_KEY``, MERMAID's ``wiki_backend`` ``keyword``/``milvus``) and only where the demo
+  ``needs_index``, the default, whose Context names a backend that reads it:
+  :func:`factdebate.core.retrievers.reads_local_index`, e.g. ``milvus``, ``keyword``,
+  ``local_search``, ``hybrid``, ``search_backend=auto`` without ``TAVILY_API_KEY``, MERMAID's
+  ``wiki_backend`` ``keyword``/``milvus``, a plug-in backend that does not declare otherwise;
+  not ``wikipedia`` or ``tavily``; for a text check, its verifier's framework and Context:
+  :func:`debates_read_local_index`) and only where the demo
   index is allowed: the default folder, no ``index_dir``/``$FACTDEBATE_INDEX_DIR`` and no Milvus
   URI (an index the user named is theirs; a run on an absent one fails naming ``factdebate
   index``);
@@ -29,33 +32,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from factdebate.core.context import Context, make_context
-
-LOCAL_BACKENDS = frozenset({"milvus", "keyword", "local_search", "hybrid"})
-"""Retriever backends that read the local index folder."""
+from factdebate.core.errors import FactDebateError
+from factdebate.core.retrievers import reads_local_index
 
 _checked: set[str] = set()
 _lock = threading.Lock()
-
-
-def reads_local_index(ctx: Any) -> bool:
-    """True when a run with Context ``ctx`` reads the local index folder (module doc)."""
-    from factdebate.core.retrievers import RETRIEVERS
-
-    backends = [getattr(ctx, "rag_backend", "milvus")]
-    search = getattr(ctx, "search_backend", None)
-    if search == "auto":
-        search = "tavily" if os.environ.get("TAVILY_API_KEY") else "local_search"
-    if search:
-        backends.append(search)
-    if getattr(ctx, "wiki_backend", "") in ("keyword", "milvus"):
-        return True
-    for name in backends:
-        try:
-            if RETRIEVERS.resolve(str(name)) in LOCAL_BACKENDS:
-                return True
-        except Exception:  # noqa: BLE001  # an unknown backend: the run names it
-            continue
-    return False
 
 
 def run_context(schema: Any, context: Any) -> Context | None:
@@ -82,7 +63,29 @@ def index_pending(ctx: Context | None, needs_index: bool = True) -> bool:
         return False
     from factdebate.tools.demo_index import demo_allowed
 
-    return demo_allowed(ctx) and reads_local_index(ctx)
+    return demo_allowed(ctx) and debates_read_local_index(ctx)
+
+
+def debates_read_local_index(ctx: Context) -> bool:
+    """:func:`~factdebate.core.retrievers.reads_local_index` of the Context the run's retrieval
+    uses: for a text check (``check_text``) its verifier's Context - the verifier framework's
+    class with the check's shared fields and ``verifier_settings``, so MERMAID's own
+    ``wiki_backend`` default counts - and False when that framework searches no index at all,
+    or when the verifier or a setting of it does not exist (the run refuses it, naming it in its
+    own words, before anything is searched)."""
+    from factdebate.nodes.check_text.state import CheckTextContext, verifier_context
+
+    if not isinstance(ctx, CheckTextContext):
+        return reads_local_index(ctx)
+    from factdebate.graphs.registry import FRAMEWORKS, context_class
+
+    try:
+        if not FRAMEWORKS.entry(ctx.framework).meta.get("needs_index", True):
+            return False
+        verifier = verifier_context(ctx, context_class(ctx.framework))
+    except FactDebateError:
+        return False
+    return reads_local_index(verifier)
 
 
 def ensure_index(ctx: Context | None, *, needs_index: bool = True) -> None:

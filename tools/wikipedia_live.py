@@ -69,7 +69,7 @@ from factdebate.tools.web_apis import MediaWikiClient
 from factdebate.tools.wiki_text import PASSAGE_CHARS, bm25_rank, split_passages, tokens
 
 __all__ = ["PASSAGE_CHARS", "RATE_LIMIT", "DiskCache", "RateLimit", "WikipediaRetriever",
-           "bm25_rank", "live_sources", "needs_local_index", "open_wikipedia_retriever",
+           "bm25_rank", "live_sources", "open_wikipedia_retriever",
            "page_link", "shortcut_settings", "split_passages", "tokens", "user_agent",
            "wiki_url"]
 
@@ -300,10 +300,6 @@ def open_wikipedia_retriever(settings: RetrieverSettings) -> WikipediaRetriever:
     return WikipediaRetriever()
 
 
-_NO_INDEX = frozenset({NAME, "tavily", "openalex", "langchain", "static"})
-"""Backends that search no local index (the others read the index folder)."""
-
-
 def shortcut_settings(rag_backend: str | None, search_backend: str | None) -> dict[str, str]:
     """The settings ``--wikipedia`` makes: ``rag_backend``/``search_backend`` (an explicit search
     backend is kept) and MERMAID's ``wiki_backend=mediawiki`` (a caller drops the fields its
@@ -317,26 +313,6 @@ def shortcut_settings(rag_backend: str | None, search_backend: str | None) -> di
                           f"{rag_backend!r}", "drop one of the two")
     search = search_backend or ("auto" if os.environ.get("TAVILY_API_KEY") else NAME)
     return {"rag_backend": NAME, "search_backend": search, "wiki_backend": "mediawiki"}
-
-
-def needs_local_index(ctx: Any) -> bool:
-    """True when a run with Context ``ctx`` may read the local index folder: its rag or search
-    backend (``auto`` without ``TAVILY_API_KEY`` is the offline keyword stand-in), MERMAID's
-    offline Wikipedia tools, or a text check's verifier settings name a backend that does."""
-    from factdebate.core.retrievers import RETRIEVERS
-
-    values = {"rag_backend": getattr(ctx, "rag_backend", "milvus"),
-              "search_backend": getattr(ctx, "search_backend", "auto"),
-              "wiki_backend": getattr(ctx, "wiki_backend", "mediawiki")}
-    overrides = getattr(ctx, "verifier_settings", None)
-    if isinstance(overrides, dict):
-        values |= {k: str(v) for k, v in overrides.items() if k in values}
-    if values["search_backend"] == "auto":
-        values["search_backend"] = "tavily" if os.environ.get("TAVILY_API_KEY") else "local_search"
-    if values["wiki_backend"] != "mediawiki":
-        return True
-    return any(RETRIEVERS.resolve(values[k]) not in _NO_INDEX
-               for k in ("rag_backend", "search_backend"))
 
 
 def live_sources(ctx: Any) -> dict[str, Any]:

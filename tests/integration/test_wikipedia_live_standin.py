@@ -199,3 +199,47 @@ def test_check_wikipedia_shortcut_cites_the_wiki_without_an_index(api: str, tmp_
     urls = [e["url"] for c in claims for t in c["turns"] for e in t["evidence"]]
     assert urls and all(u.startswith(f"{base}index.php?title=") for u in urls)
     assert not (tmp_path / "home" / "index").exists(), "no demo index was built"
+
+
+def write_fever(folder: Path) -> Path:
+    """A data folder with a two-claim FEVER file (the shared JSONL schema) and a corpus nothing
+    should index: the run searches the wiki only."""
+    (folder / "fever").mkdir(parents=True)
+    claims = [("fever-1", CLAIM, "SUPPORTS", "Eiffel_Tower"),
+              ("fever-2", "Paris is the capital of France.", "SUPPORTS", "Paris")]
+    (folder / "fever" / "paper_dev.jsonl").write_text("".join(json.dumps({
+        "id": i, "dataset": "fever", "split": "paper_dev", "task": "claim_verification",
+        "claim": c, "label": lab, "evidence_sets": [[{"page": page, "sent_id": 0}]]}) + "\n"
+        for i, c, lab, page in claims), encoding="utf-8")
+    (folder / "corpus").mkdir()
+    (folder / "corpus" / "wiki.jsonl").write_text(json.dumps(
+        {"doc_id": "wiki-0", "title": "Paris", "text": "Paris is in France."}) + "\n",
+        encoding="utf-8")
+    return folder
+
+
+def test_eval_searches_the_wiki_without_any_local_index(api: str, tmp_path: Path):
+    data, out, home = write_fever(tmp_path / "data"), tmp_path / "run", tmp_path / "home"
+    args = ["eval", "--framework", "tool_mad", "--dataset", "fever", "--data-dir", str(data),
+            "--limit", "2", "--model", "scripted:agree", "--set", "rag_backend=wikipedia",
+            "--set", "search_backend=wikipedia", "--set", "scoring_mode=none"]
+    result = runner.invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    index = json.loads((out / "run.json").read_text(encoding="utf-8"))["index"]
+    assert index["status"] == "live" and "corpus_sha256" not in index
+    assert index["backends"] == {"rag_backend": "wikipedia", "search_backend": "wikipedia"}
+    assert index["live"]["wikipedia"]["wiki"] == api
+    assert index["ceiling"].startswith("not applicable: the run reads no local index")
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    assert all("gold_in_index" not in r for r in rows), "no index to look the gold evidence up in"
+    assert rows[0]["ledger"]["tool_calls"] == {"wikipedia": 2}
+    assert any(r["params"].get("list") == "search" for r in StandIn.seen)
+    for folder in ("index", "corpora", "indexes"):
+        assert not (home / folder).exists(), f"{folder}: nothing reads a local index"
+    assert "retrieval ceiling not applicable" in result.output
+
+    refused = runner.invoke(app, [*args, "--out", str(tmp_path / "demo"), "--demo-index"])
+    assert refused.exit_code == 2
+    assert "--demo-index names an index, but this run reads none" in refused.output
+    assert not (home / "index").exists()

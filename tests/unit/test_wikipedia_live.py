@@ -13,14 +13,13 @@ import pytest
 
 from factdebate.core.context import Context, operator_fields
 from factdebate.core.errors import ConfigError
-from factdebate.core.retrievers import RETRIEVERS
+from factdebate.core.retrievers import RETRIEVERS, reads_local_index
 from factdebate.tools import wikipedia_live as live
 from factdebate.tools.wikipedia_live import (
     PASSAGE_CHARS,
     DiskCache,
     RateLimit,
     bm25_rank,
-    needs_local_index,
     page_link,
     shortcut_settings,
     split_passages,
@@ -192,21 +191,79 @@ def test_shortcut_settings(monkeypatch: pytest.MonkeyPatch):
 
 def test_which_runs_read_the_local_index(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
-    assert not needs_local_index(Context(rag_backend="wikipedia", search_backend="wikipedia"))
-    assert needs_local_index(Context(rag_backend="wikipedia"))  # auto: the keyword stand-in
-    assert needs_local_index(Context(rag_backend="rag", search_backend="wikipedia"))  # alias
+    assert not reads_local_index(Context(rag_backend="wikipedia", search_backend="wikipedia"))
+    assert reads_local_index(Context(rag_backend="wikipedia"))  # auto: the keyword stand-in
+    assert reads_local_index(Context(rag_backend="rag", search_backend="wikipedia"))  # alias
+    for local in ("milvus", "keyword", "local_search", "hybrid"):
+        assert reads_local_index(Context(rag_backend=local, search_backend="wikipedia")), local
+    assert reads_local_index(Context(rag_backend="wikipedia", search_backend="local_search"))
+    assert not reads_local_index(Context(rag_backend="static", search_backend="static"))
+    assert not reads_local_index(Context(rag_backend="wikipedia", search_backend="web"))  # tavily
     monkeypatch.setenv("TAVILY_API_KEY", "tvly-x")
-    assert not needs_local_index(Context(rag_backend="wikipedia"))
+    assert not reads_local_index(Context(rag_backend="wikipedia"))
+    assert reads_local_index(Context()), "milvus, whatever the search backend"
 
     from factdebate.nodes.check_text.state import CheckTextContext
     from factdebate.nodes.mermaid.state import MermaidContext
 
-    assert needs_local_index(MermaidContext(rag_backend="wikipedia"))  # offline wiki tools
-    assert not needs_local_index(MermaidContext(rag_backend="wikipedia",
+    assert reads_local_index(MermaidContext(rag_backend="wikipedia"))  # offline wiki tools
+    assert reads_local_index(MermaidContext(rag_backend="wikipedia", wiki_backend="milvus"))
+    assert not reads_local_index(MermaidContext(rag_backend="wikipedia",
                                                 wiki_backend="mediawiki"))
     check = CheckTextContext(rag_backend="wikipedia",
                              verifier_settings={"rag_backend": "keyword"})
-    assert needs_local_index(check), "the verifier's own settings count"
+    assert reads_local_index(check), "the verifier's own settings count"
+    assert not reads_local_index(CheckTextContext(
+        rag_backend="keyword", verifier_settings={"rag_backend": "wikipedia"})), \
+        "they override the shared fields"
+    assert reads_local_index(CheckTextContext(
+        rag_backend="wikipedia", verifier_settings={"wiki_backend": "keyword"}))
+
+
+def test_a_text_check_reads_the_index_its_verifier_reads(monkeypatch: pytest.MonkeyPatch):
+    from factdebate.graphs.first_use import debates_read_local_index
+    from factdebate.nodes.check_text.state import CheckTextContext
+
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    live = {"rag_backend": "wikipedia", "search_backend": "wikipedia"}
+    assert not debates_read_local_index(CheckTextContext(**live))
+    assert debates_read_local_index(CheckTextContext(framework="mermaid", **live)), \
+        "MERMAID's own wiki_backend default (keyword) reads the index"
+    assert not debates_read_local_index(CheckTextContext(
+        framework="mermaid", verifier_settings={"wiki_backend": "mediawiki"}, **live))
+    assert not debates_read_local_index(CheckTextContext(framework="cot")), "searches nothing"
+    assert debates_read_local_index(CheckTextContext(verifier_settings={"rag_backend": "hybrid"},
+                                                     **live))
+    assert debates_read_local_index(Context()) and not debates_read_local_index(Context(**live))
+    for bad in ({"framework": "nope"}, {"verifier_settings": {"rag_backend": "nope"}}):
+        assert not debates_read_local_index(CheckTextContext(**bad)), "the run names the fault"
+
+
+def test_a_plug_in_backend_reads_the_local_index_unless_it_says_otherwise(
+        monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    monkeypatch.setattr(RETRIEVERS, "_entries", dict(RETRIEVERS._entries))
+    RETRIEVERS.register("lab_vectors", "lab.vectors:open_retriever")  # declares nothing
+    RETRIEVERS.register("lab_service", "lab.service:open_retriever", reads_local_index=False)
+    assert reads_local_index(Context(rag_backend="lab_vectors", search_backend="wikipedia"))
+    assert not reads_local_index(Context(rag_backend="lab_service", search_backend="wikipedia"))
+    assert reads_local_index(Context(rag_backend="lab_service", search_backend="lab_vectors"))
+    assert reads_local_index(Context(rag_backend="lab_service")), "auto: the keyword stand-in"
+
+    from factdebate.nodes.mermaid.state import MermaidContext
+
+    assert not reads_local_index(MermaidContext(rag_backend="wikipedia", search_backend="tavily",
+                                                wiki_backend="lab_service"))
+    assert reads_local_index(MermaidContext(rag_backend="wikipedia", search_backend="tavily",
+                                            wiki_backend="lab_vectors"))
+
+
+def test_a_backend_no_one_registered_is_named():
+    from factdebate.nodes.check_text.state import CheckTextContext
+
+    check = CheckTextContext(verifier_settings={"rag_backend": "wikipedai"})
+    with pytest.raises(ConfigError, match="unknown retriever backend 'wikipedai'.*wikipedia"):
+        reads_local_index(check)
 
 
 def test_a_server_client_can_neither_choose_the_wiki_nor_its_url():
@@ -241,3 +298,26 @@ def test_results_name_the_wiki_beside_the_index(tmp_path: Path, monkeypatch: pyt
     assert "pw" not in json.dumps(live["live"])
     assert "searched live: wikipedia at https://" in describe(live)
     assert "[live]" in index_change(plain, live), "a resume over another source is refused"
+
+
+def test_a_run_on_live_sources_only_records_no_index(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch):
+    from factdebate.evaluation.index_identity import describe, index_change, run_index
+
+    monkeypatch.setenv("FACTDEBATE_MEDIAWIKI_URL", "https://wiki.example/w/api.php")
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    (tmp_path / "index").mkdir()  # a folder the run would otherwise describe
+    live = run_index("tool_mad", Context(index_dir=str(tmp_path / "index"),
+                                         rag_backend="wikipedia", search_backend="wikipedia"))
+    assert live is not None and live["status"] == "live"
+    assert live["backends"] == {"rag_backend": "wikipedia", "search_backend": "wikipedia"}
+    assert live["live"]["wikipedia"]["wiki"] == "https://wiki.example/w/api.php"
+    assert "index_dir" not in live and "corpus_sha256" not in live
+    line = describe(live)
+    assert line.startswith("no local index: the run searched rag_backend=wikipedia")
+    assert "retrieval ceiling not applicable" in line and "wiki.example" in line
+    local = run_index("tool_mad", Context(index_dir=str(tmp_path / "index"),
+                                          rag_backend="wikipedia"))  # auto: the stand-in
+    assert local is not None and local["status"] == "absent" and "live" in local
+    assert index_change(local, live), "a resume over another source is refused"
+    assert run_index("cot", Context(rag_backend="wikipedia")) is None  # searches nothing
