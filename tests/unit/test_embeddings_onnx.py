@@ -89,6 +89,34 @@ def test_small_and_bulk_batches_give_the_same_vectors_in_the_callers_order():
     assert model._onnx.encode_bulk([]).shape == (0, 384)
 
 
+
+@pytest.mark.parametrize(("chunk", "workers"), [(1, 3), (2, 2), (5, 1), (64, 2)])
+def test_bulk_workers_keep_every_vector_in_its_row(chunk, workers):
+    """Worker threads sharing the one-thread session write each chunk's vectors into the rows of
+    its texts, whatever the chunk size and number of workers (texts of mixed lengths, so the
+    length sort reorders them)."""
+    model = get_embeddings("minilm")
+    texts = [f"text {i} " + "mountains and lakes " * ((i * 7) % 11) for i in range(23)]
+    expected = np.vstack([model._onnx.encode([t]) for t in texts])
+    bulk = model._onnx.encode_bulk(texts, chunk, workers=workers)
+    assert bulk.shape == (23, 384)
+    assert np.abs(bulk - expected).max() <= 1e-5
+
+
+def test_a_bulk_workers_error_reaches_the_caller(monkeypatch):
+    model = get_embeddings("minilm")
+    onnx_model = model._onnx
+    real = onnx_model._tokenizer
+
+    def tokenizer(texts):
+        if "poison" in texts:
+            raise RuntimeError("tokenizer failed on poison")
+        return real(texts)
+
+    monkeypatch.setattr(onnx_model, "_tokenizer", tokenizer)
+    with pytest.raises(RuntimeError, match="poison"):
+        onnx_model.encode_bulk([f"text {i}" for i in range(20)] + ["poison"], 1, workers=2)
+
 def test_the_graph_is_built_once_per_home(monkeypatch, tmp_path):
     monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path))
     path = embeddings_onnx.cache_path()
