@@ -25,10 +25,10 @@ from factdebate.tools.sources.base import (
     sentence_list,
     text_field,
 )
-from factdebate.tools.sources.files import Entry, entries_done, plain_entries, read_lines
+from factdebate.tools.sources.files import Entry, EntryFiles, plain_entries, read_lines
 
 
-class AveritecStoreSource:
+class AveritecStoreSource(EntryFiles):
     """A folder of ``<claim_id>.json`` files (or one such file)."""
 
     name = "averitec-store"
@@ -46,18 +46,6 @@ class AveritecStoreSource:
             raise SourceError(str(path), "holds no <claim_id>.json file (expected AVeriTeC's "
                               "knowledge store)")
         self._entries: list[Entry] = plain_entries(files)
-
-    def files(self) -> list[Path]:
-        """The store's files, in reading order."""
-        return [Path(e.label) for e in self._entries]
-
-    def total(self) -> int:
-        """Bytes of all files."""
-        return sum(e.size for e in self._entries)
-
-    def done(self, cursor: Cursor) -> int:
-        """Bytes before ``cursor``."""
-        return entries_done(self._entries, cursor)
 
     def read(self, cursor: Cursor | None) -> Iterator[tuple[Page, Cursor]]:
         """One page per distinct URL of each claim, from ``cursor`` on."""

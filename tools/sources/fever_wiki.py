@@ -20,7 +20,7 @@ from pathlib import Path
 from factdebate.tools.sources.base import Cursor, Page, SourceError, json_object, text_field, unescape_ptb
 from factdebate.tools.sources.files import (
     Entry,
-    entries_done,
+    EntryFiles,
     plain_entries,
     read_lines,
     sorted_files,
@@ -30,7 +30,7 @@ from factdebate.tools.sources.files import (
 WIKI_URL = "https://en.wikipedia.org/wiki/"
 
 
-class FeverWikiSource:
+class FeverWikiSource(EntryFiles):
     """``wiki-NNN.jsonl`` files of a folder, or of a zip such as ``wiki-pages.zip``."""
 
     name = "fever-wiki"
@@ -50,15 +50,7 @@ class FeverWikiSource:
 
     def files(self) -> list[Path]:
         """The folder's files, or the zip itself."""
-        return [self.path] if self._zip is not None else [Path(e.label) for e in self._entries]
-
-    def total(self) -> int:
-        """Bytes of JSON lines (uncompressed sizes for a zip)."""
-        return sum(e.size for e in self._entries)
-
-    def done(self, cursor: Cursor) -> int:
-        """Bytes before ``cursor``."""
-        return entries_done(self._entries, cursor)
+        return [self.path] if self._zip is not None else super().files()
 
     def read(self, cursor: Cursor | None) -> Iterator[tuple[Page, Cursor]]:
         """Pages from ``cursor`` on."""

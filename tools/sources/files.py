@@ -118,6 +118,30 @@ def entries_done(entries: list[Entry], cursor: Cursor, *, exact: bool = True) ->
     return before + (min(within, entries[index].size) if exact else 0)
 
 
+class EntryFiles:
+    """``files``, ``total`` and ``done`` of a source that reads its dump as :class:`Entry` lines.
+
+    A reader sets ``self._entries`` and reads them with :func:`read_lines`; progress is the
+    entries' sizes. ``_exact_done = False`` counts only whole entries before a cursor (a bz2
+    file's cursor offset is in decompressed bytes, its size compressed).
+    """
+
+    _entries: list[Entry]
+    _exact_done = True
+
+    def files(self) -> list[Path]:
+        """The entries' files, in reading order."""
+        return [Path(e.label) for e in self._entries]
+
+    def total(self) -> int:
+        """Progress units of all entries (bytes on disk; uncompressed for zip members)."""
+        return sum(e.size for e in self._entries)
+
+    def done(self, cursor: Cursor) -> int:
+        """Progress units before ``cursor``."""
+        return entries_done(self._entries, cursor, exact=self._exact_done)
+
+
 def sorted_files(root: Path, pattern: str) -> list[Path]:
     """Files under ``root`` matching ``pattern`` (recursively), sorted by relative path."""
     return sorted((p for p in root.rglob(pattern) if p.is_file()),

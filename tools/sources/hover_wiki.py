@@ -26,13 +26,14 @@ from factdebate.tools.sources.base import (
     strip_links,
     text_field,
 )
-from factdebate.tools.sources.files import Entry, entries_done, plain_entries, read_lines, sorted_files
+from factdebate.tools.sources.files import Entry, EntryFiles, plain_entries, read_lines, sorted_files
 
 
-class HoverWikiSource:
+class HoverWikiSource(EntryFiles):
     """A tree of ``wiki_NN.bz2`` files (or one such file)."""
 
     name = "hover-wiki"
+    _exact_done = False  # cursor offsets are decompressed bytes, sizes compressed
 
     def __init__(self, path: Path) -> None:
         """List the tree's ``wiki_*.bz2`` files in path order."""
@@ -42,18 +43,6 @@ class HoverWikiSource:
             raise SourceError(str(path), "holds no wiki_NN.bz2 file (expected HotpotQA's "
                               "enwiki-20171001 abstracts tree)")
         self._entries: list[Entry] = plain_entries(files)
-
-    def files(self) -> list[Path]:
-        """The bz2 files, in reading order."""
-        return [Path(e.label) for e in self._entries]
-
-    def total(self) -> int:
-        """Compressed bytes of all files."""
-        return sum(e.size for e in self._entries)
-
-    def done(self, cursor: Cursor) -> int:
-        """Compressed bytes of the files before ``cursor``'s."""
-        return entries_done(self._entries, cursor, exact=False)
 
     def read(self, cursor: Cursor | None) -> Iterator[tuple[Page, Cursor]]:
         """Pages from ``cursor`` on."""
