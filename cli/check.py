@@ -23,8 +23,7 @@ from typing import Annotated, Any
 
 import typer
 
-from factdebate.cli.output import err, fail, out
-from factdebate.core.control_chars import json_text
+from factdebate.cli.output import err, fail, print_outcome
 from factdebate.core.errors import FactDebateError, InputError
 from factdebate.nodes.check_text.state import MAX_TEXT_CHARS, CheckTextContext
 
@@ -155,12 +154,9 @@ def check(
     except FactDebateError as exc:
         fail(exc)
         return
-    if as_json:
-        print(json_text(result, default=str))  # no control character raw (core/control_chars.py)
-    else:
-        from factdebate.cli.check_report import print_check
+    from factdebate.cli.check_report import print_check
 
-        print_check(out, result)
+    print_outcome(result, as_json, print_check)
 
 
 def _run(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,

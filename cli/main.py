@@ -19,11 +19,10 @@ for _var, _val in (("RAGAS_DO_NOT_TRACK", "true"), ("HF_HUB_OFFLINE", "1"),
 import typer  # noqa: E402
 
 from factdebate.cli.check import WIKIPEDIA_HELP  # noqa: E402
-from factdebate.cli.output import err, fail, out, quiet_libraries  # noqa: E402
+from factdebate.cli.output import err, fail, out, print_outcome, quiet_libraries  # noqa: E402
 from factdebate.cli.verify_checks import read_claim  # noqa: E402
 from factdebate.core import log_redaction  # noqa: E402
 from factdebate.core.context import context_fields  # noqa: E402
-from factdebate.core.control_chars import json_text  # noqa: E402
 from factdebate.core.errors import (  # noqa: E402
     FactDebateError,
     InputError,
@@ -171,12 +170,9 @@ def verify(
     except FactDebateError as exc:
         fail(exc)
         return
-    if as_json:
-        print(json_text(result, default=str))  # no control character raw (core/control_chars.py)
-    else:
-        from factdebate.cli.report import print_result
+    from factdebate.cli.report import print_result
 
-        print_result(out, result)
+    print_outcome(result, as_json, print_result)
 
 
 @app.command()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import typer
@@ -17,7 +17,7 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, Re
 from rich.segment import Segment
 from rich.text import Text
 
-from factdebate.core.control_chars import neutralise
+from factdebate.core.control_chars import json_text, neutralise
 from factdebate.core.errors import FactDebateError
 from factdebate.core.secrets_filter import redact
 
@@ -98,3 +98,13 @@ def fail(exc: FactDebateError) -> None:
     # printed as it is: "[/rag]" and ".[local]" are text, not rich markup
     err.print(Text.assemble(("error:", "red"), f" {one_line}"), highlight=False, soft_wrap=True)
     raise typer.Exit(exc.exit_code)
+
+
+def print_outcome(result: dict[str, Any], as_json: bool,
+                  report: Callable[[Console, dict[str, Any]], None]) -> None:
+    """A run's result on stdout: JSON with ``--json`` (no control character raw, see
+    ``core/control_chars.py``), else ``report``'s rendering on the :data:`out` console."""
+    if as_json:
+        print(json_text(result, default=str))
+    else:
+        report(out, result)
