@@ -34,21 +34,31 @@ matches gold sentences by them (``evaluation/evidence_metrics.py``)."""
 
 
 @described
-class CitedPassage(TypedDict):
-    """A passage with who cited it: an ``Evidence`` plus ``cited_by`` and ``stance``."""
+class Evidence(TypedDict):
+    """One retrieved passage, as every retriever returns it (tools/base.py).
+
+    Defined here, beside :class:`CitedPassage` that extends it; ``core/state.py`` (which the
+    rest of the code imports it from) builds on this module.
+    """
 
     id: str
-    """Stable id of the passage in its source."""
+    """Stable id of the passage in its source (corpus doc_id, URL, ...)."""
     title: str
     """Page or document title."""
     text: str
-    """Passage text."""
+    """Passage text handed to the model (always delimited as data in prompts)."""
     source: str
-    """Backend that produced it."""
+    """Backend that produced it: ``milvus``, ``keyword``, ``tavily``, ``item`` ..."""
     url: str
     """Link where one exists, else ``""``."""
     score: float
-    """Backend's relevance score."""
+    """Backend's relevance score (higher is better; scales differ across backends)."""
+
+
+@described
+class CitedPassage(Evidence):
+    """A passage with who cited it: an :class:`Evidence` plus ``cited_by`` and ``stance``."""
+
     cited_by: list[str]
     """Who cited it: a role (``judge``) or ``agent@round`` (``rag@2``)."""
     stance: str

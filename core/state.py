@@ -25,27 +25,10 @@ from typing import (
 from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
-from factdebate.core.citations import Citation, CitedPassage
+# Evidence is defined beside CitedPassage, which extends it; the rest of the code imports it here
+from factdebate.core.citations import Citation, CitedPassage, Evidence
 from factdebate.core.errors import InputError
 from factdebate.core.schema_docs import described  # docstrings -> Studio field descriptions
-
-
-@described
-class Evidence(TypedDict):
-    """One retrieved passage, as every retriever returns it (tools/base.py)."""
-
-    id: str
-    """Stable id of the passage in its source (corpus doc_id, URL, ...)."""
-    title: str
-    """Page or document title."""
-    text: str
-    """Passage text handed to the model (always delimited as data in prompts)."""
-    source: str
-    """Backend that produced it: ``milvus``, ``keyword``, ``tavily``, ``item`` ..."""
-    url: str
-    """Link where one exists, else ``""``."""
-    score: float
-    """Backend's relevance score (higher is better; scales differ across backends)."""
 
 
 @described
