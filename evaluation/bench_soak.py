@@ -49,10 +49,7 @@ import json
 import os
 import secrets
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter, deque
@@ -61,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+from factdebate.evaluation.langgraph_dev import start_langgraph_dev, stop_langgraph_dev
 
 GROWTH_BUDGET = 0.10
 """Largest growth of the mean RSS and stored checkpoints from the first to the last quarter."""
@@ -549,79 +546,6 @@ async def _lean_cpu_per_claim(index: Path, db: Path, load: Load, claims: list[st
 
 
 # --- the server --------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def langgraph_dev_command(work: Path, port: int, jobs: int) -> list[str]:
-    """``langgraph dev`` on ``port`` from a copy of this checkout's ``langgraph.json`` in
-    ``work/app`` (paths made absolute, so the server's state stays in ``work``).
-
-    Raises:
-        ConfigError: ``langgraph-cli`` is not installed beside this Python.
-    """
-    import factdebate
-    from factdebate.core.errors import ConfigError
-
-    langgraph = Path(sys.executable).parent / "langgraph"
-    repo = Path(factdebate.__file__).resolve().parent
-    if not langgraph.exists() or not (repo / "langgraph.json").is_file():
-        raise ConfigError("bench soak needs langgraph-cli and this checkout's langgraph.json",
-                          "pip install -e '.[server]' in the checkout")
-    app = work / "app"
-    app.mkdir(parents=True, exist_ok=True)
-    config = json.loads((repo / "langgraph.json").read_text(encoding="utf-8"))
-    config["dependencies"] = [str(repo)]
-    config["graphs"] = {k: str(repo / v.removeprefix("./")) for k, v in config["graphs"].items()}
-    if "auth" in config:
-        config["auth"]["path"] = str(repo / config["auth"]["path"].removeprefix("./"))
-    (app / "langgraph.json").write_text(json.dumps(config), encoding="utf-8")
-    return [str(langgraph), "dev", "--no-browser", "--no-reload", "--port", str(port),
-            "--config", str(app / "langgraph.json"), "--n-jobs-per-worker", str(jobs)]
-
-
-def start_server(work: Path, env: dict[str, str], jobs: int,
-                 timeout_s: float = 300.0) -> tuple[subprocess.Popen, str]:
-    """Start ``langgraph dev`` (its own session; log in ``work/server.log``) and wait for ``/ok``.
-
-    Raises:
-        RuntimeError: It exited or did not answer within ``timeout_s`` (the log's last line).
-    """
-    port = _free_port()
-    log_path = work / "server.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(langgraph_dev_command(work, port, jobs), cwd=work / "app",
-                                env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    stop_server(proc)
-    tail = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
-    raise RuntimeError(f"langgraph dev did not start within {timeout_s:.0f} s; last line of "
-                       f"{log_path}: {tail[-1] if tail else '(empty)'}")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    """Stop the server's process group (SIGTERM, then SIGKILL after 20 s)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
 def server_env(work: Path, users: Iterable[User], index: Path) -> dict[str, str]:
     """The server's environment: this one, the users' keys, the scripted double allowed, the
     index and a home of its own, no analytics or tracing."""
@@ -687,7 +611,8 @@ def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s
     load = Load(claims=claims, latency=latency, rounds=rounds, keep=keep)
     timed = claims[:cpu_claims] if len(claims) >= cpu_claims else \
         [claims[i % len(claims)] for i in range(cpu_claims)]
-    proc, url = start_server(work, server_env(work, people, server_index), jobs)
+    proc, url = start_langgraph_dev(work, server_env(work, people, server_index),
+                                    args=("--n-jobs-per-worker", str(jobs)))
     try:
         start_rss = tree_rss_mb(proc.pid)
         out = run_async(_soak(proc.pid, url, people, load, duration_s=duration_s,
@@ -695,7 +620,7 @@ def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s
                               log=work / "samples.jsonl"))
         end_rss = tree_rss_mb(proc.pid)
     finally:
-        stop_server(proc)
+        stop_langgraph_dev(proc)
     tally: Tally = out.pop("tally")
     try:
         lean = run_async(_lean_cpu_per_claim(index, work / "lean.sqlite", load, timed))

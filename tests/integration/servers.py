@@ -1,47 +1,29 @@
 """Helpers for integration tests that need a ``langgraph dev`` server (free port, start, stop).
 
-Starts the server from a copy of ``langgraph.json`` (graph and auth paths made absolute) so its
-``.langgraph_api`` state stays in a temporary folder.
+The server is started by ``factdebate.evaluation.langgraph_dev`` (as ``bench soak`` starts it):
+from a copy of ``langgraph.json`` (graph and auth paths made absolute) so its ``.langgraph_api``
+state stays in a temporary folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-LANGGRAPH = Path(sys.executable).parent / "langgraph"
+from factdebate.evaluation import langgraph_dev
 
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def langgraph_dev_command(work: Path, port: int) -> list[str]:
-    """``langgraph dev`` on ``port`` with a copy of langgraph.json in ``work/app`` (paths absolute),
-    so the server's ``.langgraph_api`` state stays in ``work``; run it with ``cwd=work / "app"``."""
-    app_dir = work / "app"
-    app_dir.mkdir()
-    config = json.loads((REPO / "langgraph.json").read_text())
-    config["dependencies"] = [str(REPO)]
-    config["graphs"] = {k: str(REPO / v.removeprefix("./")) for k, v in config["graphs"].items()}
-    if "auth" in config:
-        config["auth"]["path"] = str(REPO / config["auth"]["path"].removeprefix("./"))
-    (app_dir / "langgraph.json").write_text(json.dumps(config))
-    return [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port),
-            "--config", str(app_dir / "langgraph.json")]
+REPO = langgraph_dev.REPO
+LANGGRAPH = langgraph_dev.LANGGRAPH
+free_port = langgraph_dev.free_port
+langgraph_dev_command = langgraph_dev.langgraph_dev_command
 
 
 TINY_CORPUS = [
@@ -91,31 +73,19 @@ def server_env(env: dict[str, str]) -> dict[str, str]:
 def start_langgraph_dev(work: Path, env: dict[str, str], timeout: float = 240.0,
                         args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
     """``langgraph dev`` on a free port from a copy of langgraph.json (state stays in ``work``),
-    with extra command-line ``args`` (e.g. ``("--n-jobs-per-worker", "2")``).
+    with this process's environment plus ``env`` (:func:`server_env`) and extra command-line
+    ``args`` (e.g. ``("--n-jobs-per-worker", "2")``).
 
     Returns the process and its URL once ``/ok`` answers (within ``timeout`` seconds: on a fresh
     ``FACTDEBATE_HOME`` the start-up first builds the demo index, ~35-70 s on a busy machine);
-    the caller stops it with :func:`stop_server`.
+    the caller stops it with :func:`stop_server`. A start that fails fails the test with the
+    server's log.
     """
-    port = free_port()
-    log = (work / "server.log").open("w")
-    proc = subprocess.Popen(
-        [*langgraph_dev_command(work, port), *args], cwd=work / "app", env=server_env(env),
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            break
-        try:
-            if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    stop_server(proc)
-    pytest.fail(f"langgraph dev did not start: {(work / 'server.log').read_text()[-3000:]}")
+    try:
+        return langgraph_dev.start_langgraph_dev(work, server_env(env), args=args,
+                                                 timeout_s=timeout)
+    except langgraph_dev.ServerStartError as exc:
+        pytest.fail(f"langgraph dev did not start: {exc.log.read_text()[-3000:]}")
 
 
 def stop_server(proc: subprocess.Popen) -> None:
@@ -126,3 +96,35 @@ def stop_server(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+needs_langgraph = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+"""Skips a test (or a module, as its ``pytestmark``) that starts ``langgraph dev`` where
+``langgraph-cli`` is not installed."""
+
+
+def users_env(work: Path, keys: dict[str, str], *, warm: bool = True) -> dict[str, str]:
+    """A server's variables for users with API keys (``keys``: name to key), the scripted test
+    double allowed, its home in ``work/home`` (holding the MiniLM graph unless ``warm`` is False:
+    :func:`warm_home`) and the 3-passage :func:`tiny_index`."""
+    home = warm_home(work / "home") if warm else work / "home"
+    return {"FACTDEBATE_API_KEYS": ",".join(f"{k}:{v}" for k, v in keys.items()),
+            "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(home),
+            "FACTDEBATE_INDEX_DIR": str(tiny_index(work))}
+
+
+@contextlib.contextmanager
+def serving(work: Path, env: dict[str, str], timeout: float = 240.0,
+            args: tuple[str, ...] = ()) -> Iterator[str]:
+    """:func:`start_langgraph_dev` for a ``with`` block: yields the server's URL and stops the
+    server when the block ends."""
+    proc, url = start_langgraph_dev(work, env, timeout, args)
+    try:
+        yield url
+    finally:
+        stop_server(proc)
+
+
+def user_client(url: str, key: str, *, timeout: float = 60.0, **headers: str) -> httpx.Client:
+    """An HTTP client of the server at ``url`` that sends API key ``key`` (``x-api-key``)."""
+    return httpx.Client(base_url=url, headers={"x-api-key": key, **headers}, timeout=timeout)

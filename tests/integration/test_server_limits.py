@@ -31,6 +31,7 @@ from tests.integration.servers import (
     free_port,
     langgraph_dev_command,
     server_env,
+    start_langgraph_dev,
     stop_server,
     tiny_index,
     warm_home,
@@ -121,23 +122,8 @@ def runs_folder(work: Path) -> Path:
 
 def start(work: Path, env: dict[str, str], *args: str,
           timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
-    """``langgraph dev`` with extra flags (``servers.start_langgraph_dev`` takes none)."""
-    port = free_port()
-    log = (work / "server.log").open("w")
-    proc = subprocess.Popen([*langgraph_dev_command(work, port), *args], cwd=work / "app",
-                            env=server_env(env), stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    stop_server(proc)
-    pytest.fail(f"langgraph dev did not start: {(work / 'server.log').read_text()[-3000:]}")
+    """``langgraph dev`` with extra flags, which must answer within ``timeout`` seconds."""
+    return start_langgraph_dev(work, env, timeout=timeout, args=args)
 
 
 def refused_start(work: Path, env: dict[str, str]) -> tuple[int, str]:

@@ -30,8 +30,8 @@ NOT_RETRIES = {
     ("evaluation/bench_soak.py", "_session"): "a soak user's episodes until the soak ends; a "
     "failed episode is counted as an error, never repeated",
     ("evaluation/bench_soak.py", "_sampler"): "a sample every few seconds until the soak ends",
-    ("evaluation/bench_soak.py", "start_server"): "polls a starting langgraph dev until it "
-    "answers /ok (readiness)",
+    ("evaluation/langgraph_dev.py", "start_langgraph_dev"): "polls a starting langgraph dev "
+    "until it answers /ok (readiness)",
 }
 """Loops that sleep and catch exceptions without being retries of a failed call."""
 
