@@ -62,8 +62,8 @@ def backend_reads_local_index(name: str) -> bool:
 
 def search_backend_of(value: str) -> str:
     """The backend ``search_backend=value`` searches: ``auto`` is ``tavily`` when
-    ``TAVILY_API_KEY`` is set, else the offline keyword stand-in ``local_search`` (the rule of
-    ``nodes/retrieval.resolve_backend``)."""
+    ``TAVILY_API_KEY`` is set, else the offline keyword stand-in ``local_search`` (the one rule:
+    ``nodes/retrieval.resolve_backend`` searches with it)."""
     if value != "auto":
         return value
     return "tavily" if os.environ.get("TAVILY_API_KEY") else "local_search"

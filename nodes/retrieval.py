@@ -23,6 +23,7 @@ from typing import Any
 
 from factdebate.core.context import Context
 from factdebate.core.errors import ConfigError, FactDebateError
+from factdebate.core.retrievers import search_backend_of
 from factdebate.core.secrets_filter import redact
 from factdebate.core.state import Evidence, add_ledger
 from factdebate.nodes.llm import is_retryable, with_retries
@@ -42,11 +43,9 @@ def resolve_backend(kind: str, ctx: Context) -> tuple[str | None, str | None]:
     if kind == "rag":
         return ctx.rag_backend, None
     if kind == "search":
-        backend = ctx.search_backend
-        if backend == "auto":
-            if os.environ.get("TAVILY_API_KEY"):
-                return "tavily", None
-            return "local_search", STAND_IN_FLAG
+        backend = search_backend_of(ctx.search_backend)
+        if ctx.search_backend == "auto":
+            return backend, STAND_IN_FLAG if backend == "local_search" else None
         if backend == "tavily" and not os.environ.get("TAVILY_API_KEY"):
             raise ConfigError(
                 "search backend 'tavily' needs TAVILY_API_KEY",
