@@ -149,6 +149,30 @@ def is_refusal(exc: BaseException) -> bool:
 
 
 # --- the policies -------------------------------------------------------------------------------
+def _backoff(what: str, base_delay: float, max_retry_after: float, max_delay: float = math.inf,
+             on_retry: Callable[[BaseException, float], None] | None = None,
+             ) -> tuple[Callable[[RetryCallState], float], Callable[[RetryCallState], None]]:
+    """tenacity's ``wait`` and ``before_sleep`` of :func:`call_with_retries` and its blocking twin.
+
+    The n-th retry waits ``min(base_delay * 2**(n-1), max_delay)`` or the server's
+    ``Retry-After`` capped at ``max_retry_after``, whichever is longer; before it a warning names
+    ``what`` and the fault, then ``on_retry(fault, seconds)`` is called.
+    """
+    def wait(state: RetryCallState) -> float:
+        backoff = min(base_delay * 2 ** (state.attempt_number - 1), max_delay)
+        asked = retry_after(_failure(state)) or 0.0
+        return max(backoff, min(asked, max_retry_after))
+
+    def before_sleep(state: RetryCallState) -> None:
+        exc = _failure(state)
+        log.warning("%s failed (%s: %s); retry %d in %.1fs", what, type(exc).__name__, exc,
+                    state.attempt_number, state.upcoming_sleep)
+        if on_retry is not None:
+            on_retry(exc, state.upcoming_sleep)
+
+    return wait, before_sleep
+
+
 async def call_with_retries(fn: Callable[[], Awaitable[T]], *, retries: int, what: str,
                             base_delay: float, max_retry_after: float) -> T:
     """Await ``fn()``; a retryable fault (:func:`is_retryable`) is tried again up to ``retries``
@@ -157,16 +181,7 @@ async def call_with_retries(fn: Callable[[], Awaitable[T]], *, retries: int, wha
     The n-th retry waits ``base_delay * 2**(n-1)`` or the server's ``Retry-After`` capped at
     ``max_retry_after``, whichever is longer.
     """
-    def wait(state: RetryCallState) -> float:
-        backoff = base_delay * 2 ** (state.attempt_number - 1)
-        asked = retry_after(_failure(state)) or 0.0
-        return max(backoff, min(asked, max_retry_after))
-
-    def before_sleep(state: RetryCallState) -> None:
-        exc = _failure(state)
-        log.warning("%s failed (%s: %s); retry %d in %.1fs", what, type(exc).__name__, exc,
-                    state.attempt_number, state.upcoming_sleep)
-
+    wait, before_sleep = _backoff(what, base_delay, max_retry_after)
     return await AsyncRetrying(stop=stop_after_attempt(max(retries, 0) + 1), wait=wait,
                                retry=retry_if_exception(is_retryable), before_sleep=before_sleep,
                                reraise=True)(_awaited, fn)
@@ -186,18 +201,7 @@ def call_with_retries_blocking(
     ``Retry-After`` capped at ``max_retry_after``, whichever is longer. ``on_retry(fault,
     seconds)`` is called before each wait, ``sleep`` (default ``time.sleep``) does the waiting.
     """
-    def wait(state: RetryCallState) -> float:
-        backoff = min(base_delay * 2 ** (state.attempt_number - 1), max_delay)
-        asked = retry_after(_failure(state)) or 0.0
-        return max(backoff, min(asked, max_retry_after))
-
-    def before_sleep(state: RetryCallState) -> None:
-        exc = _failure(state)
-        log.warning("%s failed (%s: %s); retry %d in %.1fs", what, type(exc).__name__, exc,
-                    state.attempt_number, state.upcoming_sleep)
-        if on_retry is not None:
-            on_retry(exc, state.upcoming_sleep)
-
+    wait, before_sleep = _backoff(what, base_delay, max_retry_after, max_delay, on_retry)
     return Retrying(stop=stop_after_attempt(max(retries, 0) + 1), wait=wait,
                     retry=retry_if_exception(
                         lambda exc: isinstance(exc, Exception) and retry_if(exc)),
