@@ -65,11 +65,29 @@ MAX_REQUEST_TOKENS = 300_000
 """Tokens summed over the inputs of one request (OpenAI's limit)."""
 MAX_INPUT_TOKENS = 8191
 """Tokens of one input (the context of OpenAI's embedding models); longer texts are truncated."""
-RETRIES = int(os.environ.get("FACTDEBATE_EMBEDDING_RETRIES", "8"))
-"""Retries of a failed request (so 9 attempts); with :data:`BACKOFF_S` doubling up to
-:data:`MAX_BACKOFF_S` the attempts span about three minutes, longer when the server asks."""
-BACKOFF_S = float(os.environ.get("FACTDEBATE_EMBEDDING_BACKOFF_S", "1.0"))
-"""The first retry's delay (doubling for each next one)."""
+RETRIES = 8
+"""Retries of a failed request (so 9 attempts) unless ``$FACTDEBATE_EMBEDDING_RETRIES`` says;
+with :data:`BACKOFF_S` doubling up to :data:`MAX_BACKOFF_S` the attempts span about three
+minutes, longer when the server asks."""
+BACKOFF_S = 1.0
+"""The first retry's delay (doubling for each next one) unless
+``$FACTDEBATE_EMBEDDING_BACKOFF_S`` says."""
+
+
+def _env_number(name: str, default: float, kind: type[int] | type[float]) -> Any:
+    """``$name`` as a non-negative ``kind``, ``default`` when unset; a ``ConfigError`` naming the
+    variable for anything else."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return kind(default)
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = -1
+    if value < 0 or (kind is float and not math.isfinite(value)):
+        raise ConfigError(f"{name}={raw!r} is not a non-negative {kind.__name__}",
+                          f"unset {name} or give a number such as {kind(default)}")
+    return value
 MAX_BACKOFF_S = 60.0
 """The longest doubling delay."""
 MAX_RETRY_AFTER_S = 300.0
@@ -289,12 +307,14 @@ class ProviderEmbeddings(Embeddings):
                 self._usage["retries"] += 1
                 self._usage["waited_s"] += seconds
 
-        retries = RETRIES if self.retries is None else self.retries
+        retries = (_env_number("FACTDEBATE_EMBEDDING_RETRIES", RETRIES, int)
+                   if self.retries is None else self.retries)
         what = f"embedding request ({len(batch)} inputs) to {self.spec} at {_where(endpoint.url)}"
         try:
             reply = call_with_retries_blocking(
                 attempt, retries=retries, what=what,
-                base_delay=BACKOFF_S if self.backoff_s is None else self.backoff_s,
+                base_delay=(_env_number("FACTDEBATE_EMBEDDING_BACKOFF_S", BACKOFF_S, float)
+                            if self.backoff_s is None else self.backoff_s),
                 max_delay=MAX_BACKOFF_S, max_retry_after=MAX_RETRY_AFTER_S, retry_if=retryable,
                 on_retry=waited)
         except Exception as exc:

@@ -311,3 +311,24 @@ def test_a_build_stopped_by_the_provider_resumes_without_embedding_committed_pas
     finally:
         clear_retriever_cache()
         release(target)
+
+
+@pytest.mark.parametrize(("variable", "value"), [("FACTDEBATE_EMBEDDING_RETRIES", "many"),
+                                                 ("FACTDEBATE_EMBEDDING_RETRIES", "-1"),
+                                                 ("FACTDEBATE_EMBEDDING_BACKOFF_S", "nan")])
+def test_a_bad_retry_setting_is_one_error_naming_the_variable_before_any_request(
+        env: Embedder, monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=variable):
+        ProviderEmbeddings(MODEL).embed_documents(["a passage"])
+    assert env.requests == []
+
+
+def test_the_retry_settings_are_read_from_the_environment_at_each_request(
+        env: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    env.plan = lambda n: error(500, "overloaded") if n < 3 else None
+    monkeypatch.setenv("FACTDEBATE_EMBEDDING_RETRIES", "3")
+    monkeypatch.setenv("FACTDEBATE_EMBEDDING_BACKOFF_S", "0")
+    model = ProviderEmbeddings(MODEL)
+    assert len(model.embed_documents(["a passage"])) == 1
+    assert model.usage()["retries"] == 3
