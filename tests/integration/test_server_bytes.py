@@ -9,24 +9,19 @@ gets a server of its own (its sweep would expire the other tests' items).
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.integration.servers import (
-    LANGGRAPH,
-    start_langgraph_dev,
-    stop_server,
-    tiny_index,
-)
+from tests.integration.servers import needs_langgraph, serving, user_client, users_env
 
-pytestmark = [pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed"),
-              pytest.mark.slow]  # several langgraph dev servers: the slow tier (CI runs it)
+# several langgraph dev servers: the slow tier (CI runs it)
+pytestmark = [needs_langgraph, pytest.mark.slow]
 
 USERS = ("routes", "adder", "other", "stater", "alice", "bob", "sweeper")
 KEYS = {user: f"{user}-bytes-key-0123456789" for user in USERS}
@@ -38,26 +33,21 @@ RUN = {"assistant_id": "cot", "input": {"claim": "Berlin is the capital of Germa
 BIG = "a" * 400_000  # within the request limit (1 MiB), above the quota
 
 
-def start(work: Path, **env: str) -> tuple[Any, str]:
-    return start_langgraph_dev(work, {
-        "FACTDEBATE_API_KEYS": ",".join(f"{k}:{v}" for k, v in KEYS.items()),
-        "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(work / "home"),
-        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)), **env})
+def serving_users(work: Path, **env: str) -> contextlib.AbstractContextManager[str]:
+    """A server for :data:`KEYS`' users (a home of its own, no MiniLM graph in it) with ``env``."""
+    return serving(work, {**users_env(work, KEYS, warm=False), **env})
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    proc, url = start(tmp_path_factory.mktemp("bytes-server"),
-                      FACTDEBATE_MAX_BYTES_PER_USER=str(QUOTA),
-                      FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD=str(HISTORY))
-    try:
+    with serving_users(tmp_path_factory.mktemp("bytes-server"),
+                       FACTDEBATE_MAX_BYTES_PER_USER=str(QUOTA),
+                       FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD=str(HISTORY)) as url:
         yield url
-    finally:
-        stop_server(proc)
 
 
 def as_user(url: str, user: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers={"x-api-key": KEYS[user]}, timeout=60)
+    return user_client(url, KEYS[user])
 
 
 def over_quota(response: httpx.Response, user: str) -> None:
@@ -184,9 +174,9 @@ def test_copying_another_users_thread_is_not_found(server: str):
 
 def test_store_items_expire_after_the_store_ttl(tmp_path: Path):
     """Items not written for FACTDEBATE_STORE_TTL_MINUTES are deleted, and their bytes freed."""
-    proc, url = start(tmp_path, FACTDEBATE_MAX_BYTES_PER_USER="200000",
-                      FACTDEBATE_STORE_TTL_MINUTES="0.01", FACTDEBATE_STORE_SWEEP_MINUTES="0.01")
-    try:
+    with serving_users(tmp_path, FACTDEBATE_MAX_BYTES_PER_USER="200000",
+                       FACTDEBATE_STORE_TTL_MINUTES="0.01",
+                       FACTDEBATE_STORE_SWEEP_MINUTES="0.01") as url:
         with as_user(url, "sweeper") as client:
             item = {"namespace": ["sweeper", "n"], "key": "old", "value": {"x": "e" * 150_000}}
             assert client.put("/store/items", json=item).status_code == 204
@@ -198,5 +188,3 @@ def test_store_items_expire_after_the_store_ttl(tmp_path: Path):
             # its 150 kB are freed: another 150 kB fits the 200,000-byte quota
             again = client.put("/store/items", json={**item, "key": "new"})
             assert again.status_code == 204, again.text
-    finally:
-        stop_server(proc)

@@ -15,15 +15,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.integration.servers import (
-    LANGGRAPH,
-    start_langgraph_dev,
-    stop_server,
-    tiny_index,
-    warm_home,
-)
+from tests.integration.servers import needs_langgraph, serving, user_client, users_env
 
-pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+pytestmark = needs_langgraph
 
 KEYS = {"hist": "hist-bound-key-0123456789", "forker": "forker-bound-key-0123456789"}
 HISTORY = 5
@@ -36,20 +30,14 @@ RUN = {"assistant_id": "tool_mad", "input": {"claim": "Berlin is the capital of 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("history-server")
-    proc, url = start_langgraph_dev(work, {
-        "FACTDEBATE_API_KEYS": ",".join(f"{k}:{v}" for k, v in KEYS.items()),
-        "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(warm_home(work / "home")),
-        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
-        "FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD": str(HISTORY),
-        "FACTDEBATE_MAX_BYTES_PER_USER": str(QUOTA)})
-    try:
+    with serving(work, {**users_env(work, KEYS),
+                        "FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD": str(HISTORY),
+                        "FACTDEBATE_MAX_BYTES_PER_USER": str(QUOTA)}) as url:
         yield url
-    finally:
-        stop_server(proc)
 
 
 def as_user(url: str, user: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers={"x-api-key": KEYS[user]}, timeout=120)
+    return user_client(url, KEYS[user], timeout=120)
 
 
 def checkpoints(client: httpx.Client, thread: str) -> int:

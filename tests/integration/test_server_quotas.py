@@ -20,15 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.servers import (
-    LANGGRAPH,
-    start_langgraph_dev,
-    stop_server,
-    tiny_index,
-    warm_home,
-)
+from tests.integration.servers import needs_langgraph, serving, user_client, users_env
 
-pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+pytestmark = needs_langgraph
 
 KEYS = {"alice": "alice-quota-key-0123456789", "bob": "bob-quota-key-0123456789ab",
         "carol": "carol-quota-key-0123456789", "dora": "dora-quota-key-0123456789ab"}
@@ -40,21 +34,16 @@ RUN = {"assistant_id": "cot", "input": {"claim": "Berlin is the capital of Germa
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("quota-server")
-    proc, url = start_langgraph_dev(work, {
-        "FACTDEBATE_API_KEYS": ",".join(f"{k}:{v}" for k, v in KEYS.items()),
-        "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(warm_home(work / "home")),
-        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
+    with serving(work, {
+        **users_env(work, KEYS),
         "FACTDEBATE_MAX_THREADS_PER_USER": "3", "FACTDEBATE_MAX_ASSISTANTS_PER_USER": "2",
         "FACTDEBATE_MAX_CRONS_PER_USER": "1", "FACTDEBATE_MAX_BYTES_PER_USER": str(BYTES),
-    })
-    try:
+    }) as url:
         yield url
-    finally:
-        stop_server(proc)
 
 
 def as_user(url: str, user: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers={"x-api-key": KEYS[user]}, timeout=60)
+    return user_client(url, KEYS[user])
 
 
 def refused(response: httpx.Response, variable: str, count: int) -> None:

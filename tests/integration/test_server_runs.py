@@ -19,15 +19,14 @@ import pytest
 
 from factdebate.core.state import DebateInput, DebateOutput
 from tests.integration.servers import (
-    LANGGRAPH,
     free_port,
     langgraph_dev_command,
+    needs_langgraph,
     server_env,
-    start_langgraph_dev,
-    stop_server,
+    serving,
 )
 
-pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+pytestmark = needs_langgraph
 
 NO_INDEX_CONFIGURED = {"FACTDEBATE_INDEX_DIR": "", "FACTDEBATE_MILVUS_URI": ""}
 """Empty values are "not set" for the Context (an environment the test runs in may set them)."""
@@ -41,14 +40,11 @@ RESULT_KEYS = ("claim", "label", "answers", "rationale", "round", "stopped_by", 
 def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A server on a fresh home (no index); yields its URL and its work folder."""
     work = tmp_path_factory.mktemp("fresh-server")
-    proc, url = start_langgraph_dev(work, {
+    with serving(work, {
         **NO_INDEX_CONFIGURED, "FACTDEBATE_HOME": str(work / "home"), "FACTDEBATE_AUTH": "off",
         "FACTDEBATE_ALLOW_SCRIPTED": "1",
-    })  # start-up builds the demo index (servers.py waits long enough for it)
-    try:
+    }) as url:  # start-up builds the demo index (servers.py waits long enough for it)
         yield url, work
-    finally:
-        stop_server(proc)
 
 
 def client(url: str) -> Any:

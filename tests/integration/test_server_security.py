@@ -22,15 +22,14 @@ import httpx
 import pytest
 
 from tests.integration.servers import (
-    LANGGRAPH,
     REPO,
-    start_langgraph_dev,
-    stop_server,
-    tiny_index,
-    warm_home,
+    needs_langgraph,
+    serving,
+    user_client,
+    users_env,
 )
 
-pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+pytestmark = needs_langgraph
 
 KEYS = {"alice": "alice-key-0123456789", "bob": "bob-key-0123456789ab",
         "carol": "carol-key-0123456789"}
@@ -80,20 +79,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     keys_file = work / "keys.txt"
     keys_file.write_text(f"# operator's keys file\ncarol:{KEYS['carol']}\n")
     keys_file.chmod(0o600)
-    proc, url = start_langgraph_dev(work, {
-        "FACTDEBATE_API_KEYS": f"alice:{KEYS['alice']}, bob:{KEYS['bob']}",
+    with serving(work, {
+        **users_env(work, {}),  # the scripted double, a warm home, the tiny index
+        "FACTDEBATE_API_KEYS": f"alice:{KEYS['alice']}, bob:{KEYS['bob']}",  # a space: allowed
         "FACTDEBATE_API_KEYS_FILE": str(keys_file),
-        "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(warm_home(work / "home")),
-        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
-    })
-    try:
+    }) as url:
         yield url
-    finally:
-        stop_server(proc)
 
 
 def as_user(url: str, user: str, **headers: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers={"x-api-key": KEYS[user], **headers}, timeout=30)
+    return user_client(url, KEYS[user], timeout=30, **headers)
 
 
 async def not_found(call: Any) -> None:

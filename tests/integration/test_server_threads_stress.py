@@ -32,14 +32,14 @@ import httpx
 import pytest
 
 from tests.integration.servers import (
-    LANGGRAPH,
+    needs_langgraph,
+    serving,
     start_langgraph_dev,
     stop_server,
-    tiny_index,
-    warm_home,
+    users_env,
 )
 
-pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+pytestmark = needs_langgraph
 
 USERS = ("ann", "ben", "cat", "dan")
 KEYS = {user: f"{user}-stress-key-0123456789" for user in USERS}
@@ -75,9 +75,7 @@ class Tally:
 
 
 def _env(work: Path) -> dict[str, str]:
-    return {"FACTDEBATE_API_KEYS": ",".join(f"{k}:{v}" for k, v in KEYS.items()),
-            "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_HOME": str(warm_home(work / "home")),
-            "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
+    return {**users_env(work, KEYS),
             "FACTDEBATE_MAX_RUNS_PER_USER": "0",  # the mix, not the admission, is under test
             "FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD": "20"}
 
@@ -164,24 +162,11 @@ def _check(tally: Tally, work: Path) -> None:
     assert not tally.lost and not tally.errors, (tally.summary(), tail)
 
 
-def test_no_thread_is_lost_while_users_delete_their_own(tmp_path: Path):
-    proc, url = start_langgraph_dev(tmp_path, _env(tmp_path),
-                                    args=("--n-jobs-per-worker", "8"))
-    try:
-        tally = asyncio.run(run_mix(url, 20))
-    finally:
-        stop_server(proc)
-    _check(tally, tmp_path)
-
-
-@pytest.mark.slow
-def test_no_thread_is_lost_in_150_seconds(tmp_path: Path):
-    proc, url = start_langgraph_dev(tmp_path, _env(tmp_path),
-                                    args=("--n-jobs-per-worker", "8"))
-    try:
-        tally = asyncio.run(run_mix(url, 150))
-    finally:
-        stop_server(proc)
+@pytest.mark.parametrize("seconds", [20, pytest.param(150, marks=pytest.mark.slow)])
+def test_no_thread_is_lost_while_users_delete_their_own(tmp_path: Path, seconds: int):
+    """The mix for ``seconds`` (150 s in the slow tier) on a fresh server with 8 job slots."""
+    with serving(tmp_path, _env(tmp_path), args=("--n-jobs-per-worker", "8")) as url:
+        tally = asyncio.run(run_mix(url, seconds))
     _check(tally, tmp_path)
 
 

@@ -16,15 +16,9 @@ import httpx
 import pytest
 
 from tests.graph.test_exported_graphs import DESIGN_NODES
-from tests.integration.servers import (
-    LANGGRAPH,
-    start_langgraph_dev,
-    stop_server,
-    tiny_index,
-    warm_home,
-)
+from tests.integration.servers import needs_langgraph, serving, tiny_index, warm_home
 
-pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+pytestmark = needs_langgraph
 
 API_KEY = "studio-view-key"
 CLAIM = "The Eiffel Tower is in Paris."
@@ -34,16 +28,13 @@ CONTEXT = {"debater_model": "scripted:agree", "scoring_mode": "consistency"}
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("studio-view")
-    proc, url = start_langgraph_dev(work, {
+    with serving(work, {
         "FACTDEBATE_API_KEY": API_KEY, "FACTDEBATE_API_KEYS": "", "FACTDEBATE_API_KEYS_FILE": "",
         "FACTDEBATE_ALLOW_SCRIPTED": "1", "FACTDEBATE_ALLOWED_MODELS": "scripted:*",
         "FACTDEBATE_MODEL": "scripted:agree", "FACTDEBATE_HOME": str(warm_home(work / "home")),
         "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
-    })
-    try:
+    }) as url:
         yield url
-    finally:
-        stop_server(proc)
 
 
 def client(url: str) -> Any:
