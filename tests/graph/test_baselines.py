@@ -18,35 +18,15 @@ from factdebate.graphs.registry import FRAMEWORKS, build_framework, context_clas
 from factdebate.nodes.baselines.context import BaselineContext, MultiAgentDebateContext
 from factdebate.testing.scenarios import verdict
 from factdebate.testing.scripted import ScriptCall
+from tests.graph.baseline_replies import DOCS, QUESTION, baseline_reply
 
 CLAIM = "The Eiffel Tower is in Paris."
-QUESTION = "In which year was Michael Jordan born?"
-DOCS = [
-    {"text": "Michael Jeffrey Jordan (born 1963) is a basketball player.", "type": "correct",
-     "answer": "1963"},
-    {"text": "Michael Irwin Jordan (born 1956) is a scientist.", "type": "correct",
-     "answer": "1956"},
-    {"text": "Michael Jeffrey Jordan was born in 1998.", "type": "misinfo", "answer": "1998"},
-]
 BASELINES = [e.name for e in FRAMEWORKS if e.meta.get("baseline")]
 Responder = Callable[[ScriptCall], Any]
 
 
-def default_reply(call: ScriptCall) -> Any:
-    """A valid reply for every schema the baselines ask for (first label, two answers)."""
-    name = call.schema.__name__ if call.schema else ""
-    replies: dict[str, Any] = {
-        "AnswersOut": {"answers": ["1963", "1956"], "explanation": "Documents 1 and 2."},
-        "ReactStepOut": {"thought": "I know enough.", "action": "finish", "query": ""},
-        "FollowUpOut": {"follow_up": ""},
-        "ReviewOut": {"feedback": "No problems."},
-        "PassagesOut": {"passages": ["memory passage: the tower stands in Paris"]},
-        "ConsolidatedOut": {"passages": [{"source": "both", "documents": [1],
-                                          "text": "consolidated: tower in Paris"}]},
-        "DraftScore": {"reasoning": "supported", "score": 0.5},
-        "ModeratorOut": {"preference": False, "supported_side": "none", "reasoning": "go on"},
-    }
-    return replies.get(name) or verdict(call, 0, "The documents bear on it.")
+default_reply = baseline_reply
+"""A valid reply for every schema the baselines ask for (first label, two answers)."""
 
 
 def with_default(overrides: Callable[[ScriptCall], Any]) -> Responder:

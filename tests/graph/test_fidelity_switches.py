@@ -21,16 +21,9 @@ from factdebate.testing.scenarios import answer_role, madke_role, verdict
 from factdebate.testing.scripted import ScriptCall
 from factdebate.testing.scripted_ragas import respond_ragas
 from factdebate.tools.base import RETRIEVERS
+from tests.graph.baseline_replies import DOCS, QUESTION
 
 CLAIM = "The Eiffel Tower is in Paris."
-QUESTION = "In which year was Michael Jordan born?"
-DOCS = [
-    {"text": "Michael Jeffrey Jordan (born 1963) is a basketball player.", "type": "correct",
-     "answer": "1963"},
-    {"text": "Michael Irwin Jordan (born 1956) is a scientist.", "type": "correct",
-     "answer": "1956"},
-    {"text": "Michael Jeffrey Jordan was born in 1998.", "type": "misinfo", "answer": "1998"},
-]
 
 
 async def invoke(graph: Any, payload: dict, ctx: Any) -> dict:

@@ -38,6 +38,15 @@ async def run(ctx: MadamRagContext, payload: dict, *, saver: Any = None,
     return await graph.ainvoke(payload, {"configurable": {"thread_id": thread}}, context=ctx)
 
 
+async def failed_run(ctx: MadamRagContext, thread: str) -> tuple[Any, dict]:
+    """A run of :func:`open_item` on ``thread`` that the scripted fault ends: the graph on its
+    checkpoints and the thread's config, to resume it with."""
+    saver = InMemorySaver()
+    with pytest.raises(ScriptFault):
+        await run(ctx, open_item(), saver=saver, thread=thread)
+    return build_madam_rag().compile(checkpointer=saver), {"configurable": {"thread_id": thread}}
+
+
 def calls(spec: str) -> list[tuple[str, str, int]]:
     return [(c.role, c.agent, c.round) for c in load_model(spec).timeline]
 
@@ -158,11 +167,7 @@ async def test_resume_after_an_agent_fault_reruns_only_that_agent(scenario):
 
     spec = scenario(responder)
     ctx = ctx_for(spec, llm_retries=0)
-    saver = InMemorySaver()
-    with pytest.raises(ScriptFault):
-        await run(ctx, open_item(), saver=saver, thread="resume")
-    graph = build_madam_rag().compile(checkpointer=saver)
-    config = {"configurable": {"thread_id": "resume"}}
+    graph, config = await failed_run(ctx, "resume")
     snapshot = await graph.aget_state(config)
     turns = snapshot.values["turns"]
     assert snapshot.values["round"] == 2 and sum(t["round"] == 1 for t in turns) == 3
@@ -194,11 +199,7 @@ async def test_resume_after_an_aggregator_fault_runs_only_the_aggregator(scenari
 
     spec = scenario(responder)
     ctx = ctx_for(spec, llm_retries=0)
-    saver = InMemorySaver()
-    with pytest.raises(ScriptFault):
-        await run(ctx, open_item(), saver=saver, thread="agg-fault")
-    graph = build_madam_rag().compile(checkpointer=saver)
-    config = {"configurable": {"thread_id": "agg-fault"}}
+    graph, config = await failed_run(ctx, "agg-fault")
     assert (await graph.aget_state(config)).next == ("aggregate",)
     before = calls(spec)
     out = await graph.ainvoke(None, config, context=ctx)

@@ -16,6 +16,7 @@ from factdebate.core.state import INPUT_KEYS, complete_input
 from factdebate.graphs.registry import FRAMEWORKS, build_framework, context_class
 from factdebate.testing.scenarios import answer_role, madam_role, madke_role, verdict
 from factdebate.testing.scripted import ScriptCall
+from tests.graph import baseline_replies as replies
 
 CLAIM_1 = "Mount Everest is the highest mountain."
 CLAIM_2 = "The Eiffel Tower is in Paris."
@@ -25,20 +26,9 @@ Prompts = list[tuple[str, str, int, str]]
 
 
 def baseline_reply(call: ScriptCall) -> Any:
-    """A valid reply for the schemas the baselines ask for (first label)."""
-    name = call.schema.__name__ if call.schema else ""
-    replies: dict[str, Any] = {
-        "AnswersOut": {"answers": ["1963"], "explanation": "Document 1."},
-        "ReactStepOut": {"thought": "I know enough.", "action": "finish", "query": ""},
-        "FollowUpOut": {"follow_up": ""},
-        "ReviewOut": {"feedback": "No problems."},
-        "PassagesOut": {"passages": ["memory passage: the tower stands in Paris"]},
-        "ConsolidatedOut": {"passages": [{"source": "both", "documents": [1],
-                                          "text": "consolidated: tower in Paris"}]},
-        "DraftScore": {"reasoning": "supported", "score": 0.5},
-        "ModeratorOut": {"preference": False, "supported_side": "none", "reasoning": "go on"},
-    }
-    return replies.get(name) or verdict(call, 0, "The documents bear on it.")
+    """A valid reply for the schemas the baselines ask for (first label, one answer)."""
+    return replies.baseline_reply(
+        call, AnswersOut={"answers": ["1963"], "explanation": "Document 1."})
 
 
 def mermaid_reply(call: ScriptCall) -> Any:

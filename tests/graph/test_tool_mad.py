@@ -23,6 +23,16 @@ async def run(ctx: Any, *, saver: Any = None, thread: str = "t1", payload: Any =
                                context=ctx)
 
 
+async def failed_run(ctx: Any, thread: str, turns: Any = "visible") -> tuple[Any, dict]:
+    """A run on ``thread`` that the scripted fault ends: the graph on its checkpoints and the
+    thread's config, to resume it with."""
+    saver = InMemorySaver()
+    with pytest.raises(ScriptFault):
+        await run(ctx, saver=saver, thread=thread, turns=turns)
+    return (build_tool_mad(turns=turns).compile(checkpointer=saver),
+            {"configurable": {"thread_id": thread}})
+
+
 def roles(spec: str) -> list[tuple[str, str, int]]:
     return [(c.role, c.agent, c.round) for c in load_model(spec).timeline]
 
@@ -172,11 +182,7 @@ async def test_resume_mid_round_restores_state_and_redoes_only_that_round(scenar
 
     spec = scenario(responder)
     ctx = static_ctx(spec, max_rounds=2, llm_retries=0)
-    saver = InMemorySaver()
-    with pytest.raises(ScriptFault):
-        await run(ctx, saver=saver, thread="resume", turns="lean")
-    graph = build_tool_mad(turns="lean").compile(checkpointer=saver)
-    config = {"configurable": {"thread_id": "resume"}}
+    graph, config = await failed_run(ctx, "resume", turns="lean")
     snapshot = await graph.aget_state(config)
     assert snapshot.values["round"] == 2
     assert len(snapshot.values["turns"]) == 2  # round 1 restored from the checkpoint
@@ -202,11 +208,7 @@ async def test_resume_after_judge_fault_runs_only_the_judge(scenario, static_ctx
 
     spec = scenario(responder)
     ctx = static_ctx(spec, max_rounds=2, llm_retries=0)
-    saver = InMemorySaver()
-    with pytest.raises(ScriptFault):
-        await run(ctx, saver=saver, thread="judge-fault")
-    graph = build_tool_mad().compile(checkpointer=saver)
-    config = {"configurable": {"thread_id": "judge-fault"}}
+    graph, config = await failed_run(ctx, "judge-fault")
     assert (await graph.aget_state(config)).next == ("judge",)
     before = roles(spec)
     out = await graph.ainvoke(None, config, context=ctx)
