@@ -27,6 +27,33 @@ def demo_head_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+@pytest.fixture(scope="module")
+def cli_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo corpus' first 40 passages indexed by the CLI (``factdebate index``, in process),
+    one index per test module."""
+    from typer.testing import CliRunner
+
+    from factdebate.cli.main import app
+    from factdebate.tools import DEMO_CORPUS_DIR
+
+    corpus = tmp_path_factory.mktemp("corpus") / "small.jsonl"
+    lines = (DEMO_CORPUS_DIR / "passages.jsonl").read_text(encoding="utf-8").splitlines()[:40]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    target = tmp_path_factory.mktemp("idx") / "index"
+    result = CliRunner().invoke(app, ["index", str(corpus), "--index-dir", str(target)])
+    assert result.exit_code == 0, result.output
+    assert "indexed 40 passages" in result.output
+    return target
+
+
+@pytest.fixture
+def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``FACTDEBATE_HOME`` set to the test's own ``tmp_path/home`` (for a module's tests:
+    ``pytestmark = pytest.mark.usefixtures("cli_home")``)."""
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
 @pytest.fixture(scope="session")
 def wiki_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Milvus Lite + keyword indexes of the first 200 passages of the shared wiki corpus."""

@@ -20,20 +20,17 @@ from typer.testing import CliRunner
 
 from factdebate.cli.main import app
 
-REPO = Path(__file__).resolve().parents[2]
 TEXT = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall; it was designed "
         "by Gustave Eiffel's company.\nI think Paris is lovely. Mount Everest is 9,999 metres high.")
 runner = CliRunner()
 
 
+pytestmark = pytest.mark.usefixtures("cli_home")
+
+
 @pytest.fixture(scope="module")
 def index_dir(demo_head_index: Path) -> Path:
     return demo_head_index  # conftest.py: the demo corpus' first 40 passages
-
-
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
 
 
 def check(index_dir: Path, source: Path | str, *args: str, model: str = "scripted:check_text"

@@ -12,26 +12,16 @@ from typer.testing import CliRunner
 from factdebate.cli.main import app
 from factdebate.testing.scenarios import madam_role, madke_role
 
-REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO / "tools" / "demo_corpus" / "passages.jsonl"
 CLAIM = "The Eiffel Tower was completed in 1889."
 runner = CliRunner()
 
 
+pytestmark = pytest.mark.usefixtures("cli_home")
+
+
 @pytest.fixture(scope="module")
-def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    corpus = tmp_path_factory.mktemp("corpus") / "small.jsonl"
-    lines = DEMO.read_text(encoding="utf-8").splitlines()[:40]
-    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    target = tmp_path_factory.mktemp("idx") / "index"
-    result = runner.invoke(app, ["index", str(corpus), "--index-dir", str(target)])
-    assert result.exit_code == 0, result.output
-    return target
-
-
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+def index_dir(cli_index: Path) -> Path:
+    return cli_index  # conftest.py: 40 demo passages through `factdebate index`
 
 
 def verify(index_dir: Path, *args: str) -> dict[str, Any]:

@@ -33,14 +33,12 @@ TEXT = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall;
 runner = CliRunner()
 
 
+pytestmark = pytest.mark.usefixtures("cli_home")
+
+
 @pytest.fixture(scope="module")
 def index_dir(demo_head_index: Path) -> Path:
     return demo_head_index  # conftest.py: the demo corpus' first 40 passages
-
-
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
 
 
 def faulty_scorer(call: ScriptCall) -> Any:

@@ -26,8 +26,6 @@ from factdebate.cli.main import app
 from factdebate.core.labels import get_label_set
 from tests.integration.servers import free_port, stop_server
 
-REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO / "tools" / "demo_corpus" / "passages.jsonl"
 CLAIM = "The Eiffel Tower was completed in 1889."
 runner = CliRunner()
 
@@ -68,19 +66,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.fixture(scope="module")
-def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    corpus = tmp_path_factory.mktemp("corpus") / "small.jsonl"
-    corpus.write_text("\n".join(DEMO.read_text(encoding="utf-8").splitlines()[:40]) + "\n",
-                      encoding="utf-8")
-    target = tmp_path_factory.mktemp("idx") / "index"
-    result = runner.invoke(app, ["index", str(corpus), "--index-dir", str(target)])
-    assert result.exit_code == 0, result.output
-    return target
+def index_dir(cli_index: Path) -> Path:
+    return cli_index  # conftest.py: 40 demo passages through `factdebate index`
 
 
 @pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+def _env(cli_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a local server needs no key
     monkeypatch.delenv("FACTDEBATE_STRUCTURED_OUTPUT", raising=False)
 
