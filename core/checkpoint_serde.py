@@ -419,7 +419,7 @@ def _type_problem(value: Any, hint: Any, where: str) -> str:
         container = list if origin is list else dict
         if not isinstance(value, container):
             return f"{where}: {_kind(value)}, not {container.__name__}"
-        if origin is list:
+        if isinstance(value, list):  # origin is list (the check above)
             pairs = [(f"{where}[{i}]", item, typing.get_args(hint)[0]) for i, item in enumerate(value)]
         elif origin is dict:
             pairs = [(f"{where}.{k}", item, typing.get_args(hint)[1]) for k, item in value.items()]
