@@ -43,10 +43,9 @@ def _section(result: dict[str, Any], before: dict[str, Any] | None = None) -> st
     else:
         lines.append("| figure | value |")
         lines.append("| --- | --- |")
-    for key, value in body.items():
-        shown = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-        lines.append(f"| {key} | `{shown}` |" if isinstance(value, (dict, list)) else
-                     f"| {key} | {shown} |")
+    for key, value in _flat(body):
+        lines.append(f"| {key} | `{json.dumps(value)}` |" if isinstance(value, (dict, list)) else
+                     f"| {key} | {value} |")
     if before is not None:
         lines += ["", *_before_after(before, result)]
     if isinstance(result.get("frameworks"), dict):
@@ -54,6 +53,18 @@ def _section(result: dict[str, Any], before: dict[str, Any] | None = None) -> st
     if isinstance(result.get("profile"), dict):
         lines += ["", *_profile_lines(result["profile"])]
     return "\n".join(lines) + "\n"
+
+
+def _flat(body: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Rows of ``body`` with nested figures spelled out as dotted keys
+    (``embedding.ours.passages_per_s``); lists and empty dicts stay one JSON value."""
+    rows: list[tuple[str, Any]] = []
+    for key, value in body.items():
+        if isinstance(value, dict) and value:
+            rows += _flat(value, f"{prefix}{key}.")
+        else:
+            rows.append((f"{prefix}{key}", value))
+    return rows
 
 
 def _before_after(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
