@@ -18,18 +18,17 @@ import collections
 import decimal
 import functools
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import ormsgpack
 import pytest
 
-FACTDEBATE = Path(sys.executable).parent / "factdebate"
+from tests.integration.cli_process import one_error_line, run_cli
+
 CONSTRUCTOR_SINGLE_ARG, CONSTRUCTOR_POS_ARGS, CONSTRUCTOR_KW_ARGS, METHOD_SINGLE_ARG = 0, 1, 2, 3
 PYDANTIC_V2 = 5
 
@@ -90,17 +89,8 @@ def plant(db: Path, value: object, *, kind: str = "msgpack", thread: str | None 
 
 
 def _cli(args: list[str], home: Path, timeout: float = 180) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FACTDEBATE_HOME": str(home)}
-    env.pop("LANGSMITH_TRACING", None)
-    env.pop("LANGGRAPH_STRICT_MSGPACK", None)
-    return subprocess.run([str(FACTDEBATE), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
-
-
-def _one_error_line(done: subprocess.CompletedProcess) -> str:
-    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
-    return lines[0]
+    return run_cli(args, home, timeout=timeout,
+                   unset=("LANGSMITH_TRACING", "LANGGRAPH_STRICT_MSGPACK"))
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +166,7 @@ def test_verify_resume_on_a_planted_checkpoint_runs_nothing(verified, verified_c
                  "scripted:agree", "--thread-id", "t1", "--checkpoint-db", str(verified_copy),
                  "--resume"], verified[0])
     assert not marker.exists()
-    line = _one_error_line(done)
+    line = one_error_line(done)
     assert done.returncode == 3 and f"unsupported data in {verified_copy}" in line, line
 
 
@@ -189,7 +179,7 @@ def test_check_resume_on_a_planted_checkpoint_runs_nothing(verified, verified_co
                  "--thread-id", "t1", "--checkpoint-db", str(verified_copy), "--resume"],
                 verified[0])
     assert not marker.exists()
-    line = _one_error_line(done)
+    line = one_error_line(done)
     assert done.returncode == 3 and f"unsupported data in {verified_copy}" in line, line
 
 
@@ -207,7 +197,7 @@ def test_eval_resume_and_reports_of_a_received_run_folder_run_nothing(eval_run, 
     # every item finished: --resume only rewrites the reports, which read each item's checkpoint
     done = _cli([*_eval_args(data, out), "--resume"], home)
     assert not marker.exists()
-    line = _one_error_line(done)
+    line = one_error_line(done)
     assert done.returncode == 3, done.stderr[-2000:]
     assert f"unsupported data in {out / 'checkpoints.sqlite'}" in line, line
     # an unfinished item: --resume continues its thread from the planted checkpoint
@@ -215,7 +205,7 @@ def test_eval_resume_and_reports_of_a_received_run_folder_run_nothing(eval_run, 
     (out / "results.jsonl").write_text(rows[0] + "\n")
     done = _cli([*_eval_args(data, out), "--resume"], home)
     assert not marker.exists()
-    assert done.returncode == 3 and "unsupported data in" in _one_error_line(done)
+    assert done.returncode == 3 and "unsupported data in" in one_error_line(done)
     from factdebate.core.errors import UnsupportedDataError
     from factdebate.evaluation.html_report import write_eval_html
 
@@ -378,7 +368,7 @@ def test_eval_resume_on_a_crafted_checkpoint_is_one_error_exit_3(eval_run, tmp_p
     craft, named = CRAFTED[shape]
     craft(out / "checkpoints.sqlite")
     done = _cli([*_eval_args(data, out), "--resume"], home)
-    line = " ".join(_one_error_line(done).split())
+    line = " ".join(one_error_line(done).split())
     assert done.returncode == 3, done.stderr[-2000:]
     assert f"unsupported data in {out / 'checkpoints.sqlite'} (" in line and named in line, line
 
@@ -396,7 +386,7 @@ def test_eval_resume_of_an_unfinished_item_on_a_crafted_checkpoint_keeps_no_erro
     craft, named = CRAFTED[shape]
     craft(out / "checkpoints.sqlite")
     done = _cli([*_eval_args(data, out), "--resume"], home)
-    line = " ".join(_one_error_line(done).split())
+    line = " ".join(one_error_line(done).split())
     assert done.returncode == 3 and "unsupported data in" in line and named in line, line
     assert (out / "results.jsonl").read_text() == first + "\n"
 
@@ -420,7 +410,7 @@ def test_eval_resume_refuses_a_file_that_is_no_checkpoint_database(eval_run, tmp
     craft(db)
     before = db.read_bytes()
     done = _cli([*_eval_args(data, out), "--resume"], home)
-    line = " ".join(_one_error_line(done).split())
+    line = " ".join(one_error_line(done).split())
     assert done.returncode == 3, done.stderr[-2000:]
     assert f"unsupported data in {db} (not a checkpoint database: {named}" in line, line
     assert "--resume --repair" in line and "another --out" in line, line

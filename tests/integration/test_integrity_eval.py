@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,8 +23,8 @@ from typer.testing import CliRunner
 from factdebate.cli.main import app
 from factdebate.testing.scenarios import answer_role, claim_of
 from factdebate.testing.scripted import ScriptCall, ScriptFault
+from tests.integration.cli_process import FACTDEBATE, one_error_line, run_cli
 
-FACTDEBATE = Path(sys.executable).parent / "factdebate"
 CLAIMS = [("a", "The Eiffel Tower is in Paris.", "SUPPORTS"),
           ("b", "Mount Everest is the highest mountain.", "SUPPORTS"),
           ("c", "Marie Curie won two Nobel Prizes.", "REFUTES"),
@@ -46,21 +45,8 @@ def _args(data: Path, out: Path, *extra: str, model: str = "scripted:disagree") 
             "--out", str(out), "--concurrency", "2", *extra]
 
 
-def _cli(args: list[str], home: Path, **kwargs) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FACTDEBATE_HOME": str(home)}
-    env.pop("LANGSMITH_TRACING", None)
-    return subprocess.run([str(FACTDEBATE), *args], capture_output=True, text=True, env=env,
-                          timeout=180, **kwargs)
-
-
 def _rows(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-
-
-def _one_error_line(done: subprocess.CompletedProcess) -> str:
-    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +54,7 @@ def finished_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     """One finished 4-item run for the module: (data file, out folder); tests damage copies."""
     work = tmp_path_factory.mktemp("finished")
     data, out = _data(work), work / "out"
-    done = _cli(_args(data, out, "--limit", "4"), work / "home")
+    done = run_cli(_args(data, out, "--limit", "4"), work / "home")
     assert done.returncode == 0, done.stderr[-2000:]
     return data, out
 
@@ -92,19 +78,19 @@ def test_resume_refuses_changes_naming_them_and_extends_a_larger_limit(finished,
                          (["--limit", "2"], "--limit 4 -> 2"),
                          (["--limit", "4", "--metrics", "llm_judge"], "--metrics"),
                          (["--limit", "4", "--set", "temperature=0.5"], "settings temperature")):
-        done = _cli([*_args(data, out, *extra), "--resume"], home)
-        assert done.returncode == 2 and named in _one_error_line(done), (extra, done.stderr)
-    other = _cli(["eval", "--framework", "cot", "--dataset", str(data), "--model",
+        done = run_cli([*_args(data, out, *extra), "--resume"], home)
+        assert done.returncode == 2 and named in one_error_line(done), (extra, done.stderr)
+    other = run_cli(["eval", "--framework", "cot", "--dataset", str(data), "--model",
                   "scripted:disagree", "--out", str(out), "--limit", "4", "--resume"], home)
-    assert other.returncode == 2 and "--framework 'standard' -> 'cot'" in _one_error_line(other)
+    assert other.returncode == 2 and "--framework 'standard' -> 'cot'" in one_error_line(other)
     assert (out / "run.json").read_text() == before and len(_rows(out)) == 4
     # the data file changes under the run (one claim edited): refused, naming the file
     data.write_text(data.read_text().replace("Paris.", "Lyon."), encoding="utf-8")
-    changed = _cli([*_args(data, out, "--limit", "4"), "--resume"], home)
-    assert changed.returncode == 2 and "the data file changed" in _one_error_line(changed)
+    changed = run_cli([*_args(data, out, "--limit", "4"), "--resume"], home)
+    assert changed.returncode == 2 and "the data file changed" in one_error_line(changed)
     data.write_text(data.read_text().replace("Lyon.", "Paris."), encoding="utf-8")
     # a larger --limit extends the run: the 4 rows are kept, only 2 new items run
-    extended = _cli([*_args(data, out, "--limit", "6"), "--resume"], home)
+    extended = run_cli([*_args(data, out, "--limit", "6"), "--resume"], home)
     assert extended.returncode == 0, extended.stderr[-2000:]
     rows = _rows(out)
     assert len(rows) == 6 and len({r["item_id"] for r in rows}) == 6
@@ -135,17 +121,17 @@ def test_second_writer_is_refused_and_a_killed_runs_lock_is_taken_over(tmp_path)
             assert time.monotonic() < deadline and first.poll() is None
             time.sleep(0.05)
         first.send_signal(signal.SIGSTOP)
-        second = _cli([*slow, "--resume"], home)
+        second = run_cli([*slow, "--resume"], home)
         assert second.returncode == 6
-        assert f"in use by process {first.pid}" in _one_error_line(second)
-        again = _cli(slow, home)  # a fresh run into the same folder: refused the same way
-        assert again.returncode == 6 and "in use" in _one_error_line(again)
+        assert f"in use by process {first.pid}" in one_error_line(second)
+        again = run_cli(slow, home)  # a fresh run into the same folder: refused the same way
+        assert again.returncode == 6 and "in use" in one_error_line(again)
     finally:
         first.send_signal(signal.SIGKILL)  # a killed run: its lock file keeps its pid
         first.wait(timeout=60)
     assert first.returncode == -signal.SIGKILL and len(_rows(out)) < len(claims)
     assert (out / ".lock").read_text().strip() == str(first.pid)
-    resumed = _cli([*slow, "--resume", "--concurrency", "8"], home)  # concurrency may change
+    resumed = run_cli([*slow, "--resume", "--concurrency", "8"], home)  # concurrency may change
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"took over the lock of process {first.pid}" in resumed.stderr
     rows = _rows(out)
@@ -179,11 +165,11 @@ def test_bad_results_line_is_one_error_and_repair_reruns_that_item(finished, tmp
     lost = json.loads(lines[1])["item_id"]
     lines[1] = os.urandom(40).replace(b"\n", b"x") + b"\n"
     (out / "results.jsonl").write_bytes(b"".join(lines))
-    done = _cli([*_args(data, out, "--limit", "4"), "--resume"], tmp_path / "home")
-    line = _one_error_line(done)
+    done = run_cli([*_args(data, out, "--limit", "4"), "--resume"], tmp_path / "home")
+    line = one_error_line(done)
     assert done.returncode == 2 and "results.jsonl is damaged: line(s) 2" in line
     assert "--resume --repair" in line
-    repaired = _cli([*_args(data, out, "--limit", "4"), "--resume", "--repair"], tmp_path / "home")
+    repaired = run_cli([*_args(data, out, "--limit", "4"), "--resume", "--repair"], tmp_path / "home")
     assert repaired.returncode == 0, repaired.stderr[-2000:]
     rows = _rows(out)
     assert sorted(r["item_id"] for r in rows) == sorted({r["item_id"] for r in rows})
@@ -206,7 +192,7 @@ def test_rows_not_of_the_run_are_set_aside_with_a_warning_and_never_counted(fini
     pending = rows[-1]["item_id"]  # one sampled item still to run
     lines = results.read_text().splitlines()[:-1]
     results.write_text("\n".join([*lines, json.dumps(stranger), lines[0]]) + "\n")
-    done = _cli([*_args(data, out, "--limit", "4"), "--resume"], tmp_path / "home")
+    done = run_cli([*_args(data, out, "--limit", "4"), "--resume"], tmp_path / "home")
     assert done.returncode == 0, done.stderr[-2000:]
     flat = " ".join(done.stderr.split())
     aside = list(out.glob("results.jsonl.set-aside-*"))
@@ -235,9 +221,9 @@ def test_damaged_run_json_is_one_error_and_repair_rebuilds_it(finished, tmp_path
         os.truncate(out / "run.json", 100)
     else:
         (out / "run.json").unlink()
-    done = _cli([*_args(data, out, "--limit", "4"), "--resume"], tmp_path / "home")
-    assert done.returncode == 2 and "--repair" in _one_error_line(done)
-    repaired = _cli([*_args(data, out, "--limit", "4"), "--resume", "--repair"], tmp_path / "home")
+    done = run_cli([*_args(data, out, "--limit", "4"), "--resume"], tmp_path / "home")
+    assert done.returncode == 2 and "--repair" in one_error_line(done)
+    repaired = run_cli([*_args(data, out, "--limit", "4"), "--resume", "--repair"], tmp_path / "home")
     assert repaired.returncode == 0, repaired.stderr[-2000:]
     rebuilt = json.loads((out / "run.json").read_text())
     assert rebuilt["run_id"] == record["run_id"] and rebuilt["item_ids"] == record["item_ids"]
@@ -246,14 +232,14 @@ def test_damaged_run_json_is_one_error_and_repair_rebuilds_it(finished, tmp_path
 
 def test_corrupt_checkpoint_database_is_one_error_and_repair_sets_it_aside(tmp_path):
     data, out, home = _data(tmp_path), tmp_path / "out", tmp_path / "home"
-    assert _cli(_args(data, out, "--limit", "2"), home).returncode == 0
+    assert run_cli(_args(data, out, "--limit", "2"), home).returncode == 0
     db = out / "checkpoints.sqlite"
     db.write_bytes(os.urandom(db.stat().st_size))
-    done = _cli([*_args(data, out, "--limit", "4"), "--resume"], home)
-    line = _one_error_line(done)
+    done = run_cli([*_args(data, out, "--limit", "4"), "--resume"], home)
+    line = one_error_line(done)
     assert done.returncode == 2 and "checkpoints.sqlite is damaged" in line
     assert "--resume --repair" in line
-    repaired = _cli([*_args(data, out, "--limit", "4"), "--resume", "--repair"], home)
+    repaired = run_cli([*_args(data, out, "--limit", "4"), "--resume", "--repair"], home)
     assert repaired.returncode == 0, repaired.stderr[-2000:]
     assert list(out.glob("checkpoints.sqlite.damaged-*")) and len(_rows(out)) == 4
 
@@ -264,8 +250,8 @@ def test_out_that_is_a_file_or_dev_null_is_one_error(tmp_path):
     a_file = tmp_path / "taken.txt"
     a_file.write_text("keep me")
     for place in (a_file, Path("/dev/null")):
-        done = _cli(_args(data, place, "--limit", "2"), home)
-        assert done.returncode == 5 and "is not a folder" in _one_error_line(done)
+        done = run_cli(_args(data, place, "--limit", "2"), home)
+        assert done.returncode == 5 and "is not a folder" in one_error_line(done)
     assert a_file.read_text() == "keep me"
 
 
@@ -289,14 +275,14 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
 def test_full_disk_stops_the_run_keeps_no_disk_error_row_and_resume_finishes(tmp_path, tmpfs):
     many = [(f"i{n}", f"Claim number {n} is true.", "SUPPORTS") for n in range(40)]
     data, out, home = _data(tmp_path, many), tmpfs / "run", tmp_path / "home"
-    done = _cli(_args(data, out), home)
-    line = _one_error_line(done)
+    done = run_cli(_args(data, out), home)
+    line = one_error_line(done)
     assert done.returncode == 5 and "disk is full" in line and "--resume" in line
     rows = _rows(out) if (out / "results.jsonl").exists() else []
     assert all(r["status"] == "ok" for r in rows)  # the fault never became a kept error row
     assert json.loads((out / "run.json").read_text())["item_ids"]  # whole, or never written
     subprocess.run(["mount", "-o", "remount,size=16m", str(tmpfs)], check=True)
-    resumed = _cli([*_args(data, out), "--resume"], home)
+    resumed = run_cli([*_args(data, out), "--resume"], home)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     rows = _rows(out)
     assert len(rows) == 40 == len({r["item_id"] for r in rows})
@@ -305,8 +291,8 @@ def test_full_disk_stops_the_run_keeps_no_disk_error_row_and_resume_finishes(tmp
 
 def test_read_only_out_is_one_error(tmp_path, tmpfs):
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
-    done = _cli(_args(_data(tmp_path), tmpfs / "run", "--limit", "2"), tmp_path / "home")
-    assert done.returncode == 5 and "Read-only file system" in _one_error_line(done)
+    done = run_cli(_args(_data(tmp_path), tmpfs / "run", "--limit", "2"), tmp_path / "home")
+    assert done.returncode == 5 and "Read-only file system" in one_error_line(done)
 
 
 # -- 4 and 8: verify --resume with another claim/framework; unusable checkpoint places -----------
