@@ -33,15 +33,21 @@ TINY_CORPUS = [
 ]
 
 
-def tiny_index(work: Path) -> Path:
-    """A real 3-passage index (Milvus Lite + keyword) in ``work/index``, for servers under test that
-    need an index but not the demo build (~35-70 s at a fresh server's start)."""
+def index_of(work: Path, passages: list[dict[str, str]]) -> Path:
+    """A real index (Milvus Lite + keyword) of ``passages`` (``doc_id``, ``title``, ``text``) in
+    ``work/index``, built from ``work/tiny-corpus.jsonl``."""
     from factdebate.tools.indexing import build_indexes
 
     corpus = work / "tiny-corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(p) for p in TINY_CORPUS) + "\n", encoding="utf-8")
+    corpus.write_text("\n".join(json.dumps(p) for p in passages) + "\n", encoding="utf-8")
     build_indexes(corpus, work / "index")
     return work / "index"
+
+
+def tiny_index(work: Path) -> Path:
+    """A real 3-passage index (Milvus Lite + keyword) in ``work/index``, for servers under test that
+    need an index but not the demo build (~35-70 s at a fresh server's start)."""
+    return index_of(work, TINY_CORPUS)
 
 
 def warm_home(home: Path) -> Path:

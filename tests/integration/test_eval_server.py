@@ -9,14 +9,15 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from servers import LANGGRAPH, free_port, start_langgraph_dev, stop_server, warm_home
+
+from tests.integration.loopback import serve_http
 
 REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
@@ -292,14 +293,8 @@ class FakeLangGraph(BaseHTTPRequestHandler):
 @pytest.fixture
 def fake_server() -> Iterator[str]:
     FakeLangGraph.mode, FakeLangGraph.log, FakeLangGraph.sent = {}, [], []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeLangGraph)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://op:SECRET-pw@127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_http(FakeLangGraph) as host:
+        yield f"http://op:SECRET-pw@{host}"
 
 
 def eval_fake(tmp_path: Path, url: str, **env: str) -> tuple[subprocess.CompletedProcess, dict]:

@@ -14,19 +14,16 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
-from servers import warm_home
+from servers import REPO, free_port, warm_home
 
 from factdebate.core.errors import IndexDamagedError
 from factdebate.tools import DEMO_CORPUS_DIR
@@ -35,24 +32,15 @@ from factdebate.tools.index_lock import release
 from factdebate.tools.indexing import build_indexes, read_vector_index
 from factdebate.tools.tool_providers import InProcessToolProvider
 from factdebate.tools.toolbox import ToolboxSettings
+from tests.integration.cli_process import run_cli
+from tests.integration.loopback import mcp_http_server, serve_http
 
-REPO = Path(__file__).resolve().parents[2]
-FACTDEBATE = Path(sys.executable).parent / "factdebate"
 SECRET = "0pSecretPw"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _cli(args: list[str], home: Path, timeout: float = 180, **env: str) -> subprocess.CompletedProcess:
     """The CLI on ``home`` holding MiniLM's cached ONNX graph (no export at its start)."""
-    full = {**os.environ, "FACTDEBATE_HOME": str(warm_home(home)), **env}
-    full.pop("LANGSMITH_TRACING", None)
-    return subprocess.run([str(FACTDEBATE), *args], capture_output=True, text=True, env=full,
-                          timeout=timeout, cwd=REPO)
+    return run_cli(args, warm_home(home), timeout=timeout, env=env, cwd=REPO)
 
 
 @pytest.fixture(scope="module")
@@ -208,11 +196,8 @@ class FailingModel(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def failing() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FailingModel)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serve_http(FailingModel) as host:
+        yield host
 
 
 @pytest.mark.parametrize("where,named", [
@@ -235,27 +220,12 @@ def test_a_failing_model_server_is_named_with_its_credentials_masked(failing, tm
 # -- 6 (MCP): credentials in operator-set tool URLs stay out of MCP error texts -----------------
 @pytest.fixture(scope="module")
 def mcp_server(failing: str, pristine: Path, tmp_path_factory) -> Iterator[tuple[str, Path]]:
-    port = free_port()
     log_path = tmp_path_factory.mktemp("mcp") / "server.log"
     env = {**os.environ, "FACTDEBATE_OPENALEX_URL": f"http://op:{SECRET}@{failing}/500",
            "FACTDEBATE_MEDIAWIKI_URL": f"http://op:{SECRET}@127.0.0.1:{free_port()}/w/api.php"}
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "factdebate.tools.mcp_server", "--index-dir", str(pristine),
-             "--web-backend", "local_search", "--wiki-backend", "mediawiki", "--transport",
-             "streamable-http", "--port", str(port)],
-            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=log)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert proc.poll() is None, log_path.read_text()
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/mcp", log_path
-        proc.terminate()
-        proc.wait(timeout=10)
+    with mcp_http_server(["--index-dir", str(pristine), "--web-backend", "local_search",
+                          "--wiki-backend", "mediawiki"], env, log_path) as (url, _):
+        yield url, log_path
 
 
 @pytest.mark.parametrize("tool,args,shown", [

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,8 +23,9 @@ from mcp.client.streamable_http import streamablehttp_client
 from factdebate.tools.keyword import write_keyword_index
 from factdebate.tools.mcp_server import DEFAULT_PORT, QuietDisconnects, parse_args
 from factdebate.tools.toolbox import OFFLINE_TOOLS, ONLINE_ONLY_TOOLS
+from tests.integration.loopback import mcp_http_server
+from tests.integration.servers import REPO, free_port
 
-REPO = Path(__file__).resolve().parents[2]
 PASSAGES = [
     {"id": "e1#0", "title": "Eiffel Tower", "text": "The Eiffel Tower is a wrought-iron tower in "
      "Paris. It was completed in 1889. It is 330 metres tall. It was the tallest structure."},
@@ -33,12 +33,6 @@ PASSAGES = [
      "Las Vegas. It serves French food."},
     {"id": "m1#0", "title": "Mount Everest", "text": "Mount Everest is the highest mountain."},
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -55,26 +49,12 @@ def server_args(index_dir: Path, *extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def http_server(index_dir: Path) -> Iterator[tuple[str, Path]]:
-    port = free_port()
     log_path = index_dir.parent / "server.log"
-    log = log_path.open("w")
-    proc = subprocess.Popen(
-        [sys.executable, *server_args(index_dir, "--transport", "streamable-http",
-                                      "--port", str(port))],
-        cwd=REPO, env={**os.environ, "FACTDEBATE_OPENALEX_URL": f"http://127.0.0.1:{free_port()}"},
-        stdout=subprocess.DEVNULL, stderr=log)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert proc.poll() is None, log_path.read_text()
-            time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}/mcp", log_path
-    proc.terminate()
-    proc.wait(timeout=10)
-    log.close()
+    with mcp_http_server(server_args(index_dir)[2:],
+                         {**os.environ,
+                          "FACTDEBATE_OPENALEX_URL": f"http://127.0.0.1:{free_port()}"},
+                         log_path) as (url, _):
+        yield url, log_path
 
 
 async def test_tools_as_a_client_lists_them(http_server):

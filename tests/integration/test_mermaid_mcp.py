@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -27,12 +24,12 @@ from factdebate.nodes.mermaid.state import MermaidContext
 from factdebate.testing.scenarios import verdict
 from factdebate.testing.scripted import ScriptCall
 from factdebate.tools.base import clear_retriever_cache
-from factdebate.tools.indexing import build_indexes
 from factdebate.tools.tool_providers import McpToolProvider
 from factdebate.tools.toolbox import OFFLINE_TOOLS, Toolbox, ToolboxSettings
 from factdebate.tools.web_apis import ArxivClient, MediaWikiClient, OpenAlexClient, PubMedClient
+from tests.integration.loopback import mcp_http_server, stand_in
+from tests.integration.servers import REPO, free_port, index_of
 
-REPO = Path(__file__).resolve().parents[2]
 CORPUS = [
     {"doc_id": "e1", "title": "Eiffel Tower", "text": "The Eiffel Tower is a wrought-iron lattice "
      "tower in Paris, France. It was completed in 1889 for the World's Fair."},
@@ -52,12 +49,6 @@ PUBMED = """<?xml version="1.0"?><PubmedArticleSet><PubmedArticle><MedlineCitati
 <PMID>123</PMID><Article><ArticleTitle>Climbing stairs and health</ArticleTitle><Abstract>
 <AbstractText>Stair climbing improves fitness.</AbstractText></Abstract></Article>
 </MedlineCitation></PubmedArticle></PubmedArticleSet>"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class FakeApis(BaseHTTPRequestHandler):
@@ -113,48 +104,23 @@ class FakeApis(BaseHTTPRequestHandler):
         """Keep test output quiet."""
 
 
-@pytest.fixture(scope="module")
-def fake_apis() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApis)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+fake_apis = stand_in(FakeApis)
 
 
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("mermaid")
-    corpus = root / "corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(p) for p in CORPUS), encoding="utf-8")
-    build_indexes(corpus, root / "index")
+    index = index_of(tmp_path_factory.mktemp("mermaid"), CORPUS)
     clear_retriever_cache()
-    return root / "index"
+    return index
 
 
 @pytest.fixture(scope="module")
 def mcp_url(index_dir: Path, fake_apis: str) -> Iterator[str]:
-    port = free_port()
-    log = (index_dir.parent / "mcp_server.log").open("w")
     env = {**os.environ, "FACTDEBATE_OPENALEX_URL": f"{fake_apis}/broken",
            "FACTDEBATE_ARXIV_URL": f"{fake_apis}/arxiv"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "factdebate.tools.mcp_server", "--transport", "streamable-http",
-         "--port", str(port), "--index-dir", str(index_dir), "--web-backend", "local_search"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=log,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert proc.poll() is None, (index_dir.parent / "mcp_server.log").read_text()
-            time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=10)
-    log.close()
+    with mcp_http_server(["--index-dir", str(index_dir), "--web-backend", "local_search"], env,
+                         index_dir.parent / "mcp_server.log") as (url, _):
+        yield url
 
 
 async def test_server_tools_over_the_real_index(mcp_url: str):

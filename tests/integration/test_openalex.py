@@ -9,9 +9,8 @@ filter the retriever sends, the abstracts it rebuilds, the summarising step with
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -25,6 +24,7 @@ from factdebate.testing.scenarios import answer_role
 from factdebate.testing.scripted import ScriptCall, ScriptFault
 from factdebate.tools.base import RetrieverSettings, clear_retriever_cache, get_retriever
 from factdebate.tools.openalex import keywords
+from tests.integration.loopback import stand_in
 
 QUESTION = "Do mitochondria play a role in remodelling lace plant leaves during cell death?"
 ABSTRACTS = {
@@ -79,14 +79,7 @@ class OpenAlexStandIn(BaseHTTPRequestHandler):
         """Quiet."""
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), OpenAlexStandIn)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+server = stand_in(OpenAlexStandIn)
 
 
 @pytest.fixture(autouse=True)

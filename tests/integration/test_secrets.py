@@ -18,20 +18,20 @@ import os
 import secrets
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from factdebate.tools.base import clear_retriever_cache
-from factdebate.tools.indexing import build_indexes
 from tests.integration.langsmith_capture import LangSmithState, langsmith_capture, posted_runs
+from tests.integration.loopback import serve_http, stand_in
+from tests.integration.servers import REPO, index_of, serving, tiny_index, warm_home
 
-REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
 KEYS = {name: f"{prefix}{secrets.token_hex(20)}" for name, prefix in (
     ("OPENAI_API_KEY", "sk-test-"), ("TAVILY_API_KEY", "tvly-test-"),
@@ -100,24 +100,15 @@ class Servers(BaseHTTPRequestHandler):
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Servers)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+server = stand_in(Servers)
 
 
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("secrets-index")
-    corpus = root / "corpus.jsonl"
-    corpus.write_text(json.dumps({"doc_id": "d1", "title": "Eiffel Tower",
-                                  "text": "The Eiffel Tower is a tower in Paris."}) + "\n")
-    build_indexes(corpus, root / "index")
+    index = index_of(tmp_path_factory.mktemp("secrets-index"), [
+        {"doc_id": "d1", "title": "Eiffel Tower", "text": "The Eiffel Tower is a tower in Paris."}])
     clear_retriever_cache()
-    return root / "index"
+    return index
 
 
 def run_cli(args: list[str], server: str, home: Path) -> subprocess.CompletedProcess:
@@ -267,11 +258,8 @@ class Repeater(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def repeater() -> Iterator[str]:
     """``http://op:PASSWORD@127.0.0.1:PORT/v1`` of a :class:`Repeater`."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Repeater)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://op:{OP_PASSWORD}@127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    with serve_http(Repeater) as host:
+        yield f"http://op:{OP_PASSWORD}@{host}/v1"
 
 
 @pytest.fixture(scope="module")
@@ -330,19 +318,24 @@ def test_cli_error_of_a_repeating_provider_holds_no_secret(repeater, tmp_path, i
     assert found_secrets(done.stdout + done.stderr) == [], done.stderr[-2000:]
 
 
+@contextmanager
+def operator_server_on(work: Path, base_url: str,
+                       langsmith_endpoint: str | None = None) -> Iterator[tuple[str, Path]]:
+    """A LangGraph server with the operator's model at ``base_url`` (:func:`operator_env`), the
+    users of :data:`SERVER_KEYS` and debug logging: its URL and its log."""
+    with serving(work, {
+        **operator_env(base_url, langsmith_endpoint),
+        "FACTDEBATE_HOME": str(warm_home(work / "home")),
+        "FACTDEBATE_API_KEYS": ",".join(f"{u}:{k}" for u, k in SERVER_KEYS.items()),
+        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)), "LOG_LEVEL": "DEBUG"}) as url:
+        yield url, work / "server.log"
+
+
 @pytest.fixture(scope="module")
 def operator_server(repeater, langsmith, tmp_path_factory) -> Iterator[tuple[str, Path]]:
-    from tests.integration.servers import start_langgraph_dev, stop_server, tiny_index, warm_home
-
-    work = tmp_path_factory.mktemp("secret-server")
-    proc, url = start_langgraph_dev(work, {
-        **operator_env(repeater, langsmith[0]), "FACTDEBATE_HOME": str(warm_home(work / "home")),
-        "FACTDEBATE_API_KEYS": ",".join(f"{u}:{k}" for u, k in SERVER_KEYS.items()),
-        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)), "LOG_LEVEL": "DEBUG"})
-    try:
-        yield url, work / "server.log"
-    finally:
-        stop_server(proc)
+    with operator_server_on(tmp_path_factory.mktemp("secret-server"), repeater,
+                            langsmith[0]) as served:
+        yield served
 
 
 async def test_server_run_error_and_log_of_a_repeating_provider_hold_no_secret(
@@ -503,22 +496,9 @@ def _with_key(value: Any, hidden: str) -> Any:
 @pytest.fixture(scope="module")
 def leaking_server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
     """A LangGraph server whose model server is a :class:`Leaker` (operator key in its env)."""
-    from tests.integration.servers import start_langgraph_dev, stop_server, tiny_index, warm_home
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Leaker)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    work = tmp_path_factory.mktemp("leaking-server")
-    base = f"http://op:{OP_PASSWORD}@127.0.0.1:{httpd.server_address[1]}/v1"
-    proc, url = start_langgraph_dev(work, {
-        **operator_env(base), "FACTDEBATE_HOME": str(warm_home(work / "home")),
-        "FACTDEBATE_API_KEYS": ",".join(f"{u}:{k}" for u, k in SERVER_KEYS.items()),
-        "FACTDEBATE_INDEX_DIR": str(tiny_index(work)), "LOG_LEVEL": "DEBUG"})
-    try:
-        yield url, work / "server.log"
-    finally:
-        stop_server(proc)
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_http(Leaker) as host, operator_server_on(
+            tmp_path_factory.mktemp("leaking-server"), f"http://op:{OP_PASSWORD}@{host}/v1") as served:
+        yield served
 
 
 STREAM_MODES = ["values", "updates", "messages", "messages-tuple", "events", "debug", "custom",

@@ -17,7 +17,6 @@ import http.server
 import json
 import secrets
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,10 +25,11 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.integration.loopback import serve_http
 from tests.integration.servers import (
-    LANGGRAPH,
     free_port,
     langgraph_dev_command,
+    needs_langgraph,
     server_env,
     start_langgraph_dev,
     stop_server,
@@ -37,7 +37,7 @@ from tests.integration.servers import (
     warm_home,
 )
 
-pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
+pytestmark = needs_langgraph
 
 KEYS = {"alice": "alice-key-0123456789", "bob": "bob-key-0123456789ab"}
 SECRET = f"pw-{secrets.token_hex(8)}"
@@ -83,13 +83,8 @@ class Endpoint(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_http(Endpoint) as host:
+        yield host
 
 
 def runs_folder(work: Path) -> Path:

@@ -13,13 +13,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -36,8 +33,9 @@ from factdebate.nodes.tool_mad.state import ToolMadContext
 from factdebate.testing.scenarios import answer_role, verdict
 from factdebate.testing.scripted import ScriptCall
 from factdebate.tools.base import clear_retriever_cache
+from tests.integration.loopback import mcp_http_server, stand_in
+from tests.integration.servers import free_port
 
-REPO = Path(__file__).resolve().parents[2]
 CLAIM = "The Eiffel Tower is in Paris."
 TIMEOUT_S = 0.5
 BIG = "Iron lattice. " * (5_000_000 // 14)  # a 5 MB result text
@@ -88,20 +86,7 @@ def status(code: int, **extra: Any) -> dict[str, Any]:
     return {"status": code, "body": {"detail": {"error": f"HTTP {code}"}}, **extra}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Stand_in)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+server = stand_in(Stand_in)
 
 
 @pytest.fixture(autouse=True)
@@ -290,25 +275,10 @@ async def test_openalex_unreachable_is_a_fault(scenario, monkeypatch):
 # -- MERMAID: the MCP server process dies in the middle of a run --------------------------------
 @pytest.fixture
 def mcp_server(server: str, tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen]]:
-    port = free_port()
     env = {**os.environ, "FACTDEBATE_MEDIAWIKI_URL": f"{server}/mediawiki"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "factdebate.tools.mcp_server", "--transport", "streamable-http", "--port",
-         str(port), "--index-dir", str(tmp_path / "no-index"), "--wiki-backend", "mediawiki",
-         "--web-backend", "local_search"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert proc.poll() is None, "the MCP server exited at start"
-            time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}/mcp", proc
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait(timeout=10)
+    with mcp_http_server(["--index-dir", str(tmp_path / "no-index"), "--wiki-backend",
+                          "mediawiki", "--web-backend", "local_search"], env) as (url, proc):
+        yield url, proc
 
 
 async def test_killed_mcp_server_is_a_fault_and_the_executor_answers(scenario, mcp_server):
