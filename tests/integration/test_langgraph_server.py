@@ -6,84 +6,24 @@ scripted model (selected through the run's context, as a Studio user would set a
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-LANGGRAPH = Path(sys.executable).parent / "langgraph"
+from tests.integration.servers import needs_langgraph, serving, tiny_index
+
 API_KEY = "test-server-key"
 
-pytestmark = pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+pytestmark = needs_langgraph
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from factdebate.tools.indexing import build_indexes
-
     work = tmp_path_factory.mktemp("server")
-    corpus = work / "corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(p) for p in [
-        {"doc_id": "d1", "title": "Eiffel Tower", "text": "The Eiffel Tower stands in Paris."},
-        {"doc_id": "d2", "title": "Berlin", "text": "Berlin is the capital of Germany."},
-        {"doc_id": "d3", "title": "Nile", "text": "The Nile flows north into the Mediterranean."},
-    ]) + "\n", encoding="utf-8")
-    build_indexes(corpus, work / "index")
-    # the server runs from a copy of the config so its .langgraph_api state stays in tmp
-    app_dir = work / "app"
-    app_dir.mkdir()
-    shutil.copy(REPO / "langgraph.json", app_dir / "langgraph.json")
-    config = json.loads((app_dir / "langgraph.json").read_text())
-    config["dependencies"] = [str(REPO)]
-    config["graphs"] = {k: str(REPO / v.removeprefix("./")) for k, v in config["graphs"].items()}
-    config["auth"]["path"] = str(REPO / config["auth"]["path"].removeprefix("./"))
-    (app_dir / "langgraph.json").write_text(json.dumps(config))
-    port = free_port()
-    env = {**os.environ, "FACTDEBATE_INDEX_DIR": str(work / "index"), "FACTDEBATE_API_KEY": API_KEY,
-           "FACTDEBATE_ALLOW_SCRIPTED": "1", "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false"}
-    log = (work / "server.log").open("w")
-    proc = subprocess.Popen(
-        [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port),
-         "--config", str(app_dir / "langgraph.json")],
-        cwd=app_dir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"langgraph dev exited: {(work / 'server.log').read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
-            pytest.fail(f"langgraph dev did not answer: {(work / 'server.log').read_text()[-3000:]}")
+    with serving(work, {"FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
+                        "FACTDEBATE_API_KEY": API_KEY, "FACTDEBATE_ALLOW_SCRIPTED": "1"}) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 async def test_server_lists_the_framework_and_completes_a_run(server: str):

@@ -27,18 +27,17 @@ import pytest
 
 from tests.integration.langsmith_capture import LangSmithState, langsmith_capture
 from tests.integration.servers import (
-    LANGGRAPH,
     REPO,
     free_port,
     langgraph_dev_command,
+    needs_langgraph,
     server_env,
-    start_langgraph_dev,
-    stop_server,
+    serving,
     tiny_index,
 )
 
-pytestmark = [pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli not installed"),
-              pytest.mark.slow]  # several langgraph dev servers: the slow tier (CI runs it)
+# several langgraph dev servers: the slow tier (CI runs it)
+pytestmark = [needs_langgraph, pytest.mark.slow]
 
 KEY = "operator-key-0123456789"
 SCRIPTED_ONLY = {"FACTDEBATE_API_KEYS": f"alice:{KEY}", "FACTDEBATE_API_KEYS_FILE": "",
@@ -53,16 +52,13 @@ SCRIPTED_RATIONALE = f"{CLAIM} The evidence bears on it."
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, LangSmithState]]:
     work = tmp_path_factory.mktemp("scripted-only-server")
     with langsmith_capture() as (endpoint, langsmith):
-        proc, url = start_langgraph_dev(work, {
+        with serving(work, {
             **SCRIPTED_ONLY, "FACTDEBATE_MODEL": "scripted:agree",
             "FACTDEBATE_HOME": str(work / "home"), "FACTDEBATE_INDEX_DIR": str(tiny_index(work)),
             "LANGSMITH_TRACING": "true", "LANGSMITH_ENDPOINT": endpoint,
             "LANGSMITH_API_KEY": "lsv2-fake-0123456789", "LANGSMITH_PROJECT": "served",
-        })
-        try:
+        }) as url:
             yield url, langsmith
-        finally:
-            stop_server(proc)
 
 
 def sdk(url: str) -> Any:
