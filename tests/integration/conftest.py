@@ -10,6 +10,15 @@ import pytest
 DATA = os.environ.get("FACTDEBATE_DATA_DIR")
 
 
+def head(source: Path, n: int, tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """The first ``n`` passages (lines) of the corpus ``source`` as a corpus file ``name`` of their
+    own in a new temporary folder."""
+    corpus = tmp_path_factory.mktemp("corpus") / name
+    lines = source.read_text(encoding="utf-8").splitlines()[:n]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return corpus
+
+
 @pytest.fixture(scope="session")
 def demo_head_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Milvus Lite + keyword indexes of the demo corpus' first 40 passages (Eiffel Tower and
@@ -18,9 +27,7 @@ def demo_head_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from factdebate.tools.base import clear_retriever_cache
     from factdebate.tools.indexing import build_indexes
 
-    corpus = tmp_path_factory.mktemp("corpus") / "small.jsonl"
-    lines = (DEMO_CORPUS_DIR / "passages.jsonl").read_text(encoding="utf-8").splitlines()[:40]
-    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    corpus = head(DEMO_CORPUS_DIR / "passages.jsonl", 40, tmp_path_factory, "small.jsonl")
     target = tmp_path_factory.mktemp("idx") / "index"
     build_indexes(corpus, target)
     clear_retriever_cache()
@@ -36,9 +43,7 @@ def cli_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from factdebate.cli.main import app
     from factdebate.tools import DEMO_CORPUS_DIR
 
-    corpus = tmp_path_factory.mktemp("corpus") / "small.jsonl"
-    lines = (DEMO_CORPUS_DIR / "passages.jsonl").read_text(encoding="utf-8").splitlines()[:40]
-    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    corpus = head(DEMO_CORPUS_DIR / "passages.jsonl", 40, tmp_path_factory, "small.jsonl")
     target = tmp_path_factory.mktemp("idx") / "index"
     result = CliRunner().invoke(app, ["index", str(corpus), "--index-dir", str(target)])
     assert result.exit_code == 0, result.output
@@ -62,9 +67,7 @@ def wiki_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     if not DATA:
         pytest.skip("FACTDEBATE_DATA_DIR is not set (CI sets it to ../shared/data)")
-    corpus = tmp_path_factory.mktemp("corpus") / "wiki200.jsonl"
-    lines = (Path(DATA) / "corpus" / "wiki.jsonl").read_text(encoding="utf-8").splitlines()[:200]
-    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    corpus = head(Path(DATA) / "corpus" / "wiki.jsonl", 200, tmp_path_factory, "wiki200.jsonl")
     target = tmp_path_factory.mktemp("idx") / "index"
     build_indexes(corpus, target)
     clear_retriever_cache()
