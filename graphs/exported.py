@@ -41,6 +41,7 @@ have no inner checkpoints - the measured budgets of BENCHMARKS.md hold for that 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import queue
 import threading
@@ -272,8 +273,10 @@ def _iterate_in_thread(make: Any) -> Iterator[Any]:
             async for item in make():
                 items.put((True, item))
         except BaseException as exc:  # noqa: BLE001  # handed to the caller's thread
+            started["finished"] = True
             items.put((False, exc))
         else:
+            started["finished"] = True
             items.put((False, _DONE))
 
     def run() -> None:
@@ -292,6 +295,9 @@ def _iterate_in_thread(make: Any) -> Iterator[Any]:
             else:
                 raise item
     finally:
-        if thread.is_alive() and "task" in started:
-            started["loop"].call_soon_threadsafe(started["task"].cancel)
+        # Closed early: cancel the run. A run that has ended is not cancelled; its loop may be
+        # closing already (then call_soon_threadsafe raises, and there is nothing to cancel).
+        if thread.is_alive() and "task" in started and not started.get("finished"):
+            with contextlib.suppress(RuntimeError):
+                started["loop"].call_soon_threadsafe(started["task"].cancel)
         thread.join()
