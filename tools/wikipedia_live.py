@@ -316,11 +316,20 @@ def shortcut_settings(rag_backend: str | None, search_backend: str | None) -> di
 
 
 def live_sources(ctx: Any) -> dict[str, Any]:
-    """``{"wikipedia": describe_source()}`` when a run with Context ``ctx`` searches this backend
-    (as its rag or search backend), else ``{}``: recorded beside the index identity
-    (``evaluation/index_identity.py``), so results say which wiki they cite."""
-    from factdebate.core.retrievers import RETRIEVERS
+    """The live wikis a run with Context ``ctx`` cites, recorded beside the index identity
+    (``evaluation/index_identity.py``) so results say which wiki they cite: ``wikipedia``
+    (:func:`describe_source`) when this backend is its rag or search backend, ``mediawiki`` (the
+    wiki's URL) when MERMAID's wiki tools ask the MediaWiki API (``wiki_backend=mediawiki``, the
+    same ``$FACTDEBATE_MEDIAWIKI_URL``); ``{}`` when neither. A text check's verifier settings
+    count (:func:`factdebate.core.retrievers.used_backends`)."""
+    from factdebate.core.retrievers import ONLINE_WIKI, RETRIEVERS, used_backends
 
-    used = {getattr(ctx, "rag_backend", ""), getattr(ctx, "search_backend", "")}
-    return {NAME: describe_source()} if any(
-        b and b != "auto" and RETRIEVERS.resolve(b) == NAME for b in used) else {}
+    used = used_backends(ctx)
+    sources: dict[str, Any] = {}
+    if any(field != "wiki_backend" and RETRIEVERS.resolve(name) == NAME
+           for field, name in used.items()):
+        sources[NAME] = describe_source()
+    if used.get("wiki_backend") == ONLINE_WIKI:
+        sources[ONLINE_WIKI] = {"backend": ONLINE_WIKI, "wiki": mask_url(wiki_url()),
+                                "searched_by": "MERMAID's wiki tools"}
+    return sources

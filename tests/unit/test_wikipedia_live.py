@@ -20,6 +20,7 @@ from factdebate.tools.wikipedia_live import (
     DiskCache,
     RateLimit,
     bm25_rank,
+    live_sources,
     page_link,
     shortcut_settings,
     split_passages,
@@ -321,3 +322,26 @@ def test_a_run_on_live_sources_only_records_no_index(tmp_path: Path,
     assert local is not None and local["status"] == "absent" and "live" in local
     assert index_change(local, live), "a resume over another source is refused"
     assert run_index("cot", Context(rag_backend="wikipedia")) is None  # searches nothing
+
+
+def test_mermaids_mediawiki_tools_are_recorded_as_a_live_source(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch):
+    """MERMAID's wiki tools on the MediaWiki API cite that wiki: run.json names it, with the
+    credentials of its URL masked, beside (or without) the wikipedia retriever."""
+    from factdebate.evaluation.index_identity import describe, run_index
+    from factdebate.nodes.mermaid.state import MermaidContext
+
+    monkeypatch.setenv("FACTDEBATE_MEDIAWIKI_URL", "https://bot:pw@wiki.example/w/api.php")
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    online = MermaidContext(index_dir=str(tmp_path), rag_backend="wikipedia",
+                            search_backend="wikipedia", wiki_backend="mediawiki")
+    assert live_sources(online) == {
+        "wikipedia": live_sources(Context(rag_backend="wikipedia"))["wikipedia"],
+        "mediawiki": {"backend": "mediawiki", "wiki": "https://bot:***@wiki.example/w/api.php",
+                      "searched_by": "MERMAID's wiki tools"}}
+    record = run_index("mermaid", online)
+    assert record is not None and record["status"] == "live"
+    assert "searched live: mediawiki at https://bot:***@wiki.example" in describe(record)
+    assert "pw" not in json.dumps(record)
+    assert "mediawiki" not in live_sources(MermaidContext(wiki_backend="keyword"))
+    assert live_sources(Context(rag_backend="milvus")) == {}
