@@ -57,6 +57,7 @@ from urllib.parse import urlsplit
 from langchain_core.embeddings import Embeddings
 
 from factdebate.core.errors import BackendUnavailableError, ConfigError
+from factdebate.core.readable import excerpt
 from factdebate.core.retry import call_with_retries_blocking, is_retryable, status_of
 
 MAX_INPUTS = 2048
@@ -174,8 +175,8 @@ def provider_message(exc: BaseException) -> str:
         inner = body.get("error", body)
         message = inner.get("message") if isinstance(inner, dict) else inner
         if message:
-            return " ".join(str(message).split())[:300]
-    return " ".join(str(exc).split())[:300] or type(exc).__name__
+            return excerpt(str(message), 300)
+    return excerpt(str(exc), 300) or type(exc).__name__
 
 
 def quota_exhausted(exc: BaseException) -> bool:
