@@ -162,12 +162,17 @@ def test_a_store_line_without_claim_id_is_named(tmp_path: Path) -> None:
     assert _error(folder).startswith(f"{bad} line 2: missing field 'claim_id'. ")
 
 
-def test_a_fever_lines_row_without_number_is_named(tmp_path: Path) -> None:
+def test_a_fever_page_whose_first_row_has_no_number_is_skipped_not_the_file(tmp_path: Path) -> None:
     folder = make.fever_folder(tmp_path)
     bad = folder / "wiki-002.jsonl"
-    bad.write_text(json.dumps({"id": "X", "text": "", "lines": "zero\tno number"}) + "\n")
-    message = _error(folder)
-    assert message.startswith(f"{bad} line 1 (page X): a 'lines' row does not start")
+    bad.write_text(json.dumps({"id": "X", "text": "", "lines": "zero\tno number"}) + "\n"
+                   + json.dumps({"id": "Y", "text": "", "lines": "0\tY is read ."}) + "\n")
+    pages = [page for page, _ in open_source(folder).read(None)]
+    skipped = [p for p in pages if p.skip]
+    assert [p.page for p in skipped] == ["X"]
+    assert skipped[0].where == f"{bad} line 1 (page X)"
+    assert skipped[0].skip.startswith("the first 'lines' row does not start with a sentence number")
+    assert pages[-1].page == "Y"
 
 
 def test_a_feverous_page_whose_order_names_a_missing_element(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import html
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,10 +34,16 @@ Cursor = dict[str, Any]
 class SourceError(InputError):
     """A dump is malformed; the message names the file, the line (or page, row) and the problem."""
 
-    def __init__(self, where: str, problem: str) -> None:
-        """One line ``<where>: <problem>``."""
-        self.where, self.problem = where, problem
+    def __init__(self, where: str, problem: str, page: str = "") -> None:
+        """One line ``<where>: <problem>``; ``page`` names the page when it is known (a build
+        that skips the record reports it)."""
         super().__init__(f"{where}: {problem}", "fix or replace that file; no index was written")
+        self.where, self.why, self.page = where, problem, page
+
+
+class NoReadingError(SourceError):
+    """A record that is the format but has no right reading (FEVER: a page with sentences and
+    no id). :func:`guarded_pages` skips its page wherever it is, even in a file's first record."""
 
 
 @dataclass
@@ -53,6 +59,20 @@ class Page:
     pool: str = ""
     id_prefix: str = ""
     """Prefix of the passage ids before ``page`` (AVeriTeC: ``<claim_id>/``)."""
+    repairs: list[str] = field(default_factory=list)
+    """What the reader repaired in this page, one phrase each (a quirk with one right reading,
+    e.g. FEVER's unnumbered ``lines`` row that continues the row before it). Counted by the
+    build (manifest ``quirks.repaired``); ``--strict`` stops at the first instead."""
+    skip: str = ""
+    """Non-empty: the record has no right reading, gives no passage, and this says why. One
+    page is skipped, never the file; counted by the build (``quirks.skipped``)."""
+    where: str = ""
+    """File and line (row, member) the page was read from; set for repaired and skipped pages."""
+
+
+def skipped_page(where: str, page: str, why: str) -> Page:
+    """A page the reader could not read: no passage, counted and reported by the build."""
+    return Page(page=page, title=page, elements=[], skip=why, where=where)
 
 
 class Source(Protocol):
@@ -143,6 +163,37 @@ def passages_of(page: Page, granularity: str = "chunk", limit: int = CHUNK_CHARS
          "pool": page.pool}
         for n, (ids, texts) in enumerate(groups, 1)
     ]
+
+
+def guarded_pages(
+    records: Iterator[tuple[bytes, Callable[[], str], Cursor]],
+    parse: Callable[[bytes, Callable[[], str]], Page | None],
+) -> Iterator[tuple[Page, Cursor]]:
+    """``parse`` each JSON-lines record; a record it refuses becomes a skipped page.
+
+    ``records`` are :func:`~factdebate.tools.sources.files.read_lines`' ``(raw, where, cursor)``;
+    ``parse`` returns the record's page (None: nothing to index, e.g. FEVER's blank first page)
+    or raises :class:`SourceError`. A :class:`NoReadingError` (the format, without a right
+    reading) costs that record only: its page is yielded as :func:`skipped_page` with the
+    error's problem as the reason. Any other :class:`SourceError` (not JSON, a missing field, a
+    wrong type) does the same in a later record, but in the *first* record of a file it means
+    the file is not the format at all: it propagates (one line, no index written).
+    Decompression damage is raised by ``records`` itself and always propagates (the rest of the
+    file cannot be read).
+    """
+    good: set[int] = set()
+    for raw, where, after in records:
+        entry = int(after.get("file", 0))
+        try:
+            page = parse(raw, where)
+        except SourceError as exc:
+            if entry not in good and not isinstance(exc, NoReadingError):
+                raise
+            yield skipped_page(exc.where, exc.page, exc.why), after
+            continue
+        good.add(entry)
+        if page is not None:
+            yield page, after
 
 
 def json_object(raw: bytes, where: Callable[[], str]) -> dict[str, Any]:

@@ -18,8 +18,14 @@ so its document count tells whether a pending commit happened; Milvus rows of th
 interval are written again with ``upsert`` (same primary keys). Only a finished build is renamed
 over the index folder: a half-built index is never searched.
 
-A malformed input raises :class:`~factdebate.tools.sources.SourceError` (one line naming the file
-and line, page or row) and removes the staging folder: no index is created or replaced. An
+The releases as shipped have quirks (tools/sources/fever_wiki.py lists FEVER's). A reader repairs
+what has one right reading and skips, page by page, what has none; the build counts both in the
+manifest's ``quirks`` (``repaired``, ``skipped``, ``empty_pages`` and the first
+:data:`QUIRK_EXAMPLES` with file and line, page and why; the counts survive a resume) and the
+CLI's last line says ``repaired N, skipped M pages``. ``strict`` stops at the first instead.
+Input that is not the format at all (not a zip, a truncated archive, a first record of the wrong
+schema) raises :class:`~factdebate.tools.sources.SourceError` (one line naming the file and
+line, page or row) and removes the staging folder: no index is created or replaced. An
 embedding model that fails (a provider's retries exhausted, its quota used up, a refused key)
 stops the build but keeps the staging folder: the dump is fine, so the error says how many
 passages are committed, and running the same command again resumes from there without embedding
@@ -60,6 +66,7 @@ from factdebate.tools.sources import (
     CHUNK_CHARS,
     GRANULARITIES,
     Cursor,
+    Page,
     Source,
     SourceError,
     open_source,
@@ -82,6 +89,8 @@ IDS_FILE = "ids.u64"
 CHECKPOINT = "checkpoint.json"
 PROGRESS_EVERY = 2000
 """Pages between two progress callbacks."""
+QUIRK_EXAMPLES = 20
+"""Repaired and skipped pages the manifest names (file and line, page, why) besides counting all."""
 STAGE = "importing the dump"
 """The ``progress`` stage name of a dump build (units: the source's bytes or rows)."""
 
@@ -119,6 +128,7 @@ def build_from_source(
     progress: ProgressFn | None = None,
     replace: bool = False,
     reuse: bool = True,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """Index the dump at ``path`` into ``index_dir`` (resuming an interrupted build of it).
 
@@ -136,6 +146,8 @@ def build_from_source(
         progress: Optional ``progress(stage, done, total)`` callback.
         replace: Overwrite an index of another corpus or a damaged one.
         reuse: Keep a complete index of the same dump and options as it is.
+        strict: Stop at the first page a reader repaired or skipped (a :class:`SourceError`
+            naming it; nothing written) instead of counting it in the manifest's ``quirks``.
 
     Returns:
         The manifest written (``"unchanged": True`` when kept as it was).
@@ -167,7 +179,7 @@ def build_from_source(
         kept = check_target(target, wanted, replace=replace, reuse=reuse)
         if kept is not None:
             return kept
-        build = _Build(source, target, staging, wanted, batch_size, progress)
+        build = _Build(source, target, staging, wanted, batch_size, progress, strict=strict)
         return build.run()
 
 
@@ -178,9 +190,49 @@ class _Mark:
     cursor: Cursor | None = None
     pages: int = 0
     passages: int = 0
+    quirks: dict[str, Any] = field(default_factory=lambda: new_quirks())
 
     def as_json(self) -> dict[str, Any]:
-        return {"cursor": self.cursor, "pages": self.pages, "passages": self.passages}
+        return {"cursor": self.cursor, "pages": self.pages, "passages": self.passages,
+                "quirks": self.quirks}
+
+
+def new_quirks() -> dict[str, Any]:
+    """The manifest's ``quirks`` record before any page: counts and the first examples."""
+    return {"repaired": 0, "skipped": 0, "empty_pages": 0, "examples": []}
+
+
+def note_quirk(quirks: dict[str, Any], page: Page, *, strict: bool) -> None:
+    """Count ``page`` in ``quirks`` if a reader repaired or skipped it (or it is empty).
+
+    Raises:
+        SourceError: ``strict`` and the page was repaired or skipped.
+    """
+    if page.skip or page.repairs:
+        kind, why = ("skipped", page.skip) if page.skip else ("repaired", "; ".join(page.repairs))
+        if strict:
+            raise SourceError(page.where or page.page, f"{why} (--strict stops at the first "
+                              f"{'skipped' if page.skip else 'repaired'} page; without it the "
+                              "page is counted and the import goes on)")
+        quirks[kind] += 1
+        if len(quirks["examples"]) < QUIRK_EXAMPLES:
+            quirks["examples"].append({"where": page.where, "page": page.page, "kind": kind,
+                                       "why": why[:300]})
+    elif not page.elements:
+        quirks["empty_pages"] += 1
+
+
+def quirks_line(quirks: dict[str, Any] | None) -> str:
+    """``repaired N, skipped M pages`` and the first example of each, for the build's last line."""
+    if not quirks:
+        return ""
+    line = f"repaired {quirks.get('repaired', 0)}, skipped {quirks.get('skipped', 0)} pages"
+    firsts = []
+    for kind in ("repaired", "skipped"):
+        first = next((e for e in quirks.get("examples", []) if e["kind"] == kind), None)
+        if first is not None:
+            firsts.append(f"first {kind}: {first['where']}: {first['why'][:120]}")
+    return f"{line} ({'; '.join(firsts)})" if firsts else line
 
 
 @dataclass
@@ -191,6 +243,7 @@ class _Build:
     wanted: dict[str, Any]
     batch_size: int
     progress: ProgressFn | None
+    strict: bool = False
     done: _Mark = field(default_factory=_Mark)
     resumes: int = 0
     rewrite_until: int = 0
@@ -311,10 +364,12 @@ class _Build:
         total = self.source.total()
         mark, last_commit = self.done, time.monotonic()
         pages, passages, last_cursor = mark.pages, mark.passages, mark.cursor
+        quirks = json.loads(json.dumps(mark.quirks))  # a copy: the committed mark stays as it was
         hashes = bytearray()
         granularity = self.wanted["granularity"]
         for page, cursor in self.source.read(mark.cursor):
             pages, last_cursor = pages + 1, cursor
+            note_quirk(quirks, page, strict=self.strict)
             for p in passages_of(page, granularity):
                 hashes += hashlib.blake2b(p["id"].encode(), digest_size=8).digest()
                 self.writer.add_document(keyword_document(p))
@@ -325,11 +380,11 @@ class _Build:
                         self._insert(passages)
             if passages - self.done.passages >= CHECKPOINT_PASSAGES or (
                     self.client is not None and time.monotonic() - last_commit > CHECKPOINT_SECONDS):
-                self._commit(_Mark(cursor, pages, passages), hashes)
+                self._commit(_Mark(cursor, pages, passages, json.loads(json.dumps(quirks))), hashes)
                 hashes, last_commit = bytearray(), time.monotonic()
             if self.progress and pages % PROGRESS_EVERY == 0:
                 self.progress(STAGE, self.source.done(cursor), total)
-        self._commit(_Mark(last_cursor, pages, passages), hashes)
+        self._commit(_Mark(last_cursor, pages, passages, quirks), hashes)
         if self.progress:
             self.progress(STAGE, total, total)
 
@@ -411,6 +466,7 @@ class _Build:
             "format": 1, "corpus": str(self.source.path), **self.wanted,
             "source_files": len(self.source.files()),
             "documents": self.done.pages, "passages": self.done.passages,
+            "quirks": self.done.quirks,
             "chunk_chars": CHUNK_CHARS, "dimension": dimension,
             "metric": None if keyword_only else milvus_rag.METRIC,
             "vector_index": None if keyword_only else milvus_rag.index_description(),
