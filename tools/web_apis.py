@@ -13,6 +13,20 @@ client              env var (base URL override)     default
 ``ArxivClient``     ``FACTDEBATE_ARXIV_URL``        https://export.arxiv.org/api/query
 ``PubMedClient``    ``FACTDEBATE_PUBMED_URL``       https://eutils.ncbi.nlm.nih.gov/entrez/eutils
 ==================  ==============================  ============================================
+
+Every live source (these clients, and live Wikipedia's retriever built on ``MediaWikiClient``) goes
+through :meth:`_Client._get`, which bounds what the outside can cost:
+
+* **reply size**: the body is streamed and counted *after* decompression; past
+  ``FACTDEBATE_LIVE_MAX_REPLY_BYTES`` (:data:`DEFAULT_MAX_REPLY_BYTES`, 8 MiB) the request stops
+  and :class:`ReplyTooLarge` is raised - a tool fault of that turn, never a process that grows (a
+  gzip bomb stops at the same count of decoded bytes);
+* **redirects**: followed (at most :data:`MAX_REDIRECTS`) only to the scheme, host and port of the
+  configured base URL; a redirect anywhere else is refused with :class:`RedirectRefused` before
+  any request is sent there, so a claim's text and the contact in the ``User-Agent`` never reach
+  another host or port;
+* **time**: each request's timeout (``TIMEOUT_S`` or the caller's), the whole search bounded by
+  the run's ``tool_timeout_s``.
 """
 
 from __future__ import annotations
@@ -28,6 +42,41 @@ from factdebate.core.state import Evidence
 
 USER_AGENT = "factdebate/0.1 (claim verification research; MERMAID tools)"
 TIMEOUT_S = 20.0
+MAX_REPLY_ENV = "FACTDEBATE_LIVE_MAX_REPLY_BYTES"
+DEFAULT_MAX_REPLY_BYTES = 8 << 20
+"""Largest decoded reply body of a live source (a whole Wikipedia article's JSON is well under
+1 MiB; the longest pages' extracts stay under 2 MiB)."""
+MAX_REDIRECTS = 3
+"""Redirects followed, each only within the configured base URL's scheme, host and port."""
+
+
+class ReplyTooLarge(RuntimeError):
+    """A live source's reply passed the size limit; the request was stopped (a tool fault)."""
+
+
+class RedirectRefused(RuntimeError):
+    """A live source redirected to another scheme, host or port; it was not followed."""
+
+
+def max_reply_bytes() -> int:
+    """``FACTDEBATE_LIVE_MAX_REPLY_BYTES`` (read at each request), else the default.
+
+    Raises:
+        ConfigError: The value is not a positive integer.
+    """
+    raw = os.environ.get(MAX_REPLY_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_REPLY_BYTES
+    if not raw.isdigit() or int(raw) <= 0:
+        from factdebate.core.errors import ConfigError
+
+        raise ConfigError(f"{MAX_REPLY_ENV}={raw!r} is not a positive number of bytes",
+                          f"unset it for {DEFAULT_MAX_REPLY_BYTES} or give a positive integer")
+    return int(raw)
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
 _ATOM = {"a": "http://www.w3.org/2005/Atom"}
 
 
@@ -47,23 +96,70 @@ class _Client:
     def __init__(self, base_url: str | None = None, *, timeout: float = TIMEOUT_S) -> None:
         self.base_url = (base_url or os.environ.get(self.env_var) or self.default_url).rstrip("/")
         self._http = httpx.AsyncClient(timeout=timeout, headers={"User-Agent": USER_AGENT},
-                                       follow_redirects=True)
+                                       follow_redirects=False)
 
     async def _get(self, path: str, params: dict[str, Any]) -> httpx.Response:
+        """GET ``path`` under the base URL: redirects only within its origin, the body capped
+        (see the module docstring); a non-2xx reply raises ``httpx.HTTPStatusError``."""
         url = f"{self.base_url}/{path}" if path else self.base_url
+        limit = max_reply_bytes()
+        request = self._http.build_request("GET", url, params=params)
+        home = _origin(request.url)
         try:
-            response = await self._http.get(url, params=params)
-            response.raise_for_status()
+            for _ in range(MAX_REDIRECTS + 1):
+                response = await self._http.send(request, stream=True)
+                try:
+                    if not response.is_redirect:
+                        body = await _capped_body(response, limit, self.base_url)
+                        break
+                finally:
+                    await response.aclose()
+                target = response.next_request
+                if target is None or _origin(target.url) != home:
+                    where = f"{target.url.scheme}://{target.url.host}:{target.url.port or ''}" \
+                        if target is not None else "nowhere"
+                    raise RedirectRefused(
+                        f"{mask_url(self.base_url)} redirected to {mask_url(where)}: only redirects "
+                        "within the configured URL's host and port are followed")
+                request = target
+            else:
+                raise RedirectRefused(f"{mask_url(self.base_url)} redirected more than "
+                                      f"{MAX_REDIRECTS} times")
+            done = httpx.Response(response.status_code, headers=_plain_headers(response.headers),
+                                  content=body, request=request)
+            done.raise_for_status()
         except httpx.HTTPStatusError as exc:  # its text names the URL: an operator's mirror
             raise httpx.HTTPStatusError(mask_url(str(exc)), request=exc.request,
                                         response=exc.response) from None
         except httpx.RequestError as exc:
             raise type(exc)(mask_url(str(exc)), request=exc.request) from None
-        return response
+        return done
 
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._http.aclose()
+
+
+async def _capped_body(response: httpx.Response, limit: int, base_url: str) -> bytes:
+    """The decoded body of a streamed ``response``, or :class:`ReplyTooLarge` past ``limit``."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit and "content-encoding" not in response.headers:
+        raise ReplyTooLarge(f"{mask_url(base_url)} announced a {int(declared)}-byte reply; the "
+                            f"limit is {limit} ({MAX_REPLY_ENV})")
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise ReplyTooLarge(f"{mask_url(base_url)} sent a reply over {limit} bytes "
+                                f"(decoded); stopped there ({MAX_REPLY_ENV})")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _plain_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
+    """``headers`` without those that describe the encoded body (the body kept is decoded)."""
+    return [(k, v) for k, v in headers.items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
 
 
 class MediaWikiClient(_Client):
