@@ -16,11 +16,12 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
 from factdebate.core.caching import ProcessCache
-from factdebate.core.errors import ConfigError
+from factdebate.core.errors import ConfigError, FactDebateError
 
 QUERY_CACHE_SIZE = 4096
 """Query embeddings kept per model (LRU): claims and repeated queries are embedded once."""
@@ -176,3 +177,37 @@ def _create(spec: str) -> Embeddings:
     raise ConfigError(
         f"unknown embedding model {spec!r}", "use 'minilm' or 'openai:text-embedding-3-small'"
     )
+
+
+class EmbeddingOutputError(FactDebateError):
+    """An embedding model returned vectors an index cannot hold (NaN or infinite values, a wrong
+    count or dimension); nothing of the batch is stored."""
+
+
+def checked_vectors(vectors: Any, count: int, dimension: int, model: str) -> list[list[float]]:
+    """``vectors`` as ``count`` finite float lists of ``dimension``, before any is stored.
+
+    Raises:
+        EmbeddingOutputError: A vector is missing, of another dimension, or not finite.
+    """
+    import numpy as np
+
+    try:
+        array = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingOutputError(f"the embedding model {model} returned vectors of uneven "
+                                   f"length ({exc})", "check the model; no vector was stored") \
+            from exc
+    if array.ndim != 2 or array.shape != (count, dimension):
+        raise EmbeddingOutputError(
+            f"the embedding model {model} returned vectors of shape {tuple(array.shape)} for "
+            f"{count} texts, expected ({count}, {dimension})",
+            "check that the index and the model agree; no vector was stored")
+    finite = np.isfinite(array).all(axis=1)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        raise EmbeddingOutputError(
+            f"the embedding model {model} returned a vector with NaN or infinite values (text "
+            f"{bad + 1} of a batch of {count}; {int((~finite).sum())} such vectors)",
+            "check the model or its server; no vector of the batch was stored")
+    return array.tolist()

@@ -60,7 +60,7 @@ from factdebate.core.settings import mask_url
 from factdebate.tools import DEMO_CORPUS_DIR, index_lock, milvus_rag
 from factdebate.tools.base import RetrieverSettings, get_retriever
 from factdebate.tools.chunking import CHUNK_CHARS, chunk_text  # noqa: F401 - re-exported
-from factdebate.tools.embeddings import embedding_dimension, get_embeddings
+from factdebate.tools.embeddings import checked_vectors, embedding_dimension, get_embeddings
 from factdebate.tools.index_state import (  # noqa: F401 - re-exported: the public API
     MANIFEST,
     MILVUS_LITE_NAME,
@@ -216,14 +216,15 @@ def _write_vectors(
     name = f"{collection}__building" if staged else collection
     client = milvus_rag.connect(uri, create=True)
     try:
+        dimension = embedding_dimension(embeddings)
         with _server_calls(uri, "create the collection"):
-            milvus_rag.create_collection(client, name, embedding_dimension(embeddings))
+            milvus_rag.create_collection(client, name, dimension)
         done, batch = 0, []
         for passage in itertools.chain(iter_passages(corpus), [None]):  # None: flush the rest
             if passage is not None:
                 batch.append(passage)
             if batch and (len(batch) == batch_size or passage is None):
-                done += _insert(client, name, embeddings, batch, uri)
+                done += _insert(client, name, embeddings, batch, uri, (dimension, model))
                 batch = []
                 if progress:
                     progress("embed", done, scan.passages)
@@ -256,9 +257,12 @@ def _server_calls(uri: str, what: str) -> Iterator[None]:
 
 
 def _insert(client: Any, collection: str, embeddings: Any, batch: list[dict[str, str]],
-            uri: str) -> int:
+            uri: str, shape: tuple[int, str]) -> int:
+    """Embed and insert ``batch``; ``shape`` is the index's ``(dimension, model name)``, which
+    every vector is checked against (finite, that dimension) before any is stored."""
     # The title is embedded with the text: lead sentences often say "it", not the page name.
-    vectors = embeddings.embed_documents([f"{p['title']}\n{p['text']}" for p in batch])
+    vectors = checked_vectors(embeddings.embed_documents(
+        [f"{p['title']}\n{p['text']}" for p in batch]), len(batch), *shape)
     rows = [milvus_rag.milvus_row(p, v) for p, v in zip(batch, vectors, strict=True)]
     with _server_calls(uri, "insert passages"):
         client.insert(collection, rows)

@@ -49,7 +49,7 @@ from typing import Any
 
 from factdebate.core.errors import FactDebateError, InputError, storage_problem
 from factdebate.tools import index_lock, milvus_rag
-from factdebate.tools.embeddings import embedding_dimension, get_embeddings
+from factdebate.tools.embeddings import checked_vectors, embedding_dimension, get_embeddings
 from factdebate.tools.index_state import MANIFEST, MILVUS_LITE_NAME
 from factdebate.tools.indexing import (
     DEFAULT_COLLECTION,
@@ -337,9 +337,9 @@ class _Build:
         self.name = (f"{self.wanted['collection']}__building" if self.wanted["milvus_uri"]
                      else self.wanted["collection"])
         self.client = milvus_rag.connect(self.uri, create=True)
+        self.dimension = self._embedding(lambda: embedding_dimension(self.embeddings))
         if fresh or not self.client.has_collection(self.name):
-            dimension = self._embedding(lambda: embedding_dimension(self.embeddings))
-            milvus_rag.create_collection(self.client, self.name, dimension)
+            milvus_rag.create_collection(self.client, self.name, self.dimension)
             self.rewrite_until = 0
 
     def _close(self, *, discard: bool = False) -> None:
@@ -393,7 +393,9 @@ class _Build:
         if not batch:
             return
         texts = [f"{p['title']}\n{p['text']}" for p in batch]
-        vectors = self._embedding(lambda: self.embeddings.embed_documents(texts))
+        vectors = self._embedding(lambda: checked_vectors(
+            self.embeddings.embed_documents(texts), len(texts), self.dimension,
+            self.wanted["embedding_model"]))
         rows = [milvus_rag.milvus_row(p, v) for p, v in zip(batch, vectors, strict=True)]
         call = self.client.upsert if passages <= self.rewrite_until else self.client.insert
         call(self.name, rows)
