@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from factdebate.core import json_input
 from factdebate.core.context import MAX_CLAIM_CHARS
 from factdebate.core.errors import InputError
 from factdebate.core.labels import get_label_set
@@ -83,7 +84,7 @@ def read_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json_input.loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"{where}: not valid JSON ({exc.msg})",
                                  "fix or remove that line") from exc
@@ -104,7 +105,7 @@ def _decode(raw: bytes, where: str) -> str:
 
 def _json_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     try:
-        data = json.loads(_decode(path.read_bytes(), str(path)))
+        data = json_input.loads(_decode(path.read_bytes(), str(path)))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})",
                          "fix the file") from exc

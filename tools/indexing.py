@@ -48,6 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from factdebate.core import json_input
 from factdebate.core.errors import (
     BackendUnavailableError,
     FactDebateError,
@@ -114,7 +115,7 @@ def _parse_line(lineno: int, offset: int, raw: bytes) -> tuple[dict[str, str] | 
     if not line.strip():
         return None, []
     try:
-        record = json.loads(line)
+        record = json_input.loads(line)
     except json.JSONDecodeError as exc:
         return None, [f"malformed JSON ({exc.msg} at column {exc.colno})"]
     if not isinstance(record, dict):

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import html
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from factdebate.core import json_input
 from factdebate.core.errors import InputError
 from factdebate.tools.chunking import CHUNK_CHARS, chunk_text  # noqa: F401 - re-exported
 
@@ -199,7 +199,7 @@ def guarded_pages(
 def json_object(raw: bytes, where: Callable[[], str]) -> dict[str, Any]:
     """One JSON-lines record as a dict, or :class:`SourceError` naming ``where()``."""
     try:
-        record = json.loads(raw)
+        record = json_input.loads(raw)
     except UnicodeDecodeError as exc:
         raise SourceError(where(), f"not UTF-8 (byte 0x{raw[exc.start]:02x})") from exc
     except ValueError as exc:
