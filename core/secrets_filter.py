@@ -12,7 +12,8 @@ What is secret (:func:`known_secrets`):
   ``--set milvus_uri=...``; every Context registers its fields), and its secret query parameters;
 * what the process registers itself (:func:`register`): the LangGraph server's API keys.
 
-Each is removed in every form it travels in (:func:`forms`): as is, URL-encoded, base64
+Each is removed in every form it travels in (:func:`forms`): as is, URL-encoded (also wholly or
+partly as ``%XX`` escapes, decoded before matching: :func:`_percent_spans`), base64
 (standard and URL-safe alphabets, at each of the three byte alignments, so it is found inside
 ``Basic base64(user:password)`` and any other base64 text that contains it), hex (lower and upper
 case) and JSON-escaped; each of these also with invisible characters between its characters
@@ -166,9 +167,11 @@ def _base64_cores(data: bytes) -> set[str]:
 
 
 def forms(secret: str) -> set[str]:
-    """``secret`` as it may travel: as is, URL-encoded, inside base64 text, hex, JSON-escaped."""
+    """``secret`` as it may travel: as is, URL-encoded (the usual reserved characters, or every
+    byte as ``%XX`` in either case), inside base64 text, hex, JSON-escaped."""
     data = secret.encode("utf-8")
     plain = {secret, quote(secret, safe=""), quote_plus(secret), quote(secret),
+             "".join(f"%{b:02X}" for b in data), "".join(f"%{b:02x}" for b in data),
              data.hex(), data.hex().upper()} | _base64_cores(data)
     escaped = {json.dumps(f, ensure_ascii=ascii)[1:-1] for f in plain for ascii in (True, False)}
     return plain | escaped
@@ -270,6 +273,37 @@ def _visible(text: str) -> tuple[str, list[int] | None]:
     return "".join(text[i] for i in where), where
 
 
+_PERCENT = re.compile(r"%([0-7][0-9A-Fa-f])")
+"""A percent-escape of an ASCII character (the alphabet of API keys and tokens)."""
+
+
+def _percent_spans(text: str, known: Forms) -> list[tuple[int, int]]:
+    """Spans of ``text`` that hold a form of a secret once their ``%XX`` escapes of ASCII
+    characters are decoded: a key encoded in part (``sk-%61bc...``) or wholly, mixed case."""
+    if known.pattern is None or "%" not in text or _PERCENT.search(text) is None:
+        return []
+    decoded: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    pos = 0
+    for m in _PERCENT.finditer(text):
+        for i in range(pos, m.start()):
+            decoded.append(text[i])
+            starts.append(i)
+            ends.append(i + 1)
+        decoded.append(chr(int(m.group(1), 16)))
+        starts.append(m.start())
+        ends.append(m.end())
+        pos = m.end()
+    for i in range(pos, len(text)):
+        decoded.append(text[i])
+        starts.append(i)
+        ends.append(i + 1)
+    plain = "".join(decoded)
+    return [(starts[m.start()], ends[m.end() - 1]) for m in known.pattern.finditer(plain)
+            if m.end() > m.start()]
+
+
 def secret_spans(text: str, known: Forms | None = None) -> list[tuple[int, int]]:
     """Where ``text`` holds a form of a known secret (invisible characters inside it included)
     or a cut-off form's start or end beside an ellipsis; sorted, not overlapping. ``known``: the
@@ -285,6 +319,7 @@ def secret_spans(text: str, known: Forms | None = None) -> list[tuple[int, int]]
                  for m in known.pattern.finditer(visible) if m.end() > m.start()]
     if "..." in text or "\u2026" in text:
         spans.extend(_fragment_spans(text, known))
+    spans.extend(_percent_spans(text, known))
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -396,9 +431,45 @@ def held_from(text: str, known: Forms | None = None) -> int:
     for p in range(max(0, len(visible) - longest + 1), len(visible)):
         rest = visible[p:]
         if any(len(f) > len(rest) and f.startswith(rest) for f in by_first.get(rest[0], ())):
-            start = tail_from + (where[p] if where is not None else p)
-            return min(held, start)
-    return held
+            held = min(held, tail_from + (where[p] if where is not None else p))
+            break
+    return min(held, _percent_held(visible, where, tail_from, known))
+
+
+_PARTIAL_PERCENT = re.compile(r"%[0-7]?\Z")
+
+
+def _percent_held(visible: str, where: list[int] | None, offset: int, known: Forms) -> int:
+    """:func:`held_from`'s rule for a secret partly written as ``%XX`` escapes: where the end of
+    ``visible`` (at ``offset`` in the text; ``where`` maps it) decodes to the start of a form,
+    or an escape is still arriving. ``offset + len`` of the text when nothing is held."""
+    none = offset + (where[-1] + 1 if where else len(visible))
+    if "%" not in visible:
+        return none
+    cut = len(visible)
+    partial = _PARTIAL_PERCENT.search(visible)
+    if partial is not None:
+        cut = partial.start()
+    decoded, starts = [], []
+    pos = 0
+    for m in _PERCENT.finditer(visible, 0, cut):
+        decoded.extend(visible[pos:m.start()])
+        starts.extend(range(pos, m.start()))
+        decoded.append(chr(int(m.group(1), 16)))
+        starts.append(m.start())
+        pos = m.end()
+    decoded.extend(visible[pos:cut])
+    starts.extend(range(pos, cut))
+    plain = "".join(decoded)
+    at = cut
+    for p in range(max(0, len(plain) - known.longest + 1), len(plain)):
+        rest = plain[p:]
+        if any(len(f) > len(rest) and f.startswith(rest) for f in known.by_first.get(rest[0], ())):
+            at = starts[p]
+            break
+    if at >= len(visible):
+        return none
+    return offset + (where[at] if where is not None else at)
 
 
 class StreamRedactor:

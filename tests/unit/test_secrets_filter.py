@@ -259,3 +259,30 @@ def test_a_log_line_holding_a_secrets_first_characters_loses_them():
     plain = "run 1f0c9a2b-3c4d finished in 1.2 s: SUPPORTS (sk-op- was not used)"
     assert redact_cut_off(plain) == plain  # a start shorter than 8 characters stays
     assert redact_cut_off(f"key {KEY} here") == "key *** here"
+
+
+def _percent(text: str, case: str = "upper") -> str:
+    encoded = "".join(f"%{b:02X}" for b in text.encode())
+    return encoded.lower() if case == "lower" else encoded
+
+
+@pytest.mark.parametrize("encoded", [
+    _percent(KEY), _percent(KEY, "lower"),                      # every byte escaped
+    KEY[:6] + _percent(KEY[6:9]) + KEY[9:],                     # escaped in part
+    "".join(f"%{ord(c):02x}" if i % 2 else c for i, c in enumerate(KEY)),  # every other one
+])
+def test_a_percent_encoded_key_is_removed_whole_and_in_streamed_pieces(encoded: str):
+    text = f"token={encoded}&100% sure"
+    assert redact(text) == "token=***&100% sure"
+    for size in (1, 2, 3, 7):
+        stream = secrets_filter.StreamRedactor()
+        out = "".join(stream.feed(text[i:i + size]) for i in range(0, len(text), size))
+        out += stream.feed("", final=True)
+        assert out == "token=***&100% sure", (size, out)
+
+
+def test_percent_signs_that_hide_nothing_pass_unchanged():
+    text = "100% of %41 and %ZZ and a trailing %4"
+    assert redact(text) == text
+    stream = secrets_filter.StreamRedactor()
+    assert stream.feed(text) + stream.feed("", final=True) == text
