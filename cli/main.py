@@ -284,15 +284,35 @@ def bench(
         help="Soak: seconds of load on the server.", show_default="1800")] = None,
     users: Annotated[int | None, typer.Option(
         help="Soak: users, each with an API key of their own.", show_default="4")] = None,
+    pages: Annotated[int | None, typer.Option(
+        help="Corpus: pages of the synthetic FEVER dump (its budgets are judged from 200,000).",
+        show_default="1000000")] = None,
+    embed_sample: Annotated[int | None, typer.Option(
+        help="Corpus: passages embedded for the dense figures (0 skips them).",
+        show_default="2000")] = None,
+    budget_raw: Annotated[list[str], typer.Option(
+        "--budget", help="NAME=LIMIT: judge the budget NAME (as the budget lines name it) "
+        "against LIMIT instead of its own; repeatable.", show_default="none")] = [],  # noqa: B006
     markdown_raw: Annotated[str | None, typer.Option(
         "--markdown", help="Markdown file whose sections to regenerate (e.g. BENCHMARKS.md); "
         "without it only OUT/<name>.json is written.")] = None,
 ) -> None:
-    """Run benchmarks; write OUT/<name>.json (and, with --markdown, regenerate their sections)."""
+    """Run benchmarks; write OUT/<name>.json (and, with --markdown, regenerate their sections).
+
+    Prints one line per budget (measured, limit, met / MISSED / not judged: why; a short run
+    cannot judge every budget) and exits 1 when a judged budget is missed, 2 on bad input.
+    """
     from factdebate.cli.flags import in_range, place, required_place
     from factdebate.evaluation.bench import BENCHES, run_bench
+    from factdebate.evaluation.bench_budgets import (
+        budget_line,
+        exit_code,
+        parse_overrides,
+        summary_line,
+    )
     from factdebate.evaluation.bench_report import write_markdown
 
+    results: list[dict[str, Any]] = []
     try:
         out = required_place("--out", out_raw)
         markdown = required_place("--markdown", markdown_raw, "file") if markdown_raw else None
@@ -304,6 +324,12 @@ def bench(
         in_range("--pad-to", pad_to, 1, default=100_000)
         in_range("--duration", duration, 10.0, default=1800)
         in_range("--users", users, 1, 16, default=4)
+        in_range("--pages", pages, 1, 100_000_000, default=1_000_000)
+        in_range("--embed-sample", embed_sample, 0, 100_000, default=2000)
+        try:
+            budget_limits = parse_overrides(budget_raw)
+        except ValueError as exc:
+            raise InputError(str(exc), "e.g. --budget peak_rss_mb=1024") from None
         for name in names:
             BENCHES.resolve(name)
         folder = data_dir or (Path(os.environ["FACTDEBATE_DATA_DIR"])
@@ -325,15 +351,33 @@ def bench(
             kwargs["duration_s"] = duration
         if users is not None:
             kwargs["users"] = users
+        if pages is not None:
+            kwargs["pages"] = pages
+        if embed_sample is not None:
+            kwargs["embed_sample"] = embed_sample
         command = "factdebate bench " + " ".join(sys.argv[2:])
         for name in names:
-            result = run_bench(name, out, command, **kwargs)
-            out_line = {k: v for k, v in result.items() if k in ("budget", "budget_met", "seconds")}
-            err.print(f"{name}: {out_line}")
+            result = run_bench(name, out, command, budget_limits=budget_limits, **kwargs)
+            results.append(result)
+            for entry in result["budgets"]:
+                print(budget_line(name, entry), flush=True)
+            print(f"{summary_line(name, result['budgets'])} ({result['seconds']} s; "
+                  f"{out / (name + '.json')})", flush=True)
         if markdown is not None:
             write_markdown(out, markdown)
+        applied = {k for r in results for k in r.get("budget_overrides", {})}
+        refused = {k for r in results for k in r.get("budget_overrides_refused", [])}
+        if refused or set(budget_limits) - applied:
+            names_seen = sorted({str(b["name"]) for r in results for b in r["budgets"]})
+            raise InputError(f"--budget {', '.join(sorted(refused or set(budget_limits) - applied))}"
+                             f": {'takes no other limit' if refused else 'names no budget'} of "
+                             f"{' '.join(names)} (figures written)",
+                             f"name one of: {', '.join(names_seen) or 'none'}")
     except FactDebateError as exc:
         fail(exc)
+    code = exit_code(results)
+    if code:
+        raise typer.Exit(code)
 
 
 @ls_app.command("frameworks")

@@ -284,6 +284,10 @@ def benchmarks_page() -> None:
                   f"- commit: `{result.get('git_sha', '')}`, date: {result.get('date', '-')}, "
                   f"machine: {result.get('machine', '-')}",
                   f"- budget: {result.get('budget', '-')}: met **{result.get('budget_met')}**", ""]
+        if result.get("budgets") and result.get("benchmark") != "index":  # index lists its own
+            from factdebate.evaluation.bench_budgets import budget_item
+
+            lines += [*(f"- {budget_item(b)}" for b in result["budgets"]), ""]
         if result.get("benchmark") == "index":  # size x target table, budgets, embedding, load
             from factdebate.evaluation.bench_index import index_markdown
 
@@ -291,7 +295,8 @@ def benchmarks_page() -> None:
             continue
         lines += ["| figure | value |", "| --- | --- |"]
         skip = {"benchmark", "command", "git_sha", "date", "machine", "budget", "budget_met",
-                "claims", "per_claim", "profile", "frameworks", "seconds"}
+                "budgets", "budget_overrides", "budget_overrides_refused", "claims", "per_claim",
+                "profile", "frameworks", "seconds"}
         for key, value in result.items():
             if key in skip:
                 continue

@@ -43,11 +43,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from factdebate.evaluation.bench_budgets import BUDGET_MISSED_EXIT, budget, budget_line, missed
 
 AGREEMENT_QUERIES = 500
 """Passages used as queries for the passage-to-passage top-10 agreement."""
@@ -286,12 +289,34 @@ def measure_embedding(texts: list[str], *, out_dir: Path | str, int8: bool = Tru
     if key in result.get("int8_compute", {}):
         met["int8_agreement"] = result["int8_compute"][key] >= AGREEMENT_BUDGET
     result["budget_met"] = met
+    result["budgets"] = embedding_budgets(result, int8=int8)
     (out_dir / "embedding.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result
 
 
+def embedding_budgets(result: dict[str, Any], *, int8: bool = True) -> list[dict[str, Any]]:
+    """The speed and agreement budgets of a :func:`measure_embedding` result; a budget whose
+    reference (sentence-transformers) or path (int8) was not run is not judged."""
+    key = f"queries_top{TOP_K}_agreement"
+    ours, quant = result.get("ours", {}), result.get("int8_compute", {})
+    no_st = "" if "speedup" in ours else \
+        (result.get("sentence_transformers") or {}).get("skipped", "sentence-transformers not run")
+    no_int8 = "int8 not measured (--no-int8)" if not int8 else no_st
+    return [
+        budget("speedup", f"ours >= {SPEEDUP_BUDGET:g}x sentence-transformers passages/s",
+               ours.get("speedup"), ">=", SPEEDUP_BUDGET, unit="x", why_not_judged=no_st),
+        budget("ours_agreement", f"ours' query top-{TOP_K} agreement with sentence-transformers "
+               f">= {AGREEMENT_BUDGET}", ours.get(key), ">=", AGREEMENT_BUDGET,
+               why_not_judged=no_st),
+        budget("int8_agreement", f"int8's query top-{TOP_K} agreement with sentence-transformers "
+               f">= {AGREEMENT_BUDGET}", quant.get(key), ">=", AGREEMENT_BUDGET,
+               why_not_judged=no_int8),
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``python -m factdebate.evaluation.bench_embedding``: passages from a JSONL corpus."""
+    """``python -m factdebate.evaluation.bench_embedding``: passages from a JSONL corpus; one line
+    per budget on stderr, exit 1 when a judged budget is missed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True,
                         help="JSONL with 'text' (and 'title') per line")
@@ -308,8 +333,12 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
     agreement = data_agreement_texts(args.data_dir) if args.data_dir else None
-    print(json.dumps(measure_embedding(texts, out_dir=args.out, int8=not args.no_int8,
-                                       agreement=agreement), indent=2))
+    result = measure_embedding(texts, out_dir=args.out, int8=not args.no_int8, agreement=agreement)
+    print(json.dumps(result, indent=2))
+    for entry in result["budgets"]:
+        print(budget_line("embedding", entry), file=sys.stderr)
+    if missed(result["budgets"]):
+        raise SystemExit(BUDGET_MISSED_EXIT)
 
 
 if __name__ == "__main__":

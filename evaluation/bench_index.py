@@ -57,6 +57,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from factdebate.evaluation.bench_budgets import budget, overall
 from factdebate.tools import DEMO_CORPUS_DIR
 
 BATCH = 256
@@ -451,13 +452,15 @@ def _server(work_dir: Path, label: str) -> Iterator[tuple[Any, str]]:
 
 
 def index_budgets(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each budget: what it asks, what was measured, whether it was met (None: not measured)."""
+    """Each budget (``evaluation/bench_budgets.py``): what it asks, what was measured, whether it
+    was met (None: not measured, so not judged)."""
     budgets = []
     ratio = result.get("demo_build_ratio")
-    budgets.append({"budget": f"demo build (264 passages, factdebate index) into the server <= "
-                              f"{DEMO_RATIO_BUDGET:g}x Lite",
-                    "measured": f"{ratio}x" if ratio is not None else "not measured",
-                    "met": None if ratio is None else ratio <= DEMO_RATIO_BUDGET})
+    demo = budget("demo_build_ratio", f"demo build (264 passages, factdebate index) into the "
+                  f"server <= {DEMO_RATIO_BUDGET:g}x Lite", ratio, "<=", DEMO_RATIO_BUDGET,
+                  unit="x")
+    budgets.append({**demo, "measured": f"{ratio}x" if ratio is not None else "not measured",
+                    "value": ratio})
     big = {int(s): per for s, per in result.get("sizes", {}).items()
            if int(s) >= SERVER_FASTER_FROM}
     shown, met = [], []
@@ -473,22 +476,24 @@ def index_budgets(result: dict[str, Any]) -> list[dict[str, Any]]:
             shown.append(f"{size:,}: server {server['passages_per_s']}/s, "
                          f"Lite {lite['passages_per_s']}/s")
             met.append(server["passages_per_s"] >= lite["passages_per_s"])
-    budgets.append({"budget": f"server build throughput (embedding excluded) >= Lite's at every "
-                              f"size >= {SERVER_FASTER_FROM:,}",
-                    "measured": "; ".join(shown) or "not measured",
-                    "met": all(met) if met else None})
+    budgets.append(budget(
+        "server_build_vs_lite", f"server build throughput (embedding excluded) >= Lite's at "
+        f"every size >= {SERVER_FASTER_FROM:,}", "; ".join(shown) or "not measured",
+        met=all(met) if met else None,
+        why_not_judged="" if met else f"no size >= {SERVER_FASTER_FROM:,} was run (--sizes)"))
     for key, limit, why in (("search_p50_ms", SEARCH_P50_BUDGET_MS, ""),
                             ("search_p99_ms", SEARCH_P99_BUDGET_MS,
                              "; Milvus' published p99 at 1M vectors")):
         seen = [(int(s), t, per[t][key]) for s, per in result.get("sizes", {}).items()
                 for t in ("lite", "server") if key in per.get(t, {})]
         worst = max(seen, key=lambda x: x[2], default=None)
-        budgets.append({
-            "budget": (f"search {key.split('_')[1]} <= {limit:g} ms (one client, k={K}{why}) in "
-                       "every target that built, at every size"),
-            "measured": f"worst {worst[2]} ms ({worst[1]}, {worst[0]:,})" if worst else
-                        "not measured",
-            "met": all(x[2] <= limit for x in seen) if seen else None})
+        entry = budget(key, (f"search {key.split('_')[1]} <= {limit:g} ms (one client, k={K}{why})"
+                             " in every target that built, at every size"),
+                       worst[2] if worst else None, "<=", limit, unit="ms",
+                       why_not_judged="" if worst else "no target built")
+        budgets.append({**entry, "value": entry["measured"],
+                        "measured": f"worst {worst[2]} ms ({worst[1]}, {worst[0]:,})" if worst
+                        else "not measured"})
     return budgets
 
 
@@ -589,7 +594,7 @@ def run_index_bench(work_dir: Path, *, sizes: tuple[int, ...] = (10_000, 100_000
     results["cpus"] = os.cpu_count()
     results["budgets"] = index_budgets(results)
     results["budget"] = "; ".join(b["budget"] for b in results["budgets"])
-    results["budget_met"] = all(b["met"] is not False for b in results["budgets"])
+    results["budget_met"] = overall(results["budgets"])
     return results
 
 
@@ -661,7 +666,8 @@ def index_markdown(result: dict[str, Any]) -> list[str]:
     if budgets:
         lines += ["Budgets:", ""]
         for b in budgets:
-            met = {True: "met", False: "**not met**", None: "not measured"}[b.get("met")]
+            met = {True: "met", False: "**not met**"}.get(
+                b.get("met"), f"not judged: {b.get('why_not_judged') or 'not measured'}")
             lines.append(f"- {b['budget']}: {b.get('measured')} - {met}")
         lines.append("")
     emb = result.get("embedding") or {}

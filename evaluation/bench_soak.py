@@ -38,7 +38,10 @@ visible variant's cost (``server_cpu_over_lean``) is measured in the same run on
 **Budgets.** After the warm-up (``warmup_s``, default a tenth of the duration) the samples are
 split into quarters by time: the mean resident memory and the mean stored checkpoints of the last
 quarter may exceed the first quarter's by at most 10 %; no errors; no lost runs or threads. p50 and
-p99 run latency (request to final reply, queueing included) are reported beside them.
+p99 run latency (request to final reply, queueing included) are reported beside them. The growth
+budgets are judged from a soak of ``GROWTH_JUDGED_FROM_S`` seconds with ``MIN_QUARTER_SAMPLES``
+samples in each quarter (a shorter run reports the growth, not judged: memory and checkpoints
+still climb while the server warms up); errors and losses are judged at any duration.
 """
 
 from __future__ import annotations
@@ -58,10 +61,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from factdebate.evaluation.bench_budgets import budget, legacy_met, verdict_text
 from factdebate.evaluation.langgraph_dev import start_langgraph_dev, stop_langgraph_dev
 
 GROWTH_BUDGET = 0.10
 """Largest growth of the mean RSS and stored checkpoints from the first to the last quarter."""
+GROWTH_JUDGED_FROM_S = 600.0
+"""The shortest soak whose memory and checkpoint growth is judged."""
+MIN_QUARTER_SAMPLES = 3
+"""Samples each of the first and the last quarter needs for its growth to be judged."""
 SCRIPTED_ENV = "FACTDEBATE_ALLOW_SCRIPTED"
 TERMINAL_OK = "success"
 UNFINISHED = ("pending", "running")
@@ -182,6 +190,37 @@ def verdicts(figures: dict[str, Any], budget: float = GROWTH_BUDGET) -> dict[str
             "no_lost_runs": figures["lost_runs"] == 0 and figures["lost_threads"] == 0}
 
 
+def soak_budgets(figures: dict[str, Any], duration_s: float,
+                 growth_budget: float = GROWTH_BUDGET) -> list[dict[str, Any]]:
+    """The soak's budgets (``evaluation/bench_budgets.py``) from :func:`summarize`'s figures: the
+    growth budgets judged only from ``GROWTH_JUDGED_FROM_S`` seconds and ``MIN_QUARTER_SAMPLES``
+    samples a quarter, errors and losses at any duration."""
+    def growth(name: str, what: str) -> dict[str, Any]:
+        quarters = figures[name]
+        why = ""
+        if duration_s < GROWTH_JUDGED_FROM_S:
+            why = (f"needs --duration >= {GROWTH_JUDGED_FROM_S:.0f} s (this run: {duration_s:g} s)"
+                   ": it still climbs while the server warms up")
+        elif min(quarters.get("samples") or [0]) < MIN_QUARTER_SAMPLES:
+            why = (f"needs >= {MIN_QUARTER_SAMPLES} samples in the first and the last quarter "
+                   f"(this run: {quarters.get('samples')})")
+        elif quarters.get("growth") is None:
+            why = "not measured (a first quarter mean of 0)"
+        return budget(name, f"mean {what} of the last quarter <= {1 + growth_budget:.2f} x the "
+                      "first quarter's (after the warm-up)", quarters.get("growth"), "<=",
+                      growth_budget, why_not_judged=why)
+
+    lost = figures["lost_runs"] + figures["lost_threads"]
+    entries = [growth("rss_growth", "server RSS"),
+               growth("checkpoints_growth", "stored checkpoints"),
+               budget("errors", "no errors", figures["errors"], "<=", 0),
+               budget("lost", "no lost runs or threads", lost, "<=", 0)]
+    for entry, legacy in zip(entries, ("rss_flat", "checkpoints_flat", "no_errors",
+                                       "no_lost_runs"), strict=True):
+        entry["legacy"] = legacy
+    return entries
+
+
 def summarize(samples: list[dict[str, Any]], latencies: list[tuple[float, float]], *,
               duration_s: float, warmup_s: float, errors: int, lost_runs: int,
               lost_threads: int) -> dict[str, Any]:
@@ -219,11 +258,15 @@ def summarize(samples: list[dict[str, Any]], latencies: list[tuple[float, float]
 
 
 def summary_text(result: dict[str, Any]) -> str:
-    """One screen: the load, the sampled figures and each budget's verdict."""
-    def mark(ok: bool) -> str:
-        return "met" if ok else "NOT MET"
+    """One screen: the load, the sampled figures and each budget's verdict (``met``, ``NOT MET``,
+    or ``not judged: why`` where ``budgets`` says a run cannot judge it)."""
+    judged = {b.get("legacy"): b for b in result.get("budgets") or []}
 
-    v = result["verdicts"]
+    def mark(name: str) -> str:
+        if name in judged and not judged[name]["judged"]:
+            return verdict_text(judged[name])
+        return "met" if result["verdicts"][name] else "NOT MET"
+
     rss, cps, size = result["rss_growth"], result["checkpoints_growth"], result["bytes_growth"]
     lines = [
         f"soak: {result['duration_s']:.0f} s, {result['users']} users x {result['sessions']} "
@@ -234,17 +277,18 @@ def summary_text(result: dict[str, Any]) -> str:
         f"(after the {result['warmup_s']:.0f} s warm-up)",
         f"  server RSS MB: first quarter {rss['first_quarter_mean']}, last "
         f"{rss['last_quarter_mean']} (growth {rss['growth']}; "
-        f"{result['rss_mb_per_100_runs_after_warmup']} MB per 100 runs): {mark(v['rss_flat'])}",
+        f"{result['rss_mb_per_100_runs_after_warmup']} MB per 100 runs): {mark('rss_flat')}",
         f"  stored checkpoints: first quarter {cps['first_quarter_mean']}, last "
-        f"{cps['last_quarter_mean']} (growth {cps['growth']}): {mark(v['checkpoints_flat'])}",
+        f"{cps['last_quarter_mean']} (growth {cps['growth']}): {mark('checkpoints_flat')}",
         f"  stored bytes: first quarter {size['first_quarter_mean']}, last "
         f"{size['last_quarter_mean']} (growth {size['growth']})",
-        f"  errors {result['errors']}: {mark(v['no_errors'])}; lost runs {result['lost_runs']}, "
-        f"lost threads {result['lost_threads']}: {mark(v['no_lost_runs'])}",
+        f"  errors {result['errors']}: {mark('no_errors')}; lost runs {result['lost_runs']}, "
+        f"lost threads {result['lost_threads']}: {mark('no_lost_runs')}",
         f"  CPU per claim: server (visible) {result['server_cpu_s_per_claim']} s, CLI lean "
         f"{result['lean_cpu_s_per_claim']} s, ratio {result['server_cpu_over_lean']}; server "
         f"per run over the mix {result['server_cpu_s_per_run_in_mix']} s",
-        f"  budget met: {result['budget_met']}",
+        "  budget: " + {True: "met", False: "NOT MET"}.get(
+            result["budget_met"], "nothing missed, some budgets not judged"),
     ]
     lines += [f"  error: {m}" for m in result["error_messages"][:3]]
     return "\n".join(lines)
@@ -651,6 +695,7 @@ def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s
                    "and threads"),
         "samples": samples,
     }
-    result["budget_met"] = all(figures["verdicts"].values())
+    result["budgets"] = soak_budgets(figures, duration_s)
+    result["budget_met"] = legacy_met(True, result["budgets"])
     print(summary_text(result), file=sys.stderr, flush=True)
     return result
