@@ -14,7 +14,6 @@ a text without check-worthy claims is a result ("no check-worthy claims"); claim
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from dataclasses import fields
@@ -23,7 +22,8 @@ from typing import Annotated, Any
 
 import typer
 
-from factdebate.cli.output import err, fail, print_outcome
+from factdebate.cli.output import err, fail, out, print_outcome
+from factdebate.cli.search import INDEX_HELP
 from factdebate.core.errors import FactDebateError, InputError
 from factdebate.nodes.check_text.state import MAX_TEXT_CHARS, CheckTextContext
 
@@ -98,6 +98,7 @@ def check(
     search_backend: Annotated[str | None, typer.Option(
         help="auto|tavily|local_search|wikipedia.")] = None,
     index_dir: Annotated[str | None, typer.Option(help="Index folder.")] = None,
+    index_name: Annotated[str | None, typer.Option("--index", help=INDEX_HELP)] = None,
     wikipedia: Annotated[bool, typer.Option("--wikipedia", help=WIKIPEDIA_HELP)] = False,
     set_: Annotated[list[str], typer.Option("--set", help="Context field=value (the text "
                     "check's, else the verifier's).")] = [],  # noqa: B006
@@ -110,12 +111,13 @@ def check(
 ) -> None:
     """Check a whole text: extract its claims, debate each, mark every sentence with a verdict."""
     from factdebate.cli.flags import in_range, place
+    from factdebate.cli.search import index_overrides
 
     try:
         if resume and not thread_id:
             raise InputError("--resume needs --thread-id", "name the run to resume")
         out_html = place("--out", out_raw, "file")  # "" would be the current folder
-        place("--index-dir", index_dir)
+        index_values, explicit_index = index_overrides(index_name, index_dir)
         in_range("--rounds", rounds, 1)  # 0 was dropped (the verifier's default ran)
         if out_html is not None and out_html.is_dir():
             raise InputError(f"--out {out_html} is a folder", "give a file path, e.g. report.html")
@@ -139,11 +141,12 @@ def check(
         ctx = check_context(
             {"framework": name, "debater_model": model, "judge_model": judge_model,
              "model_base_url": base_url, "max_claims": max_claims, "label_set": label_set,
-             **backends, "index_dir": index_dir}, list(set_), verifier)
-        if debates_read_local_index(ctx):  # the verifier's settings: graphs/first_use.py
+             **backends, **index_values}, list(set_), verifier)
+        searches = debates_read_local_index(ctx)  # the verifier's settings: graphs/first_use.py
+        if searches:
             from factdebate.run.setup import check_index
 
-            check_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
+            check_index(ctx, explicit_index=explicit_index)
         thread_id = thread_id or uuid.uuid4().hex
         result = _run(text, ctx, thread_id, resume, checkpoint_db)
         if out_html is not None:
@@ -155,8 +158,13 @@ def check(
         fail(exc)
         return
     from factdebate.cli.check_report import print_check
+    from factdebate.cli.search import index_line, searched_index
 
+    if searches:  # the index the claims' debates searched: --json key "index", a last line
+        result = {**result, "index": searched_index(ctx)}
     print_outcome(result, as_json, print_check)
+    if searches and not as_json:
+        out.print(index_line(result["index"]), highlight=False, markup=False, soft_wrap=True)
 
 
 def _run(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,

@@ -179,8 +179,8 @@ def eval_command(
         "no index is named; every report says so at its top.",
         show_default="off: a named index, else the data folder's corpus/ indexed once")] = False,
     index: Annotated[str | None, typer.Option(
-        "--index", help="Index to search: a name ($FACTDEBATE_HOME/indexes/NAME: 'factdebate index "
-        "DUMP --format fever-wiki --index-dir $FACTDEBATE_HOME/indexes/fever-wiki' builds "
+        "--index", help="Index to search: a name ($FACTDEBATE_HOME/indexes/NAME, see 'factdebate "
+        "ls indexes'; 'factdebate index DUMP --format fever-wiki --name fever-wiki' builds "
         "fever-wiki) or a folder.",
         show_default="the one DATA_DIR/indexes.json or the dataset names, else the data folder's "
         "corpus/")] = None,
@@ -205,6 +205,11 @@ def eval_command(
         in_range("--workers", workers, 1, default=1)
         in_range("--limit", limit, 1, default="all items")
         extra = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
+        if index is not None:  # the one rule of verify, check and search: a name, else a folder
+            from factdebate.core.context import resolve_index
+
+            folder_of, name_of = resolve_index(index, "--index")
+            index = name_of or str(folder_of)
         if config:
             folder, specs = load_config(config, {
                 "out": str(out_dir) if out_dir else None, "limit": limit, "seed": seed,

@@ -20,6 +20,7 @@ import typer  # noqa: E402
 
 from factdebate.cli.check import WIKIPEDIA_HELP  # noqa: E402
 from factdebate.cli.output import err, fail, out, print_outcome, quiet_libraries  # noqa: E402
+from factdebate.cli.search import INDEX_HELP  # noqa: E402
 from factdebate.cli.verify_checks import read_claim  # noqa: E402
 from factdebate.core import log_redaction  # noqa: E402
 from factdebate.core.context import context_fields  # noqa: E402
@@ -117,6 +118,8 @@ def verify(
         help="auto|tavily|local_search|wikipedia.", show_default=_tm("search_backend"))] = None,
     index_dir: Annotated[str | None, typer.Option(
         help="Index folder.", show_default="$FACTDEBATE_HOME/index")] = None,
+    index_name: Annotated[str | None, typer.Option(
+        "--index", help=INDEX_HELP, show_default="--index-dir")] = None,
     wikipedia: Annotated[bool, typer.Option(
         "--wikipedia", help=WIKIPEDIA_HELP, show_default=False)] = False,
     set_: Annotated[list[str], typer.Option(
@@ -134,10 +137,10 @@ def verify(
     another framework's.
     """
     try:
-        from factdebate.cli.flags import place
+        from factdebate.cli.search import index_overrides
         from factdebate.nodes.prepare import clean_claim
 
-        place("--index-dir", index_dir)  # "" is refused, never the default index
+        index_values, explicit_index = index_overrides(index_name, index_dir)
         claim = read_claim(claim)
         if resume and not thread_id:
             raise InputError("--resume needs --thread-id", "name the run to resume")
@@ -157,12 +160,13 @@ def verify(
              "max_rounds": rounds, "top_k": top_k, "scoring_mode": scoring,
              "debaters": debaters.split(",") if debaters else None,
              "query_formulation": query_formulation, "label_set": label_set,
-             **backends, "index_dir": index_dir},
+             **backends, **index_values},
             set_,
             cls,
         )
-        if _searches_index(framework, ctx):
-            check_index(ctx, explicit_index=bool(index_dir or os.environ.get("FACTDEBATE_INDEX_DIR")))
+        searches = _searches_index(framework, ctx)
+        if searches:
+            check_index(ctx, explicit_index=explicit_index)
         from factdebate.run.engine import run_local
 
         result = run_local(framework, {"claim": claim}, ctx, thread_id=thread_id or uuid.uuid4().hex,
@@ -171,8 +175,13 @@ def verify(
         fail(exc)
         return
     from factdebate.cli.report import print_result
+    from factdebate.cli.search import index_line, searched_index
 
+    if searches:  # the index the run searched: --json key "index", a last line on the terminal
+        result = {**result, "index": searched_index(ctx)}
     print_outcome(result, as_json, print_result)
+    if searches and not as_json:
+        out.print(index_line(result["index"]), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -200,12 +209,29 @@ def index(
         help="minilm | openai:<model>.", show_default=_tm("embedding_model"))] = None,
     replace: Annotated[bool, typer.Option(
         help="Overwrite an index built from another corpus (or a damaged one).")] = False,
+    info: Annotated[bool, typer.Option(
+        "--info", help="Show what is inside the index CORPUS names (a name under "
+        "$FACTDEBATE_HOME/indexes or a folder) instead of building one: source, format, pages, "
+        "passages, repaired/skipped pages, granularity, embeddings, build time.")] = False,
+    info_json: Annotated[bool, typer.Option(
+        "--json", help="With --info: print one JSON object.")] = False,
 ) -> None:
     """Build the vector (Milvus) and keyword indexes from CORPUS (skipped when unchanged).
 
     A dump (FEVER wiki-pages, the FEVEROUS database, HoVer's HotpotQA abstracts, an AVeriTeC
     knowledge store, a Wikipedia parquet/JSONL dump) is streamed and resumes after a kill.
+    'factdebate index --info NAME|DIR' shows what an index holds.
     """
+    if info or info_json:  # look inside an index instead of building one (cli/search.py)
+        from factdebate.cli.search import print_info
+
+        try:
+            if not info:
+                raise InputError("--json applies to --info", "add --info, or drop --json")
+            print_info(str(corpus), info_json)
+        except FactDebateError as exc:
+            fail(exc)
+        return
     from factdebate.evaluation.index_progress import IndexProgress
     from factdebate.tools.indexing import build_indexes
     from factdebate.tools.sources import FORMATS, detect
@@ -442,3 +468,8 @@ _register_evaluation(app, ls_app)  # eval, compare, ls datasets, ls metrics
 from factdebate.cli.check import check as _check_command  # noqa: E402
 
 app.command("check")(_check_command)  # check a whole text
+
+from factdebate.cli.search import ls_indexes, search_command  # noqa: E402
+
+app.command("search")(search_command)  # the passages a debater would get from an index
+ls_app.command("indexes")(ls_indexes)  # what each built index holds

@@ -18,22 +18,24 @@ specs only from the operator's allow-list: ``check_client_settings`` and
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from factdebate.core.errors import ConfigError, SettingsRefused
+from factdebate.core.errors import ConfigError, InputError, SettingsRefused
 from factdebate.core.labels import LABEL_SETS
 from factdebate.core.settings import check_fields, default_of, knob, mask_url, masked_context
 
 __all__ = [
-    "DEBATER_KINDS", "DEFAULT_MODEL", "MAX_CLAIM_CHARS", "Context", "JudgedContext",
-    "allowed_models_from_env", "check_client_settings", "context_fields", "debater_kind",
-    "default_index_dir", "factdebate_home", "knob", "make_context", "mask_url", "masked_context",
-    "model_allowed",
-    "operator_fields", "run_fields",
+    "DEBATER_KINDS", "DEFAULT_MODEL", "INDEXES", "INDEX_NAME", "MAX_CLAIM_CHARS", "Context",
+    "JudgedContext", "allowed_models_from_env", "check_client_settings", "context_fields",
+    "debater_kind", "default_index_dir", "factdebate_home", "index_named", "indexes_home", "knob",
+    "make_context", "mask_url", "masked_context", "model_allowed", "named_indexes",
+    "operator_fields", "resolve_index", "run_fields",
 ]
 
 C = TypeVar("C", bound="Context")
@@ -53,6 +55,86 @@ def factdebate_home() -> Path:
 def default_index_dir() -> Path:
     """Where ``factdebate index`` writes and retrievers read when nothing else is configured."""
     return factdebate_home() / "index"
+
+
+INDEXES = "indexes"
+"""Folder under ``$FACTDEBATE_HOME`` holding indexes by name (``<name>/`` each an index folder)."""
+INDEX_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+"""A plain index name: no path separator, no leading dot (so never ``..``), at most 100 characters."""
+_MANIFEST = "manifest.json"  # tools/index_state.MANIFEST: written last, so it marks a built index
+
+
+def indexes_home() -> Path:
+    """``$FACTDEBATE_HOME/indexes``: the folder of the indexes known by name."""
+    return factdebate_home() / INDEXES
+
+
+def named_indexes() -> list[str]:
+    """Names of the built indexes in :func:`indexes_home` (folders holding a manifest), sorted;
+    hidden folders (a build under way, ``.<name>.building-*``) are not indexes."""
+    try:
+        entries = list(indexes_home().iterdir())
+    except OSError:
+        return []
+    return sorted(p.name for p in entries
+                  if INDEX_NAME.match(p.name) and (p / _MANIFEST).is_file())
+
+
+def _indexes_there(paths: bool = True) -> str:
+    names, where = named_indexes(), f" in {indexes_home()}" if paths else ""
+    return f"indexes{where}: {', '.join(names)}" if names else f"no index is built{where} yet"
+
+
+def index_named(name: str, what: str = "index", *, paths: bool = True) -> Path:
+    """The folder of the built index called ``name``: ``$FACTDEBATE_HOME/indexes/<name>``.
+
+    ``name`` must be a plain name (:data:`INDEX_NAME`): a path, ``..`` or an absolute folder is
+    refused, so a value a server's client sends never leaves the operator's indexes folder.
+    ``paths=False`` keeps the operator's folders out of the error (what a client is told).
+
+    Raises:
+        ConfigError: ``name`` is not a plain name, or no index of that name is built (the
+            message lists the indexes that are, and suggests the closest name).
+    """
+    text = name.strip()
+    if not INDEX_NAME.match(text):
+        raise ConfigError(f"{what} {name!r} is not an index name",
+                          "use letters, digits, '.', '_' and '-' (no path: a folder is given "
+                          "as index_dir)")
+    folder = indexes_home() / text
+    if not (folder / _MANIFEST).is_file():
+        close = difflib.get_close_matches(text, named_indexes(), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        build = (f"; build it: factdebate index DUMP --format FORMAT --index-dir {folder}"
+                 if paths else "")
+        raise ConfigError(f"{what} {text!r}: no index of that name",
+                          f"{hint}{_indexes_there(paths)} (factdebate ls indexes){build}")
+    return folder
+
+
+def resolve_index(value: str, what: str = "--index") -> tuple[Path, str]:
+    """``(folder, name)`` of an index given as ``NAME`` or a folder: the one rule of ``verify``,
+    ``check``, ``eval``, ``search`` and ``index --info``.
+
+    A plain name (:data:`INDEX_NAME`) that is not a folder in the current directory is
+    :func:`index_named` (``name`` is it); anything else (a path separator, ``~``, an existing
+    folder) is that folder, made absolute (``name`` is ``""``).
+
+    Raises:
+        InputError: ``value`` is empty, or names a folder that does not exist.
+        ConfigError: ``value`` is a name no built index has (the message lists those there are).
+    """
+    text = value.strip()
+    if not text:
+        raise InputError(f"{what} is empty", "give an index name (factdebate ls indexes) or a "
+                                             "folder")
+    if INDEX_NAME.match(text) and not Path(text).is_dir():
+        return index_named(text, what), text
+    folder = Path(text).expanduser().absolute()
+    if not folder.is_dir():
+        raise InputError(f"{what} {text}: no folder {folder}",
+                         f"give an index folder, or a name; {_indexes_there()}")
+    return folder, ""
 
 
 _describe = knob  # the former name of the field helper
@@ -130,6 +212,10 @@ class Context:
         "", "Folder holding the indexes built by 'factdebate index'; empty = the user cache.",
         env="FACTDEBATE_INDEX_DIR", operator=True,
     )
+    index: str = knob(
+        "", "Index to search by name: $FACTDEBATE_HOME/indexes/<name> (see 'factdebate ls "
+        "indexes'); sets index_dir. A plain name only, never a path, so a server's client may "
+        "choose among the operator's named indexes; empty = index_dir.")
     milvus_uri: str = knob(
         "", "Milvus URI: a Milvus Lite folder or http://host:19530; empty = <index_dir>/milvus.db.",
         env="FACTDEBATE_MILVUS_URI", operator=True,
@@ -156,12 +242,26 @@ class Context:
         20.0, "Timeout of one retrieval call, seconds.", range=(0, 600), open_low=True)
 
     def __post_init__(self) -> None:
+        named_dir = self.index_dir  # before the environment fills it: a folder the caller named
         for f in fields(self):
             env = f.metadata.get("env")
             if env and os.environ.get(env) and getattr(self, f.name) == default_of(f):
                 setattr(self, f.name, os.environ[env])
         check_fields(self)  # types (text is parsed), ranges, choices - named in the error
+        if self.index:
+            self._index_by_name(named_dir)
         self.validate()
+
+    def _index_by_name(self, named_dir: str) -> None:
+        """``index_dir`` from ``index`` (a name under the operator's indexes folder); the
+        environment's ``FACTDEBATE_INDEX_DIR`` yields to it, a folder the caller named too does
+        not (``dataclasses.replace`` passes the folder the name resolved to: that one agrees)."""
+        folder = index_named(self.index, "index", paths=False)
+        if named_dir and Path(named_dir).expanduser().absolute() != folder.absolute():
+            raise ConfigError(f"index={self.index!r} and index_dir both name the index to search",
+                              "set one of them")
+        self.index = self.index.strip()
+        self.index_dir = str(folder)
 
     def validate(self) -> None:
         """Checks beyond one field's range; subclasses add theirs and call ``super()``."""

@@ -2,7 +2,9 @@
 
 **Identity.** :func:`index_identity` reads the index folder's ``manifest.json`` (written by
 ``factdebate index``, ``tools/indexing.py``): corpus file path and SHA-256, documents and
-passages, embedding model and dimension, vector index kind and parameters, keyword index, the
+passages, the source's format (``source_format``: ``jsonl`` or a dump's, ``fever-wiki`` ...)
+and the passages' ``granularity`` (``chunk``/``sentence``), embedding model and dimension,
+vector index kind and parameters, keyword index, the
 Milvus URI the run searches (masked: ``core.context.mask_url``), build time, and whether the
 corpus is the bundled demo corpus. ``run.json`` stores it under ``index``; ``summary.json``,
 ``report.md``/``report.html``, the printed summary, ``compare``, the evaluation browser and the
@@ -72,7 +74,7 @@ from factdebate.core.errors import ConfigError, InputError
 from factdebate.core.retrievers import ONLINE_WIKI, RETRIEVERS, reads_local_index, used_backends
 from factdebate.evaluation.datasets import file_sha256
 from factdebate.evaluation.index_progress import IndexProgress
-from factdebate.tools.index_state import inspect_index
+from factdebate.tools.index_state import granularity_of, inspect_index, source_format_of
 
 CORPUS_FOLDER = "corpus"
 """Folder of a data directory holding its retrieval corpus (``../shared/data/corpus/wiki.jsonl``)."""
@@ -82,8 +84,8 @@ KEY_FIELDS = ("corpus_sha256", "passages", "chunk_chars", "embedding_model", "di
               "vector_index", "keyword_index", "collection", "live", "backends")
 """Identity fields that decide what a search can find (:func:`index_key`)."""
 PUBLIC_FIELDS = ("status", "damage", "corpus", "corpus_sha256", "documents", "passages",
-                 "chunk_chars", "embedding_model", "dimension", "metric", "vector_index",
-                 "keyword_index", "collection", "built", "demo")
+                 "source_format", "granularity", "chunk_chars", "embedding_model", "dimension",
+                 "metric", "vector_index", "keyword_index", "collection", "built", "demo")
 """What a server tells its clients about its index (:func:`public_identity`): no folder, no URI."""
 VECTOR_FIELDS = ("field", "metric", "index_type", "build_params", "search_params")
 KEYWORD_FIELDS = ("kind", "fields", "title_boost", "tantivy")
@@ -120,7 +122,8 @@ def identity_of(index_dir: Path, milvus_uri: str = "") -> dict[str, Any]:
         "index_dir": str(state.path), "status": state.status,
         **({"damage": state.reason} if state.reason else {}),
         "corpus": m.get("corpus"), "corpus_sha256": sha, "documents": m.get("documents"),
-        "passages": m.get("passages"), "chunk_chars": m.get("chunk_chars"),
+        "passages": m.get("passages"), "source_format": source_format_of(state.manifest),
+        "granularity": granularity_of(state.manifest), "chunk_chars": m.get("chunk_chars"),
         "embedding_model": m.get("embedding_model"), "dimension": m.get("dimension"),
         "metric": m.get("metric"), "vector_index": m.get("vector_index"),
         "keyword_index": m.get("keyword_index"), "collection": m.get("collection"),
@@ -164,6 +167,7 @@ def _no_paths(text: str, *known: str) -> str:
 
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .+-]{0,63}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+_NAME_DASH = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 _FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .+-]{0,199}")
 _MODEL = re.compile(r"(?!.*(?:://|@|\.\.|:/))[A-Za-z0-9_][A-Za-z0-9_.:+/-]{0,199}")
 _PARAM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .+*(),-]{0,63}")
@@ -234,6 +238,7 @@ _SHAPES: dict[str, Callable[[Any], Any]] = {
     "corpus": _corpus_name,
     "corpus_sha256": lambda v: _fits(_SHA256, v),
     "documents": _count, "passages": _count, "chunk_chars": _count, "dimension": _count,
+    "source_format": lambda v: _fits(_NAME_DASH, v), "granularity": lambda v: _fits(_NAME, v),
     "embedding_model": lambda v: _fits(_MODEL, v),
     "metric": lambda v: _fits(_NAME, v),
     "vector_index": _vector,
@@ -362,8 +367,11 @@ def describe(identity: dict[str, Any] | None) -> str:
              f"Milvus {identity.get('milvus_uri')}, built {identity.get('built')}, folder "
              f"{identity.get('index_dir')}")
     built = f"built {identity.get('built')}, " if _by_server(identity) else ""
+    shape = "".join(f", {label} {identity[k]}" for k, label in (
+        ("source_format", "format"), ("granularity", "granularity")) if identity.get(k))
     return (f"corpus {identity.get('corpus')}{demo} (sha256 {sha[:16]}, "
-            f"{identity.get('passages')} passages), embeddings {identity.get('embedding_model')}, "
+            f"{identity.get('passages')} passages{shape}), embeddings "
+            f"{identity.get('embedding_model')}, "
             f"vector index {vector.get('index_type', '?')} {vector.get('metric', '')} ({params}), "
             f"keyword index {keyword}, {built}{where}{ceiling}")
 

@@ -5,6 +5,10 @@ the bundled demo corpus), by ``factdebate index`` (skip an unchanged corpus, ``-
 and by the server's start-up (``tools/demo_index.py``). Cheap: it opens no Milvus database (one
 process at a time may hold a Milvus Lite folder); the vector index's row count is checked when a
 retriever opens it (``tools/milvus_rag.py``). Re-exported by ``tools/indexing.py``.
+
+:func:`index_summary` is what ``factdebate ls indexes`` and ``factdebate index --info`` show of
+an index: its source, format, pages, passages, repaired and skipped pages, granularity,
+embedding model and build time, read from the manifest.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ class IndexState:
 
 
 _MANIFEST_KEYS = ("corpus_sha256", "passages", "collection", "embedding_model")
+JSONL_FORMAT = "jsonl"
+"""``source_format`` of an index built from the JSONL corpus (its manifest names no format)."""
+JSONL_GRANULARITY = "chunk"
+"""Passages of the JSONL corpus: each document cut into chunks of up to 2,000 characters."""
 
 
 def inspect_index(index_dir: str | Path) -> IndexState:
@@ -95,3 +103,63 @@ def _keyword_damage(root: Path, passages: int) -> str:
     if found != passages:
         return f"the keyword index holds {found} passages, {MANIFEST} says {passages}"
     return ""
+
+
+def source_format_of(manifest: dict[str, Any] | None) -> str | None:
+    """The format of the source the index was built from: the manifest's ``source_format`` (a
+    dump: ``fever-wiki``, ``feverous-db`` ...), ``jsonl`` for the JSONL corpus (whose manifest
+    names none), None without a manifest."""
+    if not manifest:
+        return None
+    fmt = manifest.get("source_format")
+    return fmt if isinstance(fmt, str) and fmt else JSONL_FORMAT
+
+
+def granularity_of(manifest: dict[str, Any] | None) -> str | None:
+    """``chunk`` or ``sentence``: the manifest's ``granularity`` (a dump's), ``chunk`` for the
+    JSONL corpus, None without a manifest."""
+    if not manifest:
+        return None
+    value = manifest.get("granularity")
+    return value if isinstance(value, str) and value else JSONL_GRANULARITY
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def quirk_counts(manifest: dict[str, Any] | None) -> tuple[int | None, int | None]:
+    """``(repaired, skipped)`` pages of a dump build (its ``quirks``, or top-level ``repaired``/
+    ``skipped``); None for a count the manifest does not record."""
+    manifest = manifest or {}
+    quirks = manifest.get("quirks") if isinstance(manifest.get("quirks"), dict) else {}
+    return tuple(_count(quirks.get(k, manifest.get(k)))  # type: ignore[return-value]
+                 for k in ("repaired", "skipped"))
+
+
+def index_summary(index_dir: str | Path, name: str = "") -> dict[str, Any]:
+    """What is inside the index in ``index_dir`` (cheap: :func:`inspect_index`): ``name``,
+    ``index_dir``, ``status`` (``ok``/``absent``/``damaged``), ``damage``, ``source`` (the file
+    or dump it was built from), ``source_format``, ``granularity``, ``pages`` (the manifest's
+    ``documents``), ``passages``, ``repaired``, ``skipped``, ``keyword_only``,
+    ``embedding_model`` (None for a keyword-only index), ``created``, ``build_seconds``."""
+    state = inspect_index(index_dir)
+    manifest = state.manifest
+    if manifest is None and state.status == "damaged":  # show what a readable manifest says
+        try:
+            raw = json.loads((state.path / MANIFEST).read_text(encoding="utf-8"))
+            manifest = raw if isinstance(raw, dict) else None
+        except (OSError, ValueError):
+            manifest = None
+    m = manifest or {}
+    repaired, skipped = quirk_counts(m)
+    keyword_only = bool(m.get("keyword_only"))
+    return {
+        "name": name, "index_dir": str(state.path), "status": state.status,
+        "damage": state.reason or None, "source": m.get("corpus"),
+        "source_format": source_format_of(manifest), "granularity": granularity_of(manifest),
+        "pages": _count(m.get("documents")), "passages": _count(m.get("passages")),
+        "repaired": repaired, "skipped": skipped, "keyword_only": keyword_only,
+        "embedding_model": None if keyword_only else m.get("embedding_model"),
+        "created": m.get("created"), "build_seconds": m.get("build_seconds"),
+    }
