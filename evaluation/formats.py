@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from factdebate.core import json_input
+from factdebate.core import input_limits, json_input
 from factdebate.core.context import MAX_CLAIM_CHARS
 from factdebate.core.errors import InputError
 from factdebate.core.labels import get_label_set
@@ -78,8 +78,11 @@ def read_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         yield from _json_records(path)
         return
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
+        limit = input_limits.limit("corpus_line_bytes")
+        for lineno, raw in enumerate(input_limits.bounded_lines(fh, limit), 1):
             where = f"{path}, line {lineno}"
+            if isinstance(raw, input_limits.Oversize):
+                raise InputError(f"{where}: {raw.describe()}", "fix or remove that line")
             line = _decode(raw, where)
             if not line.strip():
                 continue
@@ -104,6 +107,11 @@ def _decode(raw: bytes, where: str) -> str:
 
 
 def _json_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    limit = input_limits.limit("dataset_json_bytes")
+    if path.stat().st_size > limit:
+        raise InputError(f"{path}: a {path.stat().st_size}-byte .json dataset, over the limit of "
+                         f"{limit} bytes read whole (FACTDEBATE_DATASET_MAX_JSON_BYTES)",
+                         "convert it to JSON lines (one record per line), or raise the limit")
     try:
         data = json_input.loads(_decode(path.read_bytes(), str(path)))
     except json.JSONDecodeError as exc:

@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from factdebate.core import json_input
+from factdebate.core import input_limits, json_input
 from factdebate.core.errors import (
     BackendUnavailableError,
     FactDebateError,
@@ -106,6 +106,8 @@ def _passage_ids(doc_id: str, text: str) -> list[str]:
 
 def _parse_line(lineno: int, offset: int, raw: bytes) -> tuple[dict[str, str] | None, list[str]]:
     """One corpus line -> (clean record or None, problems); blank lines give (None, [])."""
+    if isinstance(raw, input_limits.Oversize):
+        return None, [raw.describe()]
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -146,10 +148,12 @@ def _parse_line(lineno: int, offset: int, raw: bytes) -> tuple[dict[str, str] | 
 
 
 def _records(path: Path) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset of the line, raw line) for every line of ``path``."""
+    """(line number, byte offset of the line, raw line) for every line of ``path``; a line over
+    the record limit (``core/input_limits``) is an ``Oversize`` marker, not held."""
     offset = 0
     with path.open("rb") as f:
-        for lineno, raw in enumerate(f, 1):
+        limit = input_limits.limit("corpus_line_bytes")
+        for lineno, raw in enumerate(input_limits.bounded_lines(f, limit), 1):
             yield lineno, offset, raw
             offset += len(raw)
 

@@ -37,6 +37,7 @@ from typing import Any
 
 import httpx
 
+from factdebate.core import input_limits
 from factdebate.core.settings import mask_url
 from factdebate.core.state import Evidence
 
@@ -45,7 +46,7 @@ TIMEOUT_S = 20.0
 MAX_REPLY_ENV = "FACTDEBATE_LIVE_MAX_REPLY_BYTES"
 DEFAULT_MAX_REPLY_BYTES = 8 << 20
 """Largest decoded reply body of a live source (a whole Wikipedia article's JSON is well under
-1 MiB; the longest pages' extracts stay under 2 MiB)."""
+1 MiB; the longest pages' extracts stay under 2 MiB); ``core/input_limits`` holds it."""
 MAX_REDIRECTS = 3
 """Redirects followed, each only within the configured base URL's scheme, host and port."""
 
@@ -59,20 +60,12 @@ class RedirectRefused(RuntimeError):
 
 
 def max_reply_bytes() -> int:
-    """``FACTDEBATE_LIVE_MAX_REPLY_BYTES`` (read at each request), else the default.
+    """The reply limit now (``core/input_limits``: ``FACTDEBATE_LIVE_MAX_REPLY_BYTES``).
 
     Raises:
-        ConfigError: The value is not a positive integer.
+        ConfigError: The setting is not a positive integer.
     """
-    raw = os.environ.get(MAX_REPLY_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_REPLY_BYTES
-    if not raw.isdigit() or int(raw) <= 0:
-        from factdebate.core.errors import ConfigError
-
-        raise ConfigError(f"{MAX_REPLY_ENV}={raw!r} is not a positive number of bytes",
-                          f"unset it for {DEFAULT_MAX_REPLY_BYTES} or give a positive integer")
-    return int(raw)
+    return input_limits.limit("live_reply_bytes")
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from factdebate.core import json_input
+from factdebate.core import input_limits, json_input
 from factdebate.core.errors import InputError
 from factdebate.tools.chunking import CHUNK_CHARS, chunk_text  # noqa: F401 - re-exported
 
@@ -197,7 +197,13 @@ def guarded_pages(
 
 
 def json_object(raw: bytes, where: Callable[[], str]) -> dict[str, Any]:
-    """One JSON-lines record as a dict, or :class:`SourceError` naming ``where()``."""
+    """One JSON-lines record as a dict, or :class:`SourceError` naming ``where()``.
+
+    A record over the limit (``core/input_limits.Oversize``, read past without being held) is a
+    :class:`NoReadingError`: its page is skipped wherever it stands.
+    """
+    if isinstance(raw, input_limits.Oversize):
+        raise NoReadingError(where(), raw.describe())
     try:
         record = json_input.loads(raw)
     except UnicodeDecodeError as exc:
