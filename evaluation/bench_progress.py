@@ -12,12 +12,17 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import IO
 
+Probe = Callable[[], tuple[int, str]]
+"""Reads how far a stage is, ``(done, detail)``, when its line is printed."""
+
 
 class StageProgress:
-    """``stage(name, total, unit)`` / ``update(done, detail)`` / ``end(detail)`` of one bench."""
+    """``stage(name, total, unit)`` / ``update(done, detail)`` / ``end(detail)`` of one bench
+    (or a ``probe`` the line reads when it is printed, for a stage whose work runs elsewhere)."""
 
     def __init__(self, bench: str, *, every: float = 3.0, stream: IO[str] | None = None) -> None:
         self.bench = bench
@@ -31,6 +36,8 @@ class StageProgress:
         self._unit = ""
         self._done = 0
         self._detail = ""
+        self._rate = True
+        self._probe: Probe | None = None
         self._started = 0.0
         self._last = (0.0, 0)  # (time, done) at the previous periodic line
 
@@ -46,12 +53,15 @@ class StageProgress:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def stage(self, name: str, total: int | None = None, unit: str = "") -> None:
-        """Start stage ``name`` of ``total`` ``unit`` (None: its size is not known)."""
+    def stage(self, name: str, total: int | None = None, unit: str = "", *, rate: bool = True,
+              probe: Probe | None = None) -> None:
+        """Start stage ``name`` of ``total`` ``unit`` (None: its size is not known); ``rate``:
+        show units per second; ``probe``: read ``(done, detail)`` from it for each line."""
         now = time.monotonic()
         with self._lock:
             self._name, self._total, self._unit = name, total, unit
             self._done, self._detail, self._started, self._last = 0, "", now, (now, 0)
+            self._rate, self._probe = rate, probe
         size = f" ({total:,} {unit})" if total is not None else ""
         self._print(f"{name}{size}: started")
 
@@ -62,34 +72,45 @@ class StageProgress:
 
     def end(self, detail: str = "") -> None:
         """Close the stage with its time and overall rate."""
+        self._read_probe()
         with self._lock:
-            name, unit, done = self._name, self._unit, self._done
+            name, unit, done, show_rate = self._name, self._unit, self._done, self._rate
             seconds = time.monotonic() - self._started
-            self._name = ""
-        rate = f", {done / seconds:,.0f} {unit}/s" if done and unit and seconds > 0 else ""
+            self._name, self._probe = "", None
+        rate = f", {done / seconds:,.0f} {unit}/s" \
+            if show_rate and done and unit and seconds > 0 else ""
         self._print(f"{name}: done in {seconds:,.1f} s{rate}" + (f"; {detail}" if detail else ""))
 
     def note(self, text: str) -> None:
         """A line of its own, now."""
         self._print(text)
 
+    def _read_probe(self) -> None:
+        probe = self._probe
+        if probe is not None:
+            try:
+                self.update(*probe())
+            except Exception:  # noqa: BLE001  # a progress line never stops the bench
+                pass
+
     def line(self) -> str:
         """The current stage's periodic line ('' between stages)."""
+        self._read_probe()
         now = time.monotonic()
         with self._lock:
             if not self._name:
                 return ""
             then, before = self._last
             self._last = (now, self._done)
-            name, total, unit, done, detail = (self._name, self._total, self._unit, self._done,
-                                               self._detail)
+            name, total, unit, done, detail, show_rate = (
+                self._name, self._total, self._unit, self._done, self._detail, self._rate)
             elapsed = now - self._started
         parts = [f"{name}:"]
         if unit:
             far = f"{done:,}/{total:,}" if total is not None else f"{done:,}"
             pct = f" ({100 * done / total:.0f}%)" if total else ""
             rate = (done - before) / (now - then) if now > then else 0.0
-            parts.append(f"{far} {unit}{pct}, {rate:,.0f} {unit}/s,")
+            parts.append(f"{far} {unit}{pct}," + (f" {rate:,.0f} {unit}/s," if show_rate else ""))
         parts.append(f"{elapsed:,.0f} s")
         if detail:
             parts.append(f"({detail})")

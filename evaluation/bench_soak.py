@@ -27,7 +27,9 @@ checkpoints (every checkpoint of the root graph in each thread's history, read t
 their bytes (the history's states as compact JSON: what the API hands back of what the server
 stores; subgraph checkpoints are not listed by the API and show only in the memory). The usage
 ledger's charges per user live inside the server process and have no route to read them. Each
-sample is also appended to ``OUT/work/soak/samples.jsonl`` as it is taken.
+sample is also appended to ``OUT/work/soak/samples.jsonl`` as it is taken, and a line on stderr
+every 10 s names the stage (server start, the mix, the final reads, the CPU phases) with the
+mix's seconds, runs and errors so far and the server's last sampled RSS.
 
 **After the mix**: every kept thread is read back (404: lost) with its runs; then the server's CPU
 per claim is measured alone (``cpu_claims`` Tool-MAD claims, four at a time, through
@@ -62,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.evaluation.bench_budgets import budget, legacy_met, verdict_text
+from factdebate.evaluation.bench_progress import StageProgress
 from factdebate.evaluation.langgraph_dev import start_langgraph_dev, stop_langgraph_dev
 
 GROWTH_BUDGET = 0.10
@@ -608,9 +611,10 @@ def server_env(work: Path, users: Iterable[User], index: Path) -> dict[str, str]
 
 # --- the benchmark -----------------------------------------------------------------------------
 async def _soak(pid: int, url: str, users: list[User], load: Load, *, duration_s: float,
-                sessions: int, sample_s: float, cpu_claims: list[str], log: Path
-                ) -> dict[str, Any]:
-    """The mix with its sampler, the final reads, then the server's CPU per claim."""
+                sessions: int, sample_s: float, cpu_claims: list[str], log: Path,
+                progress: StageProgress | None = None) -> dict[str, Any]:
+    """The mix with its sampler, the final reads, then the server's CPU per claim (each a stage
+    of ``progress``)."""
     from langgraph_sdk import get_client
 
     for user in users:
@@ -619,23 +623,42 @@ async def _soak(pid: int, url: str, users: list[User], load: Load, *, duration_s
     tally = Tally()
     stop_at = tally.t0 + duration_s
     samples: list[dict[str, Any]] = []
+
+    def how_far() -> tuple[int, str]:
+        rss = f", server RSS {samples[-1]['rss_mb']:,.0f} MB" if samples else ""
+        return (min(int(time.monotonic() - tally.t0), int(duration_s)),
+                f"{len(tally.latencies):,} runs, {tally.errors} errors{rss}")
+
+    if progress:
+        progress.stage(f"mixed load of {len(users)} user{'s' if len(users) > 1 else ''}",
+                       int(duration_s), "s", rate=False, probe=how_far)
     sampler = asyncio.create_task(_sampler(pid, users, tally, stop_at, sample_s, samples, log))
     await asyncio.gather(*(
         _session(u, s, tally, load, stop_at, first=i * sessions + s)
         for i, u in enumerate(users) for s in range(sessions)))
     mix_wall = time.monotonic() - tally.t0
     await sampler
+    if progress:
+        progress.end()
+        progress.stage("read back every kept thread and its runs")
     await _final_checks(users, tally)
+    if progress:
+        progress.end()
+        progress.stage(f"server CPU per claim ({len(cpu_claims)} claims)")
     cpu = await _server_cpu_per_claim(pid, users[0], tally, load, cpu_claims)
+    if progress:
+        progress.end()
     return {"tally": tally, "samples": samples, "mix_wall_s": round(mix_wall, 1), **cpu}
 
 
 def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s: float = 1800.0,
                    users: int = 4, sessions: int = 2, jobs: int = 8, latency: float = 1.0,
                    rounds: int = 1, keep: int = 3, sample_s: float | None = None,
-                   warmup_s: float | None = None, cpu_claims: int = 12) -> dict[str, Any]:
+                   warmup_s: float | None = None, cpu_claims: int = 12,
+                   progress_every: float = 10.0) -> dict[str, Any]:
     """The soak (module docstring): start the server on a copy of ``index``, run the mix for
-    ``duration_s``, measure CPU per claim of the server and of the lean variant, stop it."""
+    ``duration_s``, measure CPU per claim of the server and of the lean variant, stop it; a
+    progress line on stderr every ``progress_every`` seconds (the stage, the runs so far)."""
     from factdebate.run.claims import run_async
 
     if sessions > 4:
@@ -655,22 +678,27 @@ def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s
     load = Load(claims=claims, latency=latency, rounds=rounds, keep=keep)
     timed = claims[:cpu_claims] if len(claims) >= cpu_claims else \
         [claims[i % len(claims)] for i in range(cpu_claims)]
-    proc, url = start_langgraph_dev(work, server_env(work, people, server_index),
-                                    args=("--n-jobs-per-worker", str(jobs)))
-    try:
-        start_rss = tree_rss_mb(proc.pid)
-        out = run_async(_soak(proc.pid, url, people, load, duration_s=duration_s,
-                              sessions=sessions, sample_s=sample_s, cpu_claims=timed,
-                              log=work / "samples.jsonl"))
-        end_rss = tree_rss_mb(proc.pid)
-    finally:
-        stop_langgraph_dev(proc)
-    tally: Tally = out.pop("tally")
-    try:
-        lean = run_async(_lean_cpu_per_claim(index, work / "lean.sqlite", load, timed))
-    except Exception as exc:  # noqa: BLE001  # the soak's figures are kept, the failure counted
-        tally.error("lean CPU phase", exc)
-        lean = {"lean_cpu_s_per_claim": None, "lean_wall_s": None}
+    with StageProgress("soak", every=progress_every) as progress:
+        progress.stage("start langgraph dev")
+        proc, url = start_langgraph_dev(work, server_env(work, people, server_index),
+                                        args=("--n-jobs-per-worker", str(jobs)))
+        progress.end(url)
+        try:
+            start_rss = tree_rss_mb(proc.pid)
+            out = run_async(_soak(proc.pid, url, people, load, duration_s=duration_s,
+                                  sessions=sessions, sample_s=sample_s, cpu_claims=timed,
+                                  log=work / "samples.jsonl", progress=progress))
+            end_rss = tree_rss_mb(proc.pid)
+        finally:
+            stop_langgraph_dev(proc)
+        tally: Tally = out.pop("tally")
+        progress.stage(f"CLI lean CPU per claim ({len(timed)} claims)")
+        try:
+            lean = run_async(_lean_cpu_per_claim(index, work / "lean.sqlite", load, timed))
+        except Exception as exc:  # noqa: BLE001  # the soak's figures are kept, the failure counted
+            tally.error("lean CPU phase", exc)
+            lean = {"lean_cpu_s_per_claim": None, "lean_wall_s": None}
+        progress.end()
     samples = out.pop("samples")
     figures = summarize(samples, tally.latencies, duration_s=duration_s, warmup_s=warmup_s,
                         errors=tally.errors, lost_runs=len(tally.lost_runs),

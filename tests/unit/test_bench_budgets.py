@@ -309,3 +309,42 @@ def test_markdown_lists_each_budget_with_its_verdict(tmp_path: Path):
     assert "Budgets (limits given on the command line: a=2):" in text
     assert "- c measured 3 (limit <= 2): not judged: too short" in text
     assert "| pages | 200 |" in text and "| budgets |" not in text
+
+
+# --- progress lines ------------------------------------------------------------------------------
+
+def test_progress_lines_name_the_stage_how_far_and_the_rate():
+    import io
+
+    from factdebate.evaluation.bench_progress import StageProgress
+
+    stream = io.StringIO()
+    progress = StageProgress("corpus", every=3600, stream=stream)  # no periodic thread lines
+    progress.stage("import, chunk passages", 1000, "pages")
+    progress.update(250, "reading wiki-001.jsonl")
+    line = progress.line()
+    assert line.startswith("import, chunk passages: 250/1,000 pages (25%), ")
+    assert " pages/s, " in line and line.endswith("s (reading wiki-001.jsonl)")
+    progress.update(1000)
+    progress.end("1,000 passages")
+    assert progress.line() == ""  # between stages
+    shown = stream.getvalue().splitlines()
+    assert shown[0] == "bench corpus: import, chunk passages (1,000 pages): started"
+    assert shown[1].startswith("bench corpus: import, chunk passages: done in ")
+    assert shown[1].endswith(" pages/s; 1,000 passages")
+
+
+def test_progress_thread_prints_a_stage_stuck_in_one_call_and_reads_its_probe():
+    import io
+    import time
+
+    from factdebate.evaluation.bench_progress import StageProgress
+
+    stream = io.StringIO()
+    with StageProgress("soak", every=0.05, stream=stream) as progress:
+        progress.stage("mixed load", 60, "s", rate=False, probe=lambda: (12, "30 runs, 0 errors"))
+        time.sleep(0.3)  # the stage's work blocks; the thread still reports it
+        progress.end()
+    periodic = [ln for ln in stream.getvalue().splitlines() if "12/60 s (20%)" in ln]
+    assert periodic and periodic[0].startswith("bench soak: mixed load: 12/60 s (20%), ")
+    assert "s/s" not in periodic[0] and periodic[0].endswith("(30 runs, 0 errors)")
