@@ -133,16 +133,27 @@ def test_a_sqlite_file_without_feverous_table_is_named(tmp_path: Path) -> None:
     db.execute("CREATE TABLE documents (id, text)")
     db.commit()
     db.close()
-    message = _error(path)
+    message = _error(path, "feverous-db")
     assert str(path) in message and "not a FEVEROUS database" in message and "documents" in message
 
 
-def test_a_bz2_with_a_broken_line_names_file_and_line(tmp_path: Path) -> None:
+def test_a_bz2_whose_first_line_is_broken_names_file_and_line(tmp_path: Path) -> None:
+    tree = make.hover_tree(tmp_path)
+    broken = tree / "AB" / "wiki_00.bz2"
+    broken.write_bytes(bz2.compress(b'{"title": "half\n{"title": "ok", "text": ["a."]}\n'))
+    message = _error(tree)
+    assert f"{broken} line 1" in message and "malformed JSON" in message
+
+
+def test_a_bz2_with_a_broken_later_line_skips_that_page(tmp_path: Path) -> None:
     tree = make.hover_tree(tmp_path)
     broken = tree / "AB" / "wiki_00.bz2"
     broken.write_bytes(bz2.compress(b'{"title": "ok", "text": ["a."]}\n{"title": "half\n'))
-    message = _error(tree)
-    assert f"{broken} line 2" in message and "malformed JSON" in message
+    pages = [page for page, _ in open_source(tree).read(None)]
+    assert [p.page for p in pages if not p.skip][-1] == "ok"
+    skipped = [p for p in pages if p.skip]
+    assert len(skipped) == 1 and skipped[0].where == f"{broken} line 2"
+    assert skipped[0].skip.startswith("malformed JSON")
 
 
 def test_a_truncated_bz2_stream_is_named(tmp_path: Path) -> None:
@@ -153,13 +164,11 @@ def test_a_truncated_bz2_stream_is_named(tmp_path: Path) -> None:
     assert str(broken) in message and "truncated or damaged" in message
 
 
-def test_a_store_line_without_claim_id_is_named(tmp_path: Path) -> None:
-    folder = make.averitec_store(tmp_path)
-    bad = folder / "1.json"
-    rows = [json.loads(line) for line in bad.read_text().splitlines()]
-    del rows[1]["claim_id"]
-    bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert _error(folder).startswith(f"{bad} line 2: missing field 'claim_id'. ")
+def test_a_store_file_not_named_by_claim_and_without_claim_id_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "store.json"
+    bad.write_text(json.dumps({"url": "https://u.example", "url2text": ["x"]}) + "\n")
+    assert _error(bad, "averitec-store").startswith(
+        f"{bad} line 1: missing field 'claim_id' (and the file name is not a claim number). ")
 
 
 def test_a_fever_page_whose_first_row_has_no_number_is_skipped_not_the_file(tmp_path: Path) -> None:
@@ -175,11 +184,15 @@ def test_a_fever_page_whose_first_row_has_no_number_is_skipped_not_the_file(tmp_
     assert pages[-1].page == "Y"
 
 
-def test_a_feverous_page_whose_order_names_a_missing_element(tmp_path: Path) -> None:
+def test_a_feverous_page_whose_order_names_a_missing_element_is_repaired(tmp_path: Path) -> None:
     path = tmp_path / "feverous_wikiv1.db"
     db = sqlite3.connect(path)
     db.execute("CREATE TABLE wiki (id PRIMARY KEY, data json)")
-    db.execute("INSERT INTO wiki VALUES (?, ?)", ("P", json.dumps({"order": ["sentence_0"]})))
+    db.execute("INSERT INTO wiki VALUES (?, ?)", ("P", json.dumps(
+        {"order": ["sentence_0", "sentence_1"], "sentence_1": "P is read."})))
     db.commit()
     db.close()
-    assert "row 1 (page 'P'): 'order' names 'sentence_0'" in _error(path)
+    [(page, _)] = list(open_source(path).read(None))
+    assert page.elements == [("sentence_1", "P is read.")] and not page.skip
+    assert page.repairs == ["'order' names 'sentence_0', which the page does not hold; left out"]
+    assert page.where == f"{path} row 1 (page 'P')"

@@ -27,10 +27,10 @@ and what is wrong.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from factdebate.core import json_input
 from factdebate.core.errors import InputError
 from factdebate.tools.sources.base import (  # noqa: F401 - the package's public API
     CHUNK_CHARS,
@@ -67,6 +67,9 @@ FORMATS = ("jsonl", *DUMP_FORMATS)
 def open_source(path: str | Path, fmt: str | None = None) -> Source:
     """The reader of ``path`` in format ``fmt`` (None: :func:`detect` it).
 
+    ``hover-wiki`` reads HotpotQA's abstracts (``.tar.bz2``, unpacked tree or one ``wiki_NN.bz2``)
+    and HoVer's ``wiki_wo_links.db`` (an SQLite file): the same pages, the same ids.
+
     Raises:
         InputError: ``path`` does not exist, the format is unknown or cannot be told.
     """
@@ -76,24 +79,53 @@ def open_source(path: str | Path, fmt: str | None = None) -> Source:
     name = fmt or detect(root)
     if name not in DUMP_FORMATS:
         raise InputError(f"unknown dump format {name!r}", f"use one of: {', '.join(DUMP_FORMATS)}")
-    from factdebate.tools.sources import averitec_store, fever_wiki, feverous_db, hover_wiki
+    from factdebate.tools.sources import (
+        averitec_store,
+        fever_wiki,
+        feverous_db,
+        hover_db,
+        hover_wiki,
+    )
     from factdebate.tools.sources import wikipedia as wiki
 
+    if name == "hover-wiki" and root.is_file() and _head(root).startswith(SQLITE_MAGIC):
+        return hover_db.HoverDbSource(root)
     readers = {"fever-wiki": fever_wiki.FeverWikiSource,
                "feverous-db": feverous_db.FeverousDbSource, "hover-wiki": hover_wiki.HoverWikiSource,
                "averitec-store": averitec_store.AveritecStoreSource, "wikipedia": wiki.WikipediaSource}
     return readers[name](root)
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+ZIP_MAGIC = b"PK\x03\x04"
+BZ2_MAGIC = b"BZh"
+
+
+def _head(path: Path, size: int = 16) -> bytes:
+    try:
+        with path.open("rb") as f:
+            return f.read(size)
+    except OSError:
+        return b""
+
+
 def _first_record(path: Path) -> dict[str, Any]:
     """The first non-blank JSON line of ``path`` (``{}`` when it has none or does not parse)."""
     try:
         with path.open("rb") as f:
-            for raw in f:
-                if raw.strip():
-                    record = json.loads(raw)
-                    return record if isinstance(record, dict) else {}
-    except (OSError, ValueError):
+            return _record_of(f)
+    except OSError:
+        return {}
+
+
+def _record_of(lines: Any) -> dict[str, Any]:
+    """The first non-blank JSON line of an open binary file (``{}``: none, or not a JSON object)."""
+    try:
+        for raw in lines:
+            if raw.strip():
+                record = json_input.loads(raw)
+                return record if isinstance(record, dict) else {}
+    except (OSError, EOFError, ValueError):
         return {}
     return {}
 
@@ -101,7 +133,7 @@ def _first_record(path: Path) -> dict[str, Any]:
 def _record_format(record: dict[str, Any]) -> str | None:
     if "lines" in record and "id" in record:
         return "fever-wiki"
-    if "claim_id" in record and "url2text" in record:
+    if "url2text" in record and "url" in record:
         return "averitec-store"
     if "doc_id" in record:
         return "jsonl"
@@ -110,38 +142,133 @@ def _record_format(record: dict[str, Any]) -> str | None:
     return None
 
 
+def _keys(record: dict[str, Any]) -> str:
+    return "[" + ", ".join(list(record)[:8]) + (", ...]" if len(record) > 8 else "]")
+
+
 def detect(path: Path, default: str | None = None) -> str:
-    """Tell the format of ``path`` from its names and first record.
+    """Tell the format of ``path`` from its names, its magic bytes and its first record.
+
+    A zip, SQLite or bz2 file is looked into (zip members, tables, the first decompressed
+    record); when it is none of the formats, the error names what it is instead (``a zip of 12
+    members *.json whose first record has keys [...]``, ``an SQLite database with tables
+    documents(id, text)``), never another format's complaint.
 
     Args:
         path: A file or folder.
-        default: The answer for a *file* nothing else recognises (the CLI: ``jsonl``, whose
-            own validation then names what is wrong with it).
+        default: The answer for a plain *text file* nothing else recognises (the CLI:
+            ``jsonl``, whose own validation then names what is wrong with it).
 
     Raises:
         InputError: Nothing known was recognised (and no ``default`` applies).
     """
     found: str | None = None
+    what = ""
     if path.is_file():
-        suffix = path.name.lower()
-        with path.open("rb") as f:
-            head = f.read(16)
-        if head.startswith(b"SQLite format 3"):
-            found = "feverous-db"
-        elif head.startswith(b"PK"):
-            found = "fever-wiki"
-        elif suffix.endswith(".bz2"):
-            found = "hover-wiki"
-        elif suffix.endswith(".parquet"):
+        head = _head(path)
+        if head.startswith(SQLITE_MAGIC):
+            found, what = _detect_sqlite(path)
+        elif head.startswith(ZIP_MAGIC) or head.startswith(b"PK\x05\x06"):
+            found, what = _detect_zip(path)
+        elif head.startswith(BZ2_MAGIC):
+            found, what = _detect_bz2(path)
+        elif path.name.lower().endswith(".parquet"):
             found = "wikipedia"
         else:
             found = _record_format(_first_record(path)) or default
     elif path.is_dir():
         found = _detect_folder(path)
     if found is None:
-        raise InputError(f"cannot tell the format of {path}",
+        raise InputError(f"cannot tell the format of {path}{': ' + what if what else ''}",
                          f"pass --format (one of: {', '.join(FORMATS)})")
     return found
+
+
+def _detect_sqlite(path: Path) -> tuple[str | None, str]:
+    import sqlite3
+
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            tables = {name: [c[1] for c in db.execute(f"PRAGMA table_info('{name}')")]
+                      for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        raise SourceError(str(path), f"not a readable SQLite database ({exc})") from exc
+    if {"id", "data"} <= set(tables.get("wiki", [])):
+        return "feverous-db", ""
+    if {"id", "text"} <= set(tables.get("documents", [])):
+        return "hover-wiki", ""
+    shown = ", ".join(f"{t}({', '.join(c)})" for t, c in list(tables.items())[:6]) or "none"
+    return None, f"an SQLite database with tables {shown}, neither FEVEROUS' wiki(id, data) nor " \
+                 "HoVer's documents(id, text)"
+
+
+def _detect_zip(path: Path) -> tuple[str | None, str]:
+    import zipfile
+
+    from factdebate.tools.sources.averitec_store import is_member
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = [i.filename for i in zf.infolist() if not i.is_dir()]
+            if any(n.rsplit("/", 1)[-1].startswith("wiki-") and n.endswith(".jsonl") for n in names):
+                return "fever-wiki", ""
+            if any(n.endswith(".db") for n in names):
+                return "feverous-db", ""  # its reader refuses it in one line: unzip it first
+            members = [n for n in names if is_member(n)]
+            if members:
+                with zf.open(members[0]) as f:
+                    record = _record_of(f)
+                if _record_format(record) == "averitec-store":
+                    return "averitec-store", ""
+            first = members[0] if members else (names[0] if names else "")
+            record = {}
+            if first:
+                with zf.open(first) as f:
+                    record = _record_of(f)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise SourceError(str(path), f"not a readable zip archive, truncated or damaged ({exc})") \
+            from exc
+    kinds = sorted({"*" + (n.rsplit(".", 1)[-1] if "." in n.rsplit("/", 1)[-1] else "")
+                    for n in names})
+    kinds_text = ", ".join("*." + k[1:] if k != "*" else "no suffix" for k in kinds[:5])
+    return None, (f"a zip of {len(names)} members ({kinds_text}) whose first record "
+                  f"({first or 'none'}) has keys {_keys(record)}")
+
+
+def _detect_bz2(path: Path) -> tuple[str | None, str]:
+    import bz2
+
+    from factdebate.tools.sources.hover_wiki import is_tar_bz2
+
+    if is_tar_bz2(path):
+        import tarfile
+
+        try:
+            with tarfile.open(path, "r|bz2") as tar:
+                for member in tar:
+                    if member.isfile():
+                        if member.name.rsplit("/", 1)[-1].startswith("wiki_") and \
+                                member.name.endswith(".bz2"):
+                            return "hover-wiki", ""
+                        return None, (f"a .tar.bz2 whose first file is {member.name}, not "
+                                      "HotpotQA's wiki_NN.bz2")
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            raise SourceError(str(path), "not a readable .tar.bz2 archive, truncated or damaged "
+                              f"({exc})") from exc
+        return None, "a .tar.bz2 holding no file"
+    try:
+        with bz2.open(path, "rb") as f:
+            record = _record_of(f)
+    except (OSError, EOFError) as exc:
+        raise SourceError(str(path), f"not a readable bz2 file, truncated or damaged ({exc})") \
+            from exc
+    fmt = _record_format(record)
+    if fmt == "hover-wiki":
+        return fmt, ""
+    return None, f"a bz2 file whose first record has keys {_keys(record)}"
 
 
 def _detect_folder(path: Path) -> str | None:
@@ -155,4 +282,7 @@ def _detect_folder(path: Path) -> str | None:
         first = next(iter(sorted(path.rglob(name))), None)
         if first is not None:
             return _record_format(_first_record(first))
+    zipped = next(iter(sorted(path.rglob("*.zip"))), None)
+    if zipped is not None:
+        return _detect_zip(zipped)[0]
     return None

@@ -1,8 +1,9 @@
 """FEVEROUS' Wikipedia database: every page of the December 2020 dump, sentences, tables, lists.
 
 Official source: the FEVEROUS release's ``feverous-wiki-pages-db.zip`` (fever.ai, about 24 GB
-zipped holding ``feverous_wikiv1.db``, 5.4M pages), licence CC BY-SA 3.0 (Wikipedia text). Unzip
-it once; the SQLite file is read in place, read-only.
+zipped holding ``feverous_wikiv1.db``, 5.4M pages), licence CC BY-SA 3.0 (Wikipedia text). SQLite
+cannot open a database inside a zip: the zip is refused in one line that gives the ``unzip``
+command to run once; the SQLite file is then read in place, read-only.
 
 The database has one table ``wiki(id, data)``: ``id`` is the page title, ``data`` the page JSON
 with ``order`` (element ids in page order) and the elements: ``sentence_N`` (a string),
@@ -12,18 +13,30 @@ with ``order`` (element ids in page order) and the elements: ``sentence_N`` (a s
 dataset's evidence writes them after ``<title>_``: ``sentence_3``, ``cell_0_1_2`` (one table row
 is one unit, its cells listed), ``item_1_0``, ``section_2``, ``table_caption_0``. Wiki links
 ``[[target|anchor]]`` are shown as their anchor text.
+
+Quirks and what this reader does (each has a fixture in ``tests/fixtures/sources/make.py`` and a
+test): the schema decides the format once (``wiki(id, data)``), so a bad row costs that row only.
+A row whose ``id`` is empty, whose ``data`` is not JSON or has no ``order`` list has no right
+reading: skipped and counted. An ``order`` that names an element the page does not hold, or an
+element that is not what its id says (a ``table_N`` without ``table``), is left out of an
+otherwise readable page: a repair, counted. Element kinds this reader does not index are passed
+over silently.
+
+Limits: rows are fetched :data:`FETCH_ROWS` at a time, one page's JSON parsed at a time (a large
+page with tables: a few MB); time is one pass over the table in rowid order.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from factdebate.tools.sources.base import Cursor, Page, SourceError
+from factdebate.core import json_input
+from factdebate.tools.sources.base import Cursor, Page, SourceError, skipped_page
 
 WIKI_URL = "https://en.wikipedia.org/wiki/"
 FETCH_ROWS = 500
@@ -49,6 +62,8 @@ class FeverousDbSource:
             SourceError: Not an SQLite file, or no table ``wiki(id, data)``.
         """
         self.path = path
+        if zipfile.is_zipfile(path):
+            raise SourceError(str(path), zip_refusal(path))
         try:
             self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
             tables = [r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
@@ -92,20 +107,37 @@ class FeverousDbSource:
     def _page(self, rowid: int, title: Any, data: Any) -> Page:
         where = f"{self.path} row {rowid}"
         if not isinstance(title, str) or not title.strip():
-            raise SourceError(where, "empty or non-text page id")
+            return skipped_page(where, "", "empty or non-text page id")
         where = f"{where} (page {title!r})"
         try:
-            page = json.loads(data)
+            page = json_input.loads(data)
         except (TypeError, ValueError) as exc:
-            raise SourceError(where, f"data is not page JSON ({exc})") from exc
+            why = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+            return skipped_page(where, title, f"data is not page JSON ({why})")
         if not isinstance(page, dict) or not isinstance(page.get("order"), list):
-            raise SourceError(where, "the page JSON has no 'order' list")
+            return skipped_page(where, title, "the page JSON has no 'order' list")
         elements: list[tuple[Any, str]] = []
+        repairs: list[str] = []
         for eid in page["order"]:
-            elements.extend(_elements(eid, page.get(eid), where))
+            try:
+                elements.extend(_elements(eid, page.get(eid), where))
+            except SourceError as exc:
+                repairs.append(f"{exc.why}; left out")
         return Page(page=title, title=title, url=WIKI_URL + title.replace(" ", "_"),
-                    elements=elements)
+                    elements=elements, repairs=repairs, where=where)
 
+
+def zip_refusal(path: Path) -> str:
+    """One line: ``path`` is a zip (the FEVEROUS download), what it holds, the command to run."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            dbs = [i.filename for i in zf.infolist() if i.filename.endswith(".db")]
+    except (zipfile.BadZipFile, OSError) as exc:
+        return f"a zip archive, not an SQLite database, and not readable ({exc})"
+    held = f"holding {dbs[0]}" if dbs else "holding no .db file"
+    target = path.parent / (dbs[0] if dbs else "feverous_wikiv1.db")
+    return (f"is a zip archive {held}; SQLite cannot read a database inside a zip: run "
+            f"`unzip {path} -d {path.parent}` once, then index {target}")
 
 def _elements(eid: Any, value: Any, where: str) -> list[tuple[Any, str]]:
     """The ``(ids, text)`` units of one page element (a table gives one per row)."""

@@ -1,15 +1,23 @@
-"""JSON lines spread over files (plain, bz2, or members of a zip), read from a resumable cursor.
+"""JSON lines spread over files (plain, bz2, members of a zip or of a ``.tar.bz2``), read from a
+resumable cursor.
 
 A cursor is ``{"file": i, "offset": o, "line": n}``: the ``i``-th entry, ``o`` bytes into its
 (decompressed) content, after its ``n``-th line. Resuming seeks there: free for a plain file,
 a forward decompression for bz2 and zip members (seconds for a FEVER ``wiki-NNN.jsonl``).
 Damage the decompressor finds (a truncated bz2 stream, a zip member whose CRC fails) is a
 :class:`~factdebate.tools.sources.SourceError` naming the file.
+
+Limits: one line is held at a time (plus the decompressors' buffers, under 1 MB); time is one
+pass of decompression over what is read. A ``.tar.bz2`` (:func:`tar_lines`) cannot be seeked
+into: resuming streams the archive again from its start up to the cursor's member, about a
+minute per GB of compressed archive before it, then decompresses that member up to the offset.
 """
 
 from __future__ import annotations
 
 import bz2
+import io
+import tarfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -17,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from factdebate.core import input_limits
 from factdebate.tools.sources.base import Cursor, SourceError
 
 
@@ -40,8 +49,10 @@ def plain_entries(files: list[Path]) -> list[Entry]:
     return [Entry(str(p), p.stat().st_size, opener(p)) for p in files]
 
 
-def zip_entries(archive: Path, keep: Callable[[str], bool]) -> tuple[zipfile.ZipFile, list[Entry]]:
-    """The members of ``archive`` that ``keep`` accepts, by name; sizes uncompressed.
+def zip_entries(archive: Path, keep: Callable[[str], bool],
+                order: Callable[[str], Any] | None = None) -> tuple[zipfile.ZipFile, list[Entry]]:
+    """The members of ``archive`` that ``keep`` accepts, sorted by ``order`` of their names (by
+    name when None); sizes uncompressed. Only the central directory is read here.
 
     Raises:
         SourceError: Not a readable zip archive (a truncated download has no central directory).
@@ -52,7 +63,7 @@ def zip_entries(archive: Path, keep: Callable[[str], bool]) -> tuple[zipfile.Zip
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise SourceError(str(archive), f"not a readable zip archive, truncated or damaged ({exc})") \
             from exc
-    infos.sort(key=lambda i: i.filename)
+    infos.sort(key=lambda i: order(i.filename) if order else i.filename)
 
     def opener(name: str) -> Callable[[], IO[bytes]]:
         return lambda: zf.open(name)
@@ -60,7 +71,7 @@ def zip_entries(archive: Path, keep: Callable[[str], bool]) -> tuple[zipfile.Zip
     return zf, [Entry(f"{archive}:{i.filename}", i.file_size, opener(i.filename)) for i in infos]
 
 
-_DAMAGE = (EOFError, OSError, zipfile.BadZipFile, zlib.error, ValueError)
+_DAMAGE = (EOFError, OSError, zipfile.BadZipFile, zlib.error, ValueError, tarfile.TarError)
 
 
 def read_lines(entries: list[Entry], cursor: Cursor | None
@@ -90,10 +101,13 @@ def read_lines(entries: list[Entry], cursor: Cursor | None
 
 def _lines(handle: IO[bytes], label: str, lineno: int) -> Iterator[bytes]:
     """Lines of ``handle`` after line ``lineno``; decompression damage becomes a
-    :class:`SourceError` naming the line it stopped at."""
+    :class:`SourceError` naming the line it stopped at. A line longer than the record limit
+    (``core/input_limits``: ``dump_record_bytes``) is read past without being held and given as
+    an :class:`~factdebate.core.input_limits.Oversize` of its length (its reader skips it)."""
+    lines = input_limits.bounded_lines(handle, input_limits.limit("dump_record_bytes"))
     while True:
         try:
-            raw = handle.readline()
+            raw = next(lines, b"")
         except _DAMAGE as exc:
             raise SourceError(f"{label} line {lineno + 1}",
                               f"the file is truncated or damaged ({_why(exc)})") from exc
@@ -151,3 +165,83 @@ def sorted_files(root: Path, pattern: str) -> list[Path]:
 def describe(entries: list[Entry]) -> list[dict[str, Any]]:
     """``[{"file", "size"}]`` of ``entries`` (the manifest's record of what was read)."""
     return [{"file": e.label, "size": e.size} for e in entries]
+
+
+class _Counted(io.RawIOBase):
+    """A file read forward only, counting the bytes read (a stream's progress on disk)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw, self.pos = raw, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._raw.read(len(buffer))
+        buffer[: len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+
+def tar_lines(archive: Path, keep: Callable[[str], bool], cursor: Cursor | None
+              ) -> Iterator[tuple[bytes, Callable[[], str], Cursor]]:
+    """``(raw line, where(), cursor after it)`` of the bz2-compressed JSON-lines members of a
+    ``.tar.bz2`` that ``keep`` accepts (by member name), in archive order, from ``cursor`` on.
+
+    The archive is streamed (``tarfile`` mode ``r|bz2``) and each member decompressed with bz2 on
+    the fly: nothing is extracted, one member is open at a time. The cursor adds ``"at"``, the
+    archive bytes read when its member began (progress on disk). ``file`` counts the kept
+    members in archive order, which is not their sorted order.
+
+    Raises:
+        SourceError: Not a ``.tar.bz2``, or damaged or truncated (naming the member reached).
+    """
+    start = cursor or {"file": 0, "offset": 0, "line": 0}
+    with archive.open("rb") as raw:
+        counted = _Counted(raw)
+        try:
+            tar = tarfile.open(fileobj=counted, mode="r|bz2")  # noqa: SIM115 - closed below
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            raise SourceError(str(archive), f"not a readable .tar.bz2 archive ({_why(exc)})") from exc
+        index, last = -1, "its start"
+        with tar:
+            while True:
+                try:
+                    member = tar.next()
+                except _DAMAGE as exc:
+                    raise SourceError(f"{archive} after {last}",
+                                      f"the archive is truncated or damaged ({_why(exc)})") from exc
+                if member is None:
+                    return
+                last = f"member {member.name}"
+                if not member.isfile() or not keep(member.name):
+                    continue
+                index += 1
+                if index < int(start["file"]):
+                    continue
+                yield from _member_lines(tar, member, index, counted.pos, f"{archive}:{member.name}",
+                                         start if index == int(start["file"]) else None)
+
+
+def _member_lines(tar: tarfile.TarFile, member: tarfile.TarInfo, index: int, at: int, label: str,
+                  start: Cursor | None) -> Iterator[tuple[bytes, Callable[[], str], Cursor]]:
+    offset, lineno = (int(start["offset"]), int(start["line"])) if start else (0, 0)
+    try:
+        handle = bz2.BZ2File(tar.extractfile(member))  # type: ignore[arg-type]
+        left = offset
+        while left:  # forward only: the member is a stream
+            chunk = handle.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            left -= len(chunk)
+    except _DAMAGE as exc:
+        raise SourceError(label, f"cannot be read ({_why(exc)})") from exc
+    with handle:
+        for raw in _lines(handle, label, lineno):
+            lineno += 1
+            offset += len(raw)
+            if not raw.strip():
+                continue
+            n = lineno
+            yield raw, (lambda n=n: f"{label} line {n}"), \
+                {"file": index, "offset": offset, "line": lineno, "at": at}
