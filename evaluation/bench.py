@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.core.context import Context
+from factdebate.core.errors import InputError
 from factdebate.core.models import load_model
 from factdebate.core.registry import Registry
 from factdebate.evaluation.bench_budgets import budget, legacy_met, override_limits
@@ -232,7 +233,8 @@ def bench_scaling(work_dir: Path, *, data_dir: Path | None = None, claims: int =
     ``WorkerPool`` (``evaluation/workers.py``; start-up reported beside the figures).
     """
     if data_dir is None:
-        raise ValueError("the scaling benchmark needs --data-dir (or FACTDEBATE_DATA_DIR)")
+        raise InputError("the scaling benchmark needs the benchmark data folder",
+                         "pass --data-dir or set FACTDEBATE_DATA_DIR")
     latency = 1.0 if latency is None else latency
     workers = workers or 1
     result = run_async(_scaling_runs(demo_index(work_dir), data_dir, work_dir, base_claims=claims,
@@ -406,7 +408,8 @@ def bench_retrieval(work_dir: Path, *, data_dir: Path | None = None, limit: int 
     from factdebate.evaluation.bench_retrieval import run_retrieval_bench
 
     if data_dir is None:
-        raise ValueError("the retrieval benchmark needs --data-dir (or FACTDEBATE_DATA_DIR)")
+        raise InputError("the retrieval benchmark needs the benchmark data folder",
+                         "pass --data-dir or set FACTDEBATE_DATA_DIR")
     result = run_retrieval_bench(data_dir, work_dir, limit=limit, seed=seed, pad_to=pad_to)
     result["budget"] = ("hybrid recall@3 >= best single + 3 points; p50 <= 20 ms dense and "
                         "<= 5 ms keyword at 100k")

@@ -57,6 +57,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from factdebate.core.errors import BackendUnavailableError
 from factdebate.evaluation.bench_budgets import budget, overall
 from factdebate.tools import DEMO_CORPUS_DIR
 
@@ -517,7 +518,8 @@ def run_index_bench(work_dir: Path, *, sizes: tuple[int, ...] = (10_000, 100_000
 
     reason = milvus_unavailable()
     if reason:
-        raise RuntimeError(f"bench index needs a Milvus server: {reason}")
+        raise BackendUnavailableError(f"bench index needs a Milvus server: {reason}",
+                                      "run it on Linux x86-64 after make install")
     limits = limits or Limits()
     bar = progress or Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                TimeElapsedColumn(), TimeRemainingColumn(),

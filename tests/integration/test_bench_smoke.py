@@ -241,6 +241,9 @@ def test_bench_writes_markdown_only_with_the_flag(tmp_path: Path, monkeypatch, w
     args = ["bench", "overhead", "--claims", "1", "--latency", "0.01", "--out", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
+    # 10 ms per call is below the latency the budget is stated at: reported, not judged
+    assert "bench overhead: wall_over_critical_path measured " in result.output
+    assert "not judged: stated at >= 0.1 s per call (this run: 0.01 s; --latency)" in result.output
     assert (tmp_path / "o" / "overhead.json").is_file()
     assert not (tmp_path / "BENCHMARKS.md").exists()
     result = CliRunner().invoke(app, [*args, "--markdown", str(tmp_path / "B.md")])
