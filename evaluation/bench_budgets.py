@@ -10,7 +10,11 @@ Every benchmark lists its budgets under ``budgets`` in ``OUT/<name>.json``, one 
   the judgement is not one comparison);
 * ``judged`` - whether this run can judge it, and ``why_not_judged`` when it cannot (a run too
   short or too small to say anything about the budget, a figure not measured);
-* ``met`` - True or False when judged, None when not.
+* ``met`` - True or False when judged, None when not;
+* ``judged_when_missed`` (where set) - a miss is judged even where a pass is not (a small run
+  already over a memory limit); ``why_not_judged`` then says what a pass needs;
+* ``legacy`` (where set) - the budget's key in the bench's ``budget_met`` dict, where that differs
+  from ``name``.
 
 A budget is *missed* only when it is judged and not met. :func:`exit_code` turns the budgets of
 the benches a command ran into its exit code: ``BUDGET_MISSED_EXIT`` (1) when any judged budget
