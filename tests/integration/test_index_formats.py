@@ -136,21 +136,28 @@ def _broken_bz2(tmp: Path) -> Path:
     import bz2
 
     tree = make.hover_tree(tmp)
-    (tree / "AB" / "wiki_00.bz2").write_bytes(bz2.compress(b'{"title": "x", "text": ["a"]}\n{oops\n'))
+    (tree / "AB" / "wiki_00.bz2").write_bytes(bz2.compress(b'{oops\n{"title": "x", "text": ["a"]}\n'))
     return tree
 
 
-def _store_without_claim_id(tmp: Path) -> Path:
-    folder = make.averitec_store(tmp)
-    (folder / "1.json").write_text(json.dumps({"url": "https://u.example", "url2text": ["x"]}) + "\n")
-    return folder
+def _store_member_not_the_format(tmp: Path) -> Path:
+    return make.averitec_zip(tmp, {"output_dev/3.json": json.dumps({"title": "t"}) + "\n"})
+
+
+def _truncated_abstracts(tmp: Path) -> Path:
+    path = make.hover_tar(tmp)
+    path.write_bytes(path.read_bytes()[:-200])
+    return path
 
 
 @pytest.mark.parametrize(("maker", "named", "problem"), [
     (_broken_zip, "wiki-pages.zip", "not a readable zip archive"),
-    (_foreign_sqlite, "other.db", "not a FEVEROUS database"),
-    (_broken_bz2, "AB/wiki_00.bz2 line 2", "malformed JSON"),
-    (_store_without_claim_id, "1.json line 1", "missing field 'claim_id'"),
+    (_foreign_sqlite, "other.db", "an SQLite database with tables notes(id, body)"),
+    (_broken_bz2, "AB/wiki_00.bz2 line 1", "malformed JSON"),
+    (_store_member_not_the_format, "output_dev/3.json line 1", "not a knowledge-store line"),
+    (make.feverous_zip, "feverous-wiki-pages-db.zip", "SQLite cannot read a database inside a "
+                                                      "zip: run `unzip "),
+    (_truncated_abstracts, "withlinks-abstracts.tar.bz2", "truncated or damaged"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path: Path, maker, named: str,
                                                           problem: str) -> None:

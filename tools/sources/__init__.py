@@ -161,6 +161,8 @@ def detect(path: Path, default: str | None = None) -> str:
 
     Raises:
         InputError: Nothing known was recognised (and no ``default`` applies).
+        SourceError: A zip, bz2, ``.tar.bz2`` or SQLite file that cannot be read (truncated or
+            damaged), named in one line.
     """
     found: str | None = None
     what = ""
@@ -243,6 +245,12 @@ def _detect_bz2(path: Path) -> tuple[str | None, str]:
 
     from factdebate.tools.sources.hover_wiki import is_tar_bz2
 
+    try:
+        with bz2.open(path, "rb") as f:
+            f.read(512)
+    except (OSError, EOFError) as exc:
+        raise SourceError(str(path), f"not a readable bz2 file, truncated or damaged ({exc})") \
+            from exc
     if is_tar_bz2(path):
         import tarfile
 
