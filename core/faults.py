@@ -8,6 +8,7 @@ shows the message of a ``FactDebateError``, a ``RuntimeError``, and hides other 
 
 from __future__ import annotations
 
+from factdebate.core.bounded_http import ReplyTooLarge
 from factdebate.core.errors import BackendUnavailableError, exception_chain
 from factdebate.core.settings import mask_url
 
@@ -30,7 +31,14 @@ def backend_error(exc: BaseException) -> BackendUnavailableError | None:
     ``FactDebateError``'s message and replaces other exceptions' with "An internal error
     occurred").
     """
-    for seen in exception_chain(exc):
+    chain = list(exception_chain(exc))
+    too_large = next((e for e in chain if isinstance(e, ReplyTooLarge)), None)
+    if too_large is not None:  # the SDK reports it as a connection error: name the real cause
+        return BackendUnavailableError(
+            f"the model server's reply was too large: {too_large}",
+            "check the model server; raise FACTDEBATE_PROVIDER_MAX_REPLY_BYTES only if such "
+            "replies are expected")
+    for seen in chain:
         if isinstance(seen, BackendUnavailableError):
             return seen
         module = type(seen).__module__.split(".", 1)[0]

@@ -78,6 +78,13 @@ LIMITS: tuple[InputLimit, ...] = (
                "FACTDEBATE_MEDIAWIKI_TIMEOUT_S",
                "the request fails (retried `tool_retries` times, then a tool fault); the whole "
                "search is bounded by `tool_timeout_s`", "tools/wikipedia_live.py, web_apis.py"),
+    InputLimit("provider_reply_bytes", "one reply of a model or embedding provider "
+               "(`openai:` models, any OpenAI-compatible server, `openai:` embeddings), counted "
+               "after decompression, a streamed completion in total", 64 * MiB, "bytes",
+               "FACTDEBATE_PROVIDER_MAX_REPLY_BYTES",
+               "reading stops there, not retried; the run's (or the build's) error names the "
+               "limit", 
+               "core/bounded_http.py"),
     InputLimit("client_request_bytes", "one request body a server client sends", MiB, "bytes",
                "FACTDEBATE_MAX_REQUEST_BYTES", "413, nothing stored", "server/limits.py"),
     InputLimit("claim_chars", "a claim (CLI, Python, server)", 4000, "characters", "",

@@ -120,10 +120,16 @@ def is_retryable(exc: BaseException) -> bool:
     unsupported (``negotiation.request_rejected``; llama.cpp's server answers a validation error
     with 500) - the same request would fail the same way. A ``FactDebateError`` (missing key,
     unknown model, missing index) is retried only when it says it is (``retryable``: a search
-    backend's 429/5xx/timeout). Cancellation and interrupts (not ``Exception``) never are.
+    backend's 429/5xx/timeout). A reply over its size limit (``core/bounded_http.ReplyTooLarge``
+    anywhere in the chain) is not. Cancellation and interrupts (not ``Exception``) never are.
     """
     if not isinstance(exc, Exception):
         return False
+    from factdebate.core.bounded_http import ReplyTooLarge
+    from factdebate.core.errors import exception_chain
+
+    if any(isinstance(e, ReplyTooLarge) for e in exception_chain(exc)):
+        return False  # the same request gets the same oversized reply
     if isinstance(exc, FactDebateError):
         return bool(getattr(exc, "retryable", False))
     from factdebate.core.models import negotiation

@@ -169,7 +169,14 @@ def _where(url: str) -> str:
 
 
 def provider_message(exc: BaseException) -> str:
-    """The provider's own error message (``{"error": {"message": ...}}``), else the error's text."""
+    """The provider's own error message (``{"error": {"message": ...}}``), else the error's text
+    (a reply over its size limit: that limit, which the SDK reports as a connection error)."""
+    from factdebate.core.bounded_http import ReplyTooLarge
+    from factdebate.core.errors import exception_chain
+
+    too_large = next((e for e in exception_chain(exc) if isinstance(e, ReplyTooLarge)), None)
+    if too_large is not None:
+        return excerpt(str(too_large), 300)
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)
@@ -287,9 +294,11 @@ class ProviderEmbeddings(Embeddings):
             if endpoint is None:
                 from openai import OpenAI
 
+                from factdebate.core.bounded_http import bounded_client
+
                 url, api_key = key
                 client = OpenAI(api_key=api_key or "not-needed", base_url=url, max_retries=0,
-                                timeout=TIMEOUT_S)
+                                timeout=TIMEOUT_S, http_client=bounded_client())
                 endpoint = self._endpoints[key] = _Endpoint(url, client)
         return endpoint
 

@@ -175,7 +175,11 @@ def _create(spec: str, *, base_url: str, temperature: float) -> BaseChatModel:
         if provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
             kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore it
     try:
-        if provider == "openai":
+        if provider == "openai":  # replies bounded in bytes (core/bounded_http.py)
+            from factdebate.core.bounded_http import bounded_async_client, bounded_client
+
+            kwargs.setdefault("http_client", bounded_client())
+            kwargs.setdefault("http_async_client", bounded_async_client())
             return _masked_chat_openai()(model=name, **kwargs)
         return init_chat_model(f"{provider}:{name}", **kwargs)
     except ImportError as exc:
