@@ -187,7 +187,9 @@ def verify(
 @app.command()
 def index(
     corpus: Annotated[Path, typer.Argument(
-        help="JSONL of {doc_id, title, text}, or a dump (see --format).")],
+        help="JSONL of {doc_id, title, text}, or a dump (see --format), or the name of a "
+        "knowledge source fetched with factdebate data fetch (indexed as $FACTDEBATE_HOME/"
+        "indexes/NAME).")],
     index_dir: Annotated[str | None, typer.Option(
         help="Index folder.", show_default="$FACTDEBATE_HOME/index")] = None,
     name: Annotated[str | None, typer.Option(
@@ -241,6 +243,10 @@ def index(
 
         place("--index-dir", index_dir)
         place("--milvus-uri", milvus_uri, "Milvus Lite folder or server URI")
+        from factdebate.cli.data import catalogue_corpus
+
+        # a fetched catalogue knowledge source by name: its file, format and index name
+        corpus, format_, name = catalogue_corpus(corpus, format_, name, index_dir)
         if name is not None:
             from factdebate.evaluation.datasets import INDEX_NAME, index_folder
 
@@ -464,6 +470,10 @@ def ls_context(
 from factdebate.cli.eval import register as _register_evaluation  # noqa: E402
 
 _register_evaluation(app, ls_app)  # eval, compare, ls datasets, ls metrics
+
+from factdebate.cli.data import data_app as _data_app  # noqa: E402
+
+app.add_typer(_data_app, name="data")  # data list, data fetch
 
 from factdebate.cli.check import check as _check_command  # noqa: E402
 

@@ -1,7 +1,8 @@
 """The dataset registry (name -> file, task, version) and stratified, seeded sampling.
 
-Datasets are read from a data directory the user names (``--data-dir`` or ``FACTDEBATE_DATA_DIR``),
-laid out like ``../shared/data``; nothing is copied into the repository.
+Datasets are read from a data directory: ``--data-dir``, ``FACTDEBATE_DATA_DIR``, else
+``$FACTDEBATE_HOME/data``, which ``factdebate data fetch NAME`` fills (``evaluation/data_catalog.py``)
+in the layout the registry reads; nothing is copied into the repository.
 ``--dataset`` also accepts the path of any JSONL/JSON file in the shared schema or an official
 release format (``evaluation/formats.py``). Each entry carries a ``version`` recorded in
 ``run.json`` next to the data file's SHA-256, so a results table names exactly what it scored.
@@ -102,16 +103,29 @@ _add("toolmad_faviq", "toolmad_samples/faviq.jsonl", "binary", "toolmad-sample-f
      "Tool-MAD paper's 200-item FaVIQ sample, binary", aliases=("faviq",))
 
 
+def default_data_dir() -> Path:
+    """``$FACTDEBATE_HOME/data``: where ``factdebate data fetch`` puts what ``eval`` reads."""
+    from factdebate.core.context import factdebate_home
+
+    return factdebate_home() / "data"
+
+
 def resolve_data_dir(explicit: str | Path | None = None) -> Path:
-    """``--data-dir`` or ``$FACTDEBATE_DATA_DIR``; a missing folder is a ``ConfigError``."""
+    """``--data-dir``, else ``$FACTDEBATE_DATA_DIR``, else :func:`default_data_dir`; a missing
+    folder is a ``ConfigError`` naming how to fill it."""
     raw = explicit or os.environ.get(DATA_DIR_ENV)
     if not raw:
-        raise ConfigError("no data directory given",
-                          f"pass --data-dir DIR or set {DATA_DIR_ENV} (e.g. ../shared/data)")
+        path = default_data_dir().expanduser().resolve()
+        if not path.is_dir():
+            raise ConfigError(f"the data folder {path} does not exist",
+                              "fetch a dataset into it with factdebate data fetch NAME (factdebate "
+                              f"data list names them), or pass --data-dir DIR or set {DATA_DIR_ENV}")
+        return path
     path = Path(raw).expanduser().resolve()
     if not path.is_dir():
         raise ConfigError(f"data directory {path} does not exist",
-                          f"pass --data-dir DIR or set {DATA_DIR_ENV}")
+                          f"pass --data-dir DIR or set {DATA_DIR_ENV} to an existing folder, or "
+                          "leave both out to use the folder factdebate data fetch fills")
     return path
 
 

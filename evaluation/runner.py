@@ -102,10 +102,12 @@ def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str,
     from factdebate.run.claims import git_sha
 
     ds, path = dataset_spec(spec.dataset, Path(spec.data_dir) if spec.data_dir else None)
+    sha = file_sha256(path)
     return {
         "run_id": run_id, "framework": spec.framework, "dataset": ds.name,
         "dataset_version": ds.version, "task": ds.task, "data_file": str(path),
-        "data_sha256": file_sha256(path), "limit": spec.limit, "seed": spec.seed,
+        "data_sha256": sha, "data_files": [_data_file(path, sha, spec.data_dir)],
+        "limit": spec.limit, "seed": spec.seed,
         "concurrency": spec.concurrency, "item_ids": [it.id for it in items],
         "context": masked_context(ctx), "prompt_version": load_prompts(ctx.prompt_set).version,
         "paper": FRAMEWORKS.entry(spec.framework).meta.get("paper", ""),
@@ -119,6 +121,20 @@ def _run_record(spec: RunSpec, ctx: Context, items: list[Item], run_id: str,
         "scoring": {"feverous_rule": spec.feverous_rule}, "tool_faults": spec.tool_faults,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def _data_file(path: Path, sha: str, data_dir: str | Path | None) -> dict[str, Any]:
+    """``run.json``'s record of the dataset file read: path, SHA-256 and, when the data folder's
+    ``fetched.json`` vouches for the same bytes, the URL ``factdebate data fetch`` took it from
+    (``evaluation/data_catalog.data_file_record``); an ad-hoc file outside a data folder has none."""
+    from factdebate.evaluation.data_catalog import data_file_record
+    from factdebate.evaluation.datasets import resolve_data_dir
+
+    try:
+        folder: Path | None = resolve_data_dir(data_dir)
+    except ConfigError:  # a file path given as --dataset, with no data folder at all
+        folder = None
+    return data_file_record(path, sha, folder)
 
 
 def _named(identity: dict[str, Any] | None, name: str | None) -> dict[str, Any] | None:

@@ -127,8 +127,12 @@ def test_unknown_dataset_did_you_mean_and_data_dir_errors(tmp_path, monkeypatch)
     with pytest.raises(ConfigError, match="did you mean 'feverous'"):
         DATASETS.get("feverus")
     monkeypatch.delenv("FACTDEBATE_DATA_DIR", raising=False)
-    with pytest.raises(ConfigError, match="FACTDEBATE_DATA_DIR"):
+    monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
+    with pytest.raises(ConfigError, match="data fetch NAME.*FACTDEBATE_DATA_DIR") as raised:
         resolve_data_dir(None)
+    assert "../shared" not in str(raised.value)
+    (tmp_path / "home" / "data").mkdir(parents=True)
+    assert resolve_data_dir(None) == (tmp_path / "home" / "data").resolve()
     monkeypatch.setenv("FACTDEBATE_DATA_DIR", str(tmp_path))
     assert resolve_data_dir(None) == tmp_path.resolve()
     with pytest.raises(ConfigError, match="does not exist"):
