@@ -317,7 +317,8 @@ def bench(
     users: Annotated[int | None, typer.Option(
         help="Soak: users, each with an API key of their own.", show_default="4")] = None,
     pages: Annotated[int | None, typer.Option(
-        help="Corpus: pages of the synthetic FEVER dump (its budgets are judged from 200,000).",
+        help="Corpus: pages of the synthetic FEVER dump (budgets judged from 200,000 pages, "
+        "memory growth from 800,000).",
         show_default="1000000")] = None,
     embed_sample: Annotated[int | None, typer.Option(
         help="Corpus: passages embedded for the dense figures (0 skips them).",

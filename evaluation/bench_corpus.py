@@ -22,11 +22,12 @@ bench runs, a line on stderr every few seconds names the stage (generating the d
 the embedding sample), how far it is (an import's pages are read off the position of the dump
 file the child process has open, ``/proc/PID/fdinfo``) and its rate.
 
-Budgets (``evaluation/bench_budgets.py``): pages/s and anonymous memory independent of the size
-are judged from ``JUDGED_FROM_PAGES`` pages (on a smaller dump the process's start-up dominates
-the rate, and the two sizes are less than 4x apart); the 2 GB peak RSS is judged from that size
-too, and at any size when it is missed. The embedding sample's budgets are listed under
-``embedding.``.
+Budgets (``evaluation/bench_budgets.py``): pages/s is judged from ``JUDGED_FROM_PAGES`` pages (on
+a smaller dump the process's start-up dominates the rate); the 2 GB peak RSS from that size too,
+and at any size when it is missed; anonymous memory independent of the size from a first quarter
+of ``ANON_STEADY_FROM_PAGES`` pages (800,000 in all: a smaller quarter has not filled tantivy's
+writer heap, so the comparison would measure the heap filling, not growth). The embedding
+sample's budgets are listed under ``embedding.``.
 """
 
 from __future__ import annotations
@@ -54,7 +55,11 @@ EMBED_SAMPLE = 2000
 DEFAULT_PAGES = 1_000_000
 """Pages of the synthetic dump by default: FEVER's order of size (5.4M pages)."""
 JUDGED_FROM_PAGES = 4 * PAGES_PER_FILE
-"""The smallest dump whose import judges the budgets (its first quarter is a whole file)."""
+"""The smallest dump whose import judges pages/s and peak RSS (start-up no longer dominates)."""
+ANON_STEADY_FROM_PAGES = 200_000
+"""The smallest first quarter whose anonymous RSS is tantivy's steady state (measured here: 97 MB
+at 50,000 pages, 146 MB at 200,000 and at 250,000), so the 4x comparison judges growth, not the
+writer heap still filling."""
 PAGES_PER_S_BUDGET = 10_000
 PEAK_RSS_BUDGET_MB = 2048
 ANON_RATIO_BUDGET = 1.5
@@ -301,7 +306,10 @@ def corpus_budgets(result: dict[str, Any]) -> list[dict[str, Any]]:
                why_not_judged=small and f"{small} to pass; a miss counts at any size"),
         budget("anon_rss_ratio", f"anonymous RSS at the whole dump <= {ANON_RATIO_BUDGET}x at its "
                "first quarter", ratio, "<=", ANON_RATIO_BUDGET,
-               why_not_judged=small and f"{small}: the two sizes must be 4x apart"),
+               why_not_judged="" if small_pages >= ANON_STEADY_FROM_PAGES else
+               f"needs a first quarter of >= {ANON_STEADY_FROM_PAGES:,} pages, --pages >= "
+               f"{4 * ANON_STEADY_FROM_PAGES:,} (this run: {small_pages:,} of {pages:,}): below "
+               "it tantivy's writer heap is still filling"),
     ]
     budgets[0]["legacy"] = "pages_per_s"
     budgets[1]["legacy"] = "rss_under_2gb"
