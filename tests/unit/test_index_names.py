@@ -129,3 +129,18 @@ def test_format_granularity_and_quirks_of_a_dump_and_of_the_jsonl_corpus():
     assert quirk_counts({"repaired": 2, "skipped": 0}) == (2, 0)  # top-level counts read too
     assert quirk_counts(jsonl) == (None, None)
     assert json.dumps(quirk_counts({"quirks": {"repaired": True}})) == "[null, null]"
+
+
+def test_a_server_accepts_a_clients_index_name_and_refuses_a_path_or_a_folder(home):
+    from factdebate.server.policy import Refused, check_settings
+
+    check_settings({"index": "fever-wiki"}, "context", "tool_mad", stored=True)
+    for value in ("../fever-wiki", str(home / "indexes" / "fever-wiki"), "nope"):
+        with pytest.raises(Refused) as caught:
+            check_settings({"index": value}, "context", "tool_mad", stored=True)
+        assert caught.value.field == "index" and caught.value.status == 422
+    assert "indexes: fever-wiki, my.docs" in str(caught.value)  # "nope": the names, no path
+    assert str(home) not in str(caught.value)
+    with pytest.raises(Refused) as caught:
+        check_settings({"index_dir": str(home / "indexes" / "fever-wiki")}, "context", "tool_mad")
+    assert caught.value.field == "index_dir" and caught.value.status == 403
