@@ -357,3 +357,25 @@ def test_progress_thread_prints_a_stage_stuck_in_one_call_and_reads_its_probe():
     periodic = [ln for ln in stream.getvalue().splitlines() if "12/60 s (20%)" in ln]
     assert periodic and periodic[0].startswith("bench soak: mixed load: 12/60 s (20%), ")
     assert "s/s" not in periodic[0] and periodic[0].endswith("(30 runs, 0 errors)")
+
+
+def test_reading_position_finds_the_dump_file_a_process_reads_and_its_offset(tmp_path: Path):
+    """How far an import is: the ``wiki-*.jsonl`` file the process has open and its offset."""
+    import os
+
+    from factdebate.evaluation.bench_corpus import reading_position
+
+    if not Path(f"/proc/{os.getpid()}/fdinfo").is_dir():
+        pytest.skip("no /proc on this system")
+    dump = tmp_path / "wiki-007.jsonl"
+    dump.write_bytes(b'{"id": "x"}\n' * 1000)
+    (tmp_path / "notes.txt").write_text("not a dump")
+    other = (tmp_path / "notes.txt").open("rb")  # another open file is not mistaken for it
+    try:
+        with dump.open("rb", buffering=0) as f:
+            f.read(3000)
+            assert reading_position(os.getpid()) == ("wiki-007.jsonl", 3000)
+    finally:
+        other.close()
+    assert reading_position(os.getpid()) is None  # nothing of a dump open any more
+    assert reading_position(2**22 + 12345) is None  # above Linux's largest pid: no such process
