@@ -489,12 +489,14 @@ def machine() -> str:
 
 def run_bench(name: str, out_dir: Path, command: str, *,
               budget_limits: dict[str, float] | None = None, **kwargs: Any) -> dict[str, Any]:
-    """Run benchmark ``name`` and write ``OUT/<name>.json`` (``budget_met`` follows its
-    ``budgets``: True, False, or None where nothing is missed but a budget is not judged, in the
-    bench's own shape); ``budget_limits`` re-judges the
-    named budgets against other limits (``--budget NAME=LIMIT``; the names applied are listed
-    under ``budget_overrides``, those of budgets that take no limit under
-    ``budget_overrides_refused``)."""
+    """Run benchmark ``name`` and write ``OUT/<name>.json``.
+
+    ``budget_met`` follows the result's ``budgets``: True, False, or None where nothing is missed
+    but a budget is not judged, in the bench's own shape. ``budget_limits`` re-judges the named
+    budgets against other limits (``--budget NAME=LIMIT``); the names applied are listed under
+    ``budget_overrides``, those of budgets that take no other limit under
+    ``budget_overrides_refused``.
+    """
     fn = BENCHES.get(name)
     work = out_dir / "work"
     work.mkdir(parents=True, exist_ok=True)
