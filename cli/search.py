@@ -32,6 +32,8 @@ TEXT_CHARS = 160
 """Characters of a passage's text in ``search``'s table (``--json`` gives it whole)."""
 DEFAULT_NAME = "(default)"
 """``ls indexes``' name of the default index folder, ``$FACTDEBATE_HOME/index``."""
+ENV_NAME = "($FACTDEBATE_INDEX_DIR)"
+"""``ls indexes``' name of the folder ``$FACTDEBATE_INDEX_DIR`` names (when it is another)."""
 
 INDEX_HELP = ("Index to search: a name ($FACTDEBATE_HOME/indexes/NAME, see 'factdebate ls "
               "indexes') or a folder.")
@@ -100,12 +102,17 @@ def _built(summary: dict[str, Any]) -> str:
 
 
 def _index_rows() -> list[dict[str, Any]]:
-    """Every index in the default folder and under ``$FACTDEBATE_HOME/indexes`` (an empty
-    folder is none; a damaged one is listed with its damage)."""
+    """Every index in the default folder, in ``$FACTDEBATE_INDEX_DIR`` and under
+    ``$FACTDEBATE_HOME/indexes`` (an empty folder is none; a damaged one is listed with its
+    damage)."""
     from factdebate.core.context import INDEX_NAME, default_index_dir, indexes_home
     from factdebate.tools.index_state import index_summary
 
     rows = [index_summary(default_index_dir(), DEFAULT_NAME)]
+    env = os.environ.get("FACTDEBATE_INDEX_DIR")
+    if env and Path(env).expanduser().absolute() != default_index_dir().absolute() and \
+            Path(env).expanduser().absolute().parent != indexes_home().absolute():
+        rows.append(index_summary(Path(env).expanduser(), ENV_NAME))
     try:
         folders = sorted(p for p in indexes_home().iterdir()
                          if p.is_dir() and INDEX_NAME.match(p.name))
@@ -246,9 +253,11 @@ def _search(query: str, index: str | None, k: int, backend: str | None,
         raise InputError(f"--backend {chosen}: {where} is keyword-only (built with --keyword-only) "
                          "and has no vectors", "use --backend keyword, or rebuild the index "
                          "without --keyword-only")
-    model = manifest.get("embedding_model")
-    if isinstance(model, str) and model and model != ctx.embedding_model:
-        ctx = build_context({**values, "pool": pool, "embedding_model": model}, [])
+    built_with = {"embedding_model": manifest.get("embedding_model"),  # what the vectors need
+                  "milvus_uri": None if ctx.milvus_uri else manifest.get("milvus_uri")}
+    built_with = {k: v for k, v in built_with.items() if isinstance(v, str) and v}
+    if built_with and chosen != "keyword":
+        ctx = build_context({**values, "pool": pool, **built_with}, [])
     update = run_async(search_tool(BACKENDS[chosen], query, ctx, k=k, exclude_titles=None,
                                    who="search"))
     faults = [f for f in update.get("flags", []) if f.startswith("tool fault")]

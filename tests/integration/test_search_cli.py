@@ -172,6 +172,17 @@ def test_ls_indexes_shows_what_each_index_was_built_from(home):
         assert part in table.stdout, part
 
 
+def test_ls_indexes_lists_the_folder_the_environment_names_too(home, tmp_path):
+    elsewhere = tmp_path / "operator-index"
+    elsewhere.symlink_to(home / "indexes" / "store", target_is_directory=True)
+    done = run_cli(["ls", "indexes", "--json"], home, env={"FACTDEBATE_INDEX_DIR": str(elsewhere)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {r["name"]: r for r in json.loads(done.stdout)}
+    assert rows["($FACTDEBATE_INDEX_DIR)"]["index_dir"] == str(elsewhere)
+    assert rows["($FACTDEBATE_INDEX_DIR)"]["source_format"] == "averitec-store"
+    assert set(rows) == {"($FACTDEBATE_INDEX_DIR)", "fever-tiny", "store", "tiny-jsonl"}
+
+
 def test_index_info_by_name_and_by_folder(home):
     by_name = run_cli(["index", "--info", "fever-tiny", "--json"], home)
     assert by_name.returncode == 0, by_name.stderr[-2000:]
