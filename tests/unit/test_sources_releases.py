@@ -236,14 +236,27 @@ def test_hover_db_pages_are_nfc_titles_with_hovers_sentence_ids(tmp_path: Path) 
     assert unicodedata.normalize("NFD", make.BEYONCE) in {r[0] for r in stored}  # NFD in the db
 
 
-def test_split_sentences_keeps_abbreviations_initials_and_acronyms() -> None:
+def test_split_sentences_follows_corenlps_tokenizer_rules() -> None:
     text = ('Mr. Smith met Dr. Jones in St. Louis, Mo. on Jan. 5. "It rained!" she said. '
             'It cost approx. 5 dollars... or so. J. R. R. Tolkien wrote it in the U.K. Then '
             'he left.\n\nA new paragraph')
     assert split_sentences(text) == [
         "Mr. Smith met Dr. Jones in St. Louis, Mo. on Jan. 5.", '"It rained!"', "she said.",
-        "It cost approx.", "5 dollars... or so.", "J. R. R. Tolkien wrote it in the U.K. Then he left.",
-        "A new paragraph"]
+        "It cost approx. 5 dollars... or so.", "J. R. R. Tolkien wrote it in the U.K.",
+        "Then he left.", "A new paragraph"]
+    cases = {  # CoreNLP's abbreviation classes: what follows decides
+        "He served in the U.S. Army. He lived in the U.S. The end.":  # acronym, opening word
+            ["He served in the U.S. Army.", "He lived in the U.S.", "The end."],
+        "Tillman Jr. is a director. He works for Fox Inc. He left.":  # ABBREV1: before a capital
+            ["Tillman Jr. is a director.", "He works for Fox Inc.", "He left."],
+        "He was approx. two metres. No. 5 is his.":  # ABBREV3: whole only before a number
+            ["He was approx.", "two metres.", "No. 5 is his."],
+        "She works at Yahoo! in Texas. Really?! Yes.": ["She works at Yahoo! in Texas.",
+                                                        "Really?!", "Yes."],
+        "Wait.... What happened": ["Wait....", "What happened"],
+    }
+    for given, expected in cases.items():
+        assert split_sentences(given) == expected, given
     assert split_sentences("") == [] and split_sentences("  One.  ") == ["One."]
 
 

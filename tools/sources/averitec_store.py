@@ -64,8 +64,8 @@ MEMBER = re.compile(r"(?:^|/)(\d+)\.json$")
 
 def is_member(name: str) -> bool:
     """``name`` is a store member (``.../<n>.json``), not macOS metadata (``__MACOSX/``, ``._``)."""
-    base = name.rsplit("/", 1)[-1]
-    return bool(MEMBER.search(name)) and not name.startswith("__MACOSX/") and not base.startswith("._")
+    parts = name.replace("\\", "/").split("/")
+    return bool(MEMBER.search(name)) and "__MACOSX" not in parts and not parts[-1].startswith("._")
 
 
 def claim_number(name: str) -> str | None:
@@ -105,7 +105,8 @@ class AveritecStoreSource(EntryFiles):
         elif path.is_file():
             self._add_zip(path)
         else:
-            files = sorted((p for p in path.rglob("*.json") if p.is_file() and is_member(p.name)),
+            files = sorted((p for p in path.rglob("*.json")
+                            if p.is_file() and is_member(p.relative_to(path).as_posix())),
                            key=lambda p: _order(p.relative_to(path).as_posix()))
             if files:
                 self._entries = plain_entries(files)

@@ -19,13 +19,17 @@ What the database holds, and what this reader does (each quirk has a fixture in
   with Stanford CoreNLP (``tokenize,ssplit``; ``prepare_data_for_sent_retrieval.py`` cuts
   ``text[first token begin : last token end]`` of each CoreNLP sentence), the same splitter
   HotpotQA used for the abstracts' sentence lists. :func:`split_sentences` reproduces that split
-  without Java: a sentence ends at ``.``, ``!`` or ``?`` (plus any closing quotes and brackets)
-  before whitespace, except after a single-letter initial (``George W. Bush``), a dotted acronym
-  (``U.S.``), an ellipsis, and the abbreviations CoreNLP's tokenizer keeps whole (``Mr.``,
-  ``Jr.``, ``St.``, ``Inc.``, ``Jan.`` ...); a blank line also ends one. Where CoreNLP decides
-  otherwise (an abbreviation outside that list, such as ``approx.``), the numbering after that
-  point differs from HoVer's: the abstracts dump (:mod:`~factdebate.tools.sources.hover_wiki`),
-  which stores CoreNLP's own split, is the exact source of the ``sent_id`` numbers.
+  without Java, from the rules of CoreNLP's tokenizer (``PTBLexer.flex``): a sentence ends at
+  ``.``, ``!`` or ``?`` (with the closing quotes and brackets after it) before whitespace; not
+  after a title, an initial or a dotted acronym (``Mr.``, ``George W. Bush``, ``U.S. Army``)
+  unless the acronym precedes a sentence-opening word (``... the U.S. The``); after a company,
+  month, state or name suffix (``Inc.``, ``Jan.``, ``Ill.``, ``Jr.``) only before a capital; not
+  after ``No.``, ``approx.``, ``fig.`` ... before a number; not at an ellipsis (``...``); a blank
+  line also ends one. These rules are CoreNLP's as published in its source; the split is not
+  checked against CoreNLP itself here (no Java), and where a page's text makes them decide
+  otherwise the numbering after that point differs from HoVer's. The abstracts archive
+  (:mod:`~factdebate.tools.sources.hover_wiki`), which stores CoreNLP's own split, is the exact
+  source of the ``sent_id`` numbers.
 - **No right reading**: a row whose ``id`` is empty or not text, or whose ``text`` is not text
   (NULL, or bytes that are not UTF-8), is skipped and counted; the rest is read. A row with an
   empty ``text`` is an empty page (no passage).
@@ -49,18 +53,38 @@ from factdebate.tools.sources.base import Cursor, Page, SourceError, skipped_pag
 WIKI_URL = "https://en.wikipedia.org/wiki/"
 FETCH_ROWS = 500
 
-# Abbreviations Stanford CoreNLP's PTB tokenizer keeps whole with their period (titles, name
-# suffixes, companies, months, days, states, a few others): no sentence ends after them.
-_ABBREVIATIONS = frozenset("""
-mr mrs ms mx messrs mlle mme dr drs prof profs gen rep reps sen sens gov lt maj col capt cpt cmdr
-sgt cpl adm ald brig pvt pte hon rev revd st mt ft pres supt insp fr br jr sr bros esq ph.d ed.d
-blvd rd ave av inc cos co corp ltd plc bancorp dept bhd assn univ intl sys vs v no nos vol vols
-pp p op cf jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thurs fri sat sun
-ala ariz ark calif colo conn ct dak del fla ga ill ind kan kans ky la md mass mich minn miss mo
-mont neb nev okla ore pa penn tenn tex va vt wash wis wisc wy wyo alta ont sask
+# Stanford CoreNLP's English tokenizer (PTBLexer) decides whether the period after a word is its
+# own token (a sentence end: ssplit ends a sentence at a "." or "!"/"?" token and keeps the closing
+# quotes and brackets after it) or part of an abbreviation. Its classes, caseless unless noted:
+# ABBREV1 ends a sentence only when whitespace and then whitespace or a capital letter follow.
+_ABBREV1 = frozenset("""
+jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thurs fri
+ala ariz calif colo conn ct dak fla ga ind kan kans ky md mich minn mo mont neb nev okla penn tenn
+va vt wis wisc wyo inc co cos corp pty ptys pte ptes ppty pptys ppte pptes ltd plc rt bancorp bhd
+assn univ intl sys tel est ext sq jr bros ed.d ph.d esq etc al seq bldg
 """.split())
-_END = re.compile(r"(?<!\.)[.!?]+(?:[\"'\u201d\u2019)\]}]+)?(?=\s)|\n[ \t]*\n")
-_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)\.$")
+_ABBREV1_CASED = frozenset({"Az", "Ark", "Del", "Ill", "La", "Mass", "Miss", "Ore", "Pa", "Tex",
+                            "Wash"})  # a capital first letter: "la." and "pa." are words
+# ABBREV2 (titles, initials, dotted acronyms, a few others) never ends a sentence...
+_ABBREV2 = frozenset("""
+mr mrs ms mx drs dr profs prof sens sen reps rep attys atty lt col gen messrs govs gov adm rev maj
+sgt cpl pvt capt st ste ave pres lieut rt hon brig cmdr comdr pfc spc supts supt det mt ft adj adv
+asst assoc ens insp mlle mme msgr sfc sr vs alex wm jos cie a.k.a cf treas ph invt elec natl mfg
+mtg dept blvd rd
+""".split())
+_ABBREV2_CASED = frozenset({"Miss", "v"})
+_ACRO = re.compile(r"[A-Za-z](?:\.[A-Za-z])*")
+# ...except a dotted acronym or initial before one of these words, which start sentences.
+_ACRO_NEXT = re.compile(
+    r"(?:About|According|Additionally|After|An|A|As|At|But|Did|During|Earlier|He|Her|Here|How|"
+    r"However|If|In|It|Last|Many|More|Mr\.|Ms\.|Now|Once|One|Other|Our|She|Since|So|Some|Such|"
+    r"That|The|Their|Then|There|These|They|This|We|When|While|What|Who|Why|Yet|You)(?=[\s?!])")
+# ABBREV3 keeps its period only before a number ("approx. 5", "No. 1").
+_ABBREV3 = frozenset("ca fig figs prop no nos sec secs sect sects art arts para paras bldg pp op "
+                     "approx rs".split())
+_BANGWORDS = ("E!", "Yahoo!", "Jeopardy!")
+_END = re.compile(r"[.!?]+[\"'\u201d\u2019\u00bb)\]}]*(?=\s)|\n[ \t]*\n")
+_TOKEN = re.compile(r"[^\W_]+(?:\.[^\W_]+)*$")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -70,8 +94,7 @@ def split_sentences(text: str) -> list[str]:
     start = 0
     for match in _END.finditer(text):
         end = match.end()
-        if not match.group(0).startswith("\n") and not _ends_sentence(text, match.start(),
-                                                                     match.group(0)):
+        if not match.group(0).startswith("\n") and not _ends_sentence(text, match):
             continue
         piece = text[start:end].strip()
         if piece:
@@ -83,19 +106,34 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
-def _ends_sentence(text: str, at: int, mark: str) -> bool:
-    """The ``mark`` found at ``at`` ends a sentence (a ``.`` after an abbreviation does not)."""
-    if not mark.startswith(".") or mark.startswith(".."):
-        return not mark.startswith("..")
-    word = _WORD_BEFORE.search(text[max(0, at - 40): at + 1])
-    if word is None:
+def _ends_sentence(text: str, match: re.Match[str]) -> bool:
+    """The punctuation ``match`` (before whitespace) ends a sentence, as CoreNLP decides it."""
+    mark = match.group(0).rstrip("\"'\u201d\u2019\u00bb)]}")
+    before = text[max(0, match.start() - 60): match.start()]
+    if not mark.startswith("."):  # "!" or "?" ends one, unless part of "Yahoo!"
+        return not (mark == "!" and (before + "!").endswith(_BANGWORDS))
+    dots = len(mark) - len(mark.lstrip("."))
+    if dots == 3:
+        return False  # an ellipsis
+    after = text[match.end():].lstrip()
+    if dots > 3:
+        return bool(after[:1].isalpha())  # the fourth period of "...." ends the sentence
+    if dots != 1 or mark != ".":
         return True
-    token = word.group(1)
-    if len(token) == 1 and token.isupper():
-        return False  # an initial: "George W. Bush"
-    if "." in token and all(len(part) <= 2 for part in token.split(".")):
-        return False  # a dotted acronym: "U.S.", "a.m."
-    return token.lower() not in _ABBREVIATIONS
+    token_match = _TOKEN.search(before)
+    token = token_match.group(0) if token_match else ""
+    lower = token.lower()
+    if token and _ACRO.fullmatch(token) and _ACRO_NEXT.match(after):
+        return True
+    if lower in _ABBREV3 or (token == "Pt"):
+        return not after[:1].isdigit()
+    if lower in _ABBREV1 or token in _ABBREV1_CASED:
+        gap = text[match.end(): match.end() + 2]
+        return len(gap) == 2 and gap[0].isspace() and (gap[1].isspace() or gap[1].isupper()
+                                                       or gap[1] == "<")
+    if lower in _ABBREV2 or token in _ABBREV2_CASED or (token and _ACRO.fullmatch(token)):
+        return False
+    return True
 
 
 class HoverDbSource:
