@@ -233,6 +233,12 @@ def test_retrieval_tokens_and_embedding_budgets_say_what_they_need():
                                "int8_compute": {"passages_per_s": 80.0}})
     assert [b["judged"] for b in no_st] == [False, False, False]
     assert no_st[0]["why_not_judged"] == "not installed"
+    agree = {"queries_top10_agreement": 0.97}
+    measured = {"ours": {"speedup": 9.4, **agree}, "int8_compute": agree}
+    small = embedding_budgets({**measured, "passages": 100})
+    assert [b["judged"] for b in small] == [False, True, True]  # agreement: texts of its own
+    assert small[0]["why_not_judged"] == "needs >= 1,000 passages timed (this run: 100)"
+    assert [b["met"] for b in embedding_budgets({**measured, "passages": 2000})] == [True] * 3
 
 
 def test_index_budgets_carry_the_uniform_fields():
