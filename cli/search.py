@@ -203,7 +203,7 @@ def _open_index(ctx: Any, where: str) -> dict[str, Any]:
 
 
 def search_command(
-    query: Annotated[str, typer.Argument(help="What to search for, as a debater's query.")],
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="What to search for, as a debater's query.")],
     index: Annotated[str | None, typer.Option(
         "--index", help=INDEX_HELP, show_default="$FACTDEBATE_HOME/index")] = None,
     k: Annotated[int, typer.Option("--k", help="Passages to show.")] = 10,

@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
 DATA = os.environ.get("FACTDEBATE_DATA_DIR")
 TQDM_BAR = re.compile(r"\d+/\d+ \[\d\d:\d\d")  # "103/103 [00:00<00:00, ...]"
-COMMANDS = [("verify",), ("index",), ("bench",), ("eval",), ("compare",), ("ls", "context")]
+COMMANDS = [("verify",), ("index",), ("bench",), ("eval",), ("compare",), ("ls", "context"),
+            ("search",), ("ls", "indexes")]
 
 
 def command(path: tuple[str, ...]) -> click.Command:
