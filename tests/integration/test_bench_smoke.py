@@ -164,6 +164,10 @@ def test_floor_bench_tiny(tmp_path: Path, monkeypatch, with_demo_index):
     assert result["our_code_loop_cpu_s_per_claim"] + result["our_code_workers_cpu_s_per_claim"] \
         == pytest.approx(result["our_code_cpu_s_per_claim"], abs=3e-4)
     assert result["budget"] == "ours <= 1.5 x (floor + compute) CPU per claim"
+    budgets = {b["name"]: b for b in result["budgets"]}
+    assert budgets["same_shape"]["met"] is True  # judged on one claim: the calls are the calls
+    assert budgets["ours_over_floor_plus_compute"]["why_not_judged"].startswith(
+        "needs >= 5 claims (this run: 1; --claims)")
     assert json.loads((tmp_path / "floor.json").read_text())["benchmark"] == "floor"
 
 
