@@ -119,7 +119,7 @@ def data_list(
 
 @data_app.command("fetch")
 def data_fetch(
-    name: Annotated[str, typer.Argument(help="A name from factdebate data list.")],
+    names: Annotated[list[str], typer.Argument(help="Names from factdebate data list.")],
     to: Annotated[str | None, typer.Option(
         "--to", help="Data folder to fetch into.",
         show_default="--data-dir, $FACTDEBATE_DATA_DIR, else $FACTDEBATE_HOME/data")] = None,
@@ -129,26 +129,31 @@ def data_fetch(
         "--force", help="Overwrite a file that is there but was not fetched by this command.")]
     = False,
 ) -> None:
-    """Download NAME into the data folder eval reads, resumable, checked against the publisher's
-    checksum, recorded with its SHA-256 in the folder's fetched.json.
+    """Download each NAME into the data folder eval reads, resumable, checked against the
+    publisher's checksum, recorded with its SHA-256 in the folder's fetched.json.
 
     $FACTDEBATE_DATA_MIRROR=URL fetches URL/<host>/<path> of each official URL instead;
     $FACTDEBATE_FETCH_TIMEOUT (seconds, default 60) and $FACTDEBATE_FETCH_RETRIES (default 4) bound
     a stalled or failing transfer. Hub files go through huggingface_hub (HF_ENDPOINT).
     """
     from factdebate.evaluation.data_catalog import entry
-    from factdebate.evaluation.data_fetch import fetch
 
     try:
-        item = entry(name)
+        items = [entry(name) for name in dict.fromkeys(names)]  # every name known before a byte
         folder = data_folder(to or data_dir, create=True)
-        bar = _Bar()
-        with bar.progress:
-            record = fetch(item, folder, bar, force=force,
-                           say=lambda line: err.print(line, highlight=False, markup=False))
+        for item in items:
+            _fetch_one(item, folder, force)
     except FactDebateError as exc:
         fail(exc)
-        return
+
+
+def _fetch_one(item: Any, folder: Path, force: bool) -> None:
+    from factdebate.evaluation.data_fetch import fetch
+
+    bar = _Bar()
+    with bar.progress:
+        record = fetch(item, folder, bar, force=force,
+                       say=lambda line: err.print(line, highlight=False, markup=False))
     out.print(f"{item.name}: {folder / item.target} (sha256 {record['sha256']}) from "
               f"{record['url']}", highlight=False, markup=False)
     if item.kind == "knowledge-source":
@@ -194,4 +199,11 @@ def catalogue_corpus(corpus: Path, format_: str | None, name: str | None,
     if format_ is not None and format_ != item.format:
         raise InputError(f"--format {format_} does not match {item.name}, a {item.format} dump",
                          "leave --format out")
-    return folder / item.index_input, item.format, name or (None if index_dir else item.name)
+    path = folder / item.index_input
+    if path.is_dir() and item.format == "feverous-db":  # the unpacked zip: its one database
+        found = sorted(path.rglob("*.db"))
+        if len(found) != 1:
+            raise InputError(f"{path} holds {len(found)} .db files, not FEVEROUS' one database",
+                             f"fetch it again: factdebate data fetch {item.name} --force")
+        path = found[0]
+    return path, item.format, name or (None if index_dir else item.name)

@@ -10,6 +10,8 @@
   with its exit code.
 * ``architecture.md`` - the import layers of ``pyproject.toml``'s import-linter contract and a
   picture of which layer imports which, computed from the code by grimp.
+* ``data.md`` - the data catalogue's tables (``evaluation/data_catalog.yaml``) appended to the
+  hand-written page.
 * ``benchmarks.md`` - from the bench JSON files in ``docs/benchmarks/`` (written by
   ``factdebate bench NAMES --out docs/benchmarks``): figure, budget, command, git SHA, date, machine.
 
@@ -306,6 +308,15 @@ def benchmarks_page() -> None:
     mkdocs_gen_files.open("benchmarks.md", "w").write("\n".join(lines))
 
 
+def data_page() -> None:
+    """``data.md``: the hand-written page with the catalogue's tables appended
+    (``evaluation/data_catalog.markdown_table``, from ``evaluation/data_catalog.yaml``)."""
+    from factdebate.evaluation.data_catalog import markdown_table
+
+    with mkdocs_gen_files.open("data.md", "a") as page:
+        page.write("\n" + markdown_table())
+
+
 def web_page_picture() -> None:
     """The web page's screenshot (taken by tests/integration/test_webapp_browser.py)."""
     shot = ROOT / "server" / "static" / "screenshot.png"
@@ -325,6 +336,7 @@ def main() -> None:
     troubleshooting_page()
     architecture_page()
     benchmarks_page()
+    data_page()
 
 
 def write_picture(framework: str, target: Path) -> None:

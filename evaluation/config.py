@@ -3,7 +3,7 @@
 Format (every key optional except ``frameworks``/``datasets`` or ``runs``)::
 
     out: runs/toolmad_table3        # output folder; each run goes to OUT/<name>/
-    data_dir: ../shared/data        # else $FACTDEBATE_DATA_DIR
+    data_dir: /data/factdebate      # else $FACTDEBATE_DATA_DIR, else $FACTDEBATE_HOME/data
     limit: 200                      # items per dataset (stratified sample)
     seed: 0
     concurrency: 8

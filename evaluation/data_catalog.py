@@ -37,14 +37,14 @@ from typing import Any
 import yaml
 
 from factdebate.core.errors import ConfigError, InputError
+from factdebate.tools.sources import DUMP_FORMATS
 
 CATALOG_FILE = Path(__file__).with_name("data_catalog.yaml")
 FETCHED = "fetched.json"
 """File of a data folder recording what ``factdebate data fetch`` wrote there."""
 KINDS = ("dataset", "knowledge-source")
-IMPORT_FORMATS = ("fever-wiki", "feverous-db", "hover-wiki", "hover-db", "averitec-store",
-                  "wikipedia")
-"""``--format`` names a knowledge source may be imported with (``hover-db`` has no reader yet)."""
+IMPORT_FORMATS = DUMP_FORMATS
+"""``--format`` names a knowledge source is imported with (the dumps ``tools/sources`` reads)."""
 CONVERTERS = ("", "json-lines")
 """``""``: the official file is the file eval reads; ``json-lines``: :func:`to_json_lines`."""
 _CHECKSUM = re.compile(r"^(md5:[0-9a-f]{32}|sha256:[0-9a-f]{64})$")

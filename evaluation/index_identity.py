@@ -77,7 +77,7 @@ from factdebate.evaluation.index_progress import IndexProgress
 from factdebate.tools.index_state import granularity_of, inspect_index, source_format_of
 
 CORPUS_FOLDER = "corpus"
-"""Folder of a data directory holding its retrieval corpus (``../shared/data/corpus/wiki.jsonl``)."""
+"""Folder of a data directory holding its retrieval corpus (``DATA/corpus/wiki.jsonl``)."""
 CORPORA = "corpora"
 """Folder under ``$FACTDEBATE_HOME`` holding the indexes of data folders' corpora."""
 KEY_FIELDS = ("corpus_sha256", "passages", "chunk_chars", "embedding_model", "dimension", "metric",

@@ -229,7 +229,7 @@ def test_the_hub_stand_in_serves_the_store_and_index_imports_it_by_name(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     assert mirror.seen[HUB_FILE]  # came through huggingface_hub from the stand-in
     data = home / "data"
-    assert (data / "sources/averitec-store/unpacked/output_dev/0.json").is_file()
+    assert zipfile.is_zipfile(data / "sources/averitec-store/dev_knowledge_store.zip")
     record = json.loads((data / "fetched.json").read_text())["files"]
     assert record["sources/averitec-store/dev_knowledge_store.zip"]["sha256"] == \
         hashlib.sha256(mirror.files[HUB_FILE]).hexdigest()
@@ -238,3 +238,19 @@ def test_the_hub_stand_in_serves_the_store_and_index_imports_it_by_name(tmp_path
     assert built.returncode == 0, built.stderr[-2000:]
     assert "indexed 3 passages" in built.stdout
     assert str(home / "indexes" / "averitec-store") in built.stdout
+
+
+FEVEROUS_DB = "/fever.ai/download/feverous/feverous-wiki-pages-db.zip"
+
+
+def test_the_feverous_zip_is_unpacked_once_and_indexed_by_name(tmp_path, mirror):
+    from tests.fixtures.sources.make import feverous_zip
+
+    mirror.files[FEVEROUS_DB] = feverous_zip(tmp_path / "made").read_bytes()
+    home = tmp_path / "home"
+    done = fetch(["feverous-db"], home, mirror)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert list((home / "data/sources/feverous-db/unpacked").rglob("*.db"))
+    built = run_cli(["index", "feverous-db", "--keyword-only"], home, unset=UNSET)
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert f"into {home / 'indexes' / 'feverous-db'}" in built.stdout
