@@ -89,6 +89,25 @@ def test_detection_names_what_it_found_instead_of_another_formats_complaint(tmp_
         assert "not UTF-8" not in message and "wiki-NNN" not in message
 
 
+def test_folder_detection_names_what_it_holds(tmp_path: Path) -> None:
+    make.feverous_zip(tmp_path / "fev")
+    (tmp_path / "fev" / "unzipped" / "feverous_wikiv1.db").unlink()
+    make.hover_tar(tmp_path / "hov")
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    for name in ("a.csv", "b.csv", "c.txt"):
+        (odd / name).write_text("x\n")
+    cases = {tmp_path / "fev": "a folder holding feverous-wiki-pages-db.zip (feverous-db): pass "
+                               "that file itself",
+             tmp_path / "hov": f"a folder holding {make.ABSTRACTS_ROOT}.tar.bz2 (hover-wiki): "
+                               "pass that file itself",
+             odd: "a folder of 3 files (*.csv: 2, *.txt: 1)"}
+    for folder, found in cases.items():
+        with pytest.raises(Exception, match="cannot tell the format") as info:
+            detect(folder)
+        assert f"{folder}: {found}" in str(info.value)
+
+
 # --- AVeriTeC's knowledge store -----------------------------------------------------------------
 
 def test_store_zip_pools_by_member_number_in_numeric_order(tmp_path: Path) -> None:

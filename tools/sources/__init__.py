@@ -179,7 +179,8 @@ def detect(path: Path, default: str | None = None) -> str:
         else:
             found = _record_format(_first_record(path)) or default
     elif path.is_dir():
-        found = _detect_folder(path)
+        found, what = _detect_folder(path)
+        what = what or ("" if found else _describe_folder(path))
     if found is None:
         raise InputError(f"cannot tell the format of {path}{': ' + what if what else ''}",
                          f"pass --format (one of: {', '.join(FORMATS)})")
@@ -192,7 +193,8 @@ def _detect_sqlite(path: Path) -> tuple[str | None, str]:
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            tables = {name: [c[1] for c in db.execute(f"PRAGMA table_info('{name}')")]
+            tables = {name: [c[1] for c in db.execute(
+                'PRAGMA table_info("{}")'.format(name.replace('"', '""')))]
                       for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         finally:
             db.close()
@@ -279,18 +281,42 @@ def _detect_bz2(path: Path) -> tuple[str | None, str]:
     return None, f"a bz2 file whose first record has keys {_keys(record)}"
 
 
-def _detect_folder(path: Path) -> str | None:
+def _describe_folder(path: Path, limit: int = 10_000) -> str:
+    """``a folder of N files (*.a: n, *.b: m)``, from at most ``limit`` entries."""
+    counts: dict[str, int] = {}
+    seen = 0
+    for item in path.rglob("*"):
+        seen += 1
+        if seen > limit:
+            break
+        if item.is_file():
+            suffix = "*" + item.suffix.lower() if item.suffix else "no suffix"
+            counts[suffix] = counts.get(suffix, 0) + 1
+    kinds = ", ".join(f"{k}: {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])[:5])
+    total = sum(counts.values())
+    return f"a folder of {total}{'+' if seen > limit else ''} files" + (f" ({kinds})" if kinds
+                                                                         else "")
+
+
+def _detect_folder(path: Path) -> tuple[str | None, str]:
+    """The format of a folder's files, or None and (for a folder holding one archive that its
+    format's reader takes only as a file) what to pass instead."""
     if next(path.rglob("wiki-*.jsonl"), None) is not None:
-        return "fever-wiki"
+        return "fever-wiki", ""
     if next(path.rglob("wiki_*.bz2"), None) is not None:
-        return "hover-wiki"
+        return "hover-wiki", ""
     if next(path.rglob("*.parquet"), None) is not None:
-        return "wikipedia"
+        return "wikipedia", ""
     for name in ("*.json", "*.jsonl"):
         first = next(iter(sorted(path.rglob(name))), None)
         if first is not None:
-            return _record_format(_first_record(first))
-    zipped = next(iter(sorted(path.rglob("*.zip"))), None)
-    if zipped is not None:
-        return _detect_zip(zipped)[0]
-    return None
+            return _record_format(_first_record(first)), ""
+    for name in ("*.zip", "*.tar.bz2", "*.db"):
+        archive = next(iter(sorted(path.rglob(name))), None)
+        if archive is None:
+            continue
+        fmt = detect(archive)
+        if fmt == "averitec-store" and name == "*.zip":
+            return fmt, ""  # a folder of one split's store zips (train comes in three)
+        return None, f"a folder holding {archive.name} ({fmt}): pass that file itself"
+    return None, ""
