@@ -2,7 +2,7 @@
 
 langgraph-api applies the middleware of the ``http.app`` named in ``langgraph.json`` to all of its
 routes, before its own (CORS, access log, auth). :class:`ServerGuard` adds, without reading or
-buffering any body (streams stay streams):
+buffering any body but those of the history and state reads below (streams stay streams):
 
 * **No keys, no Studio bypass.** Under ``langgraph dev`` a request with ``x-auth-scheme:
   langsmith`` skips the ``authenticate`` handler (Studio's local bypass). On a server without API
@@ -14,6 +14,11 @@ buffering any body (streams stay streams):
 * **Body bytes.** The bytes a request's body holds are counted for the byte quota of the auth
   handlers (:class:`factdebate.server.usage.RequestInfo`): a state update's values are not
   passed to them.
+* **History and state reads** (``/threads/{id}/history``, ``/threads/{id}/state/{checkpoint}``,
+  ``/threads/{id}/state/checkpoint``) pass :class:`factdebate.server.reads.ReadCheck` first: a
+  body or query langgraph-api cannot read is refused with 422 naming the field, a read at a
+  checkpoint the caller's thread does not hold with 404 (these bodies alone are read whole here,
+  within the size limit, and handed on in their checked form).
 * **Browser headers on ``/app``** (the web page and its JSON routes): a Content-Security-Policy
   that allows only the page's own files and API (the page has no inline script or style, no CDN),
   ``frame-ancestors 'none'`` and ``X-Frame-Options: DENY`` (no framing, no clickjacking),
@@ -29,6 +34,7 @@ from typing import Any
 
 from factdebate.server.auth import LIMITS, NO_KEYS, studio_bypass_refused
 from factdebate.server.limits import REQUEST_BYTES_ENV
+from factdebate.server.reads import ReadCheck, route_of
 from factdebate.server.usage import REQUEST, RequestInfo
 
 PAGE_PREFIX = "/app"
@@ -71,8 +77,9 @@ class ServerGuard:
         if scope["type"] == "http":
             info = RequestInfo(method=scope.get("method", ""), path=scope.get("path", ""))
             token = REQUEST.set(info)  # the auth handlers read the route and the body size
+            app = ReadCheck(self.app) if route_of(info.method, info.path) else self.app
             try:
-                await _bounded(self.app, scope, receive, send, LIMITS.request_bytes, info)
+                await _bounded(app, scope, receive, send, LIMITS.request_bytes, info)
             finally:
                 REQUEST.reset(token)
             return

@@ -406,10 +406,10 @@ def history_bytes(thread_id: str, saver: Any = None) -> int | None:
 
 
 def missing_checkpoint(thread_id: Any, checkpoint_id: Any, checkpoint_ns: str = "",
-                       keep: int = 0, saver: Any = None) -> str | None:
-    """The 404 detail of a fork or a run from a checkpoint the thread does not hold (pruned by
-    the history bound, or never there), or None when it holds it (or this runtime cannot
-    tell)."""
+                       keep: int = 0, saver: Any = None, action: str = "fork") -> str | None:
+    """The 404 detail of a fork, a run or a read (``action``: "fork" or "read") at a checkpoint
+    the thread does not hold (pruned by the history bound, or never there), or None when it
+    holds it (or this runtime cannot tell)."""
     if thread_id is None or not checkpoint_id:
         return None
     saver = _saver(saver)
@@ -419,11 +419,33 @@ def missing_checkpoint(thread_id: Any, checkpoint_id: Any, checkpoint_ns: str = 
 
     if inmem_history.has_checkpoint(saver, str(thread_id), checkpoint_ns or "", str(checkpoint_id)):
         return None
-    bound = (f"; this server keeps the newest {keep} checkpoints of a thread ({HISTORY_ENV})"
-             if keep else "")
-    return (f"checkpoint {checkpoint_id} is not in the history of thread {thread_id} (removed "
-            f"by the history bound, or never there){bound}: fork from a checkpoint that "
-            f"POST /threads/{thread_id}/history lists")
+    where = f" namespace {checkpoint_ns!r} of" if checkpoint_ns else ""
+    return (f"checkpoint {checkpoint_id} is not in the history of{where} thread {thread_id} "
+            f"(removed by the history bound, or never there){_bound(keep)}: {action} from a "
+            f"checkpoint that POST /threads/{thread_id}/history lists")
+
+
+def missing_namespace(thread_id: Any, checkpoint_ns: str, keep: int = 0,
+                      saver: Any = None) -> str | None:
+    """The 404 detail of a read of a checkpoint namespace (a subgraph's) that holds no
+    checkpoint of the thread, or None when it holds some (or this runtime cannot tell)."""
+    if thread_id is None or not checkpoint_ns:
+        return None
+    saver = _saver(saver)
+    if saver is None:
+        return None
+    from factdebate.patches import inmem_history
+
+    if inmem_history.has_namespace(saver, str(thread_id), checkpoint_ns):
+        return None
+    return (f"checkpoint namespace {checkpoint_ns!r} holds no checkpoint of thread {thread_id} "
+            f"(removed by the history bound, or never there){_bound(keep)}: read a namespace "
+            f"that POST /threads/{thread_id}/history lists (subgraphs: true)")
+
+
+def _bound(keep: int) -> str:
+    return (f"; this server keeps the newest {keep} checkpoints of a thread ({HISTORY_ENV})"
+            if keep else "")
 
 
 @functools.cache
