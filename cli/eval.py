@@ -205,6 +205,18 @@ def eval_command(
         in_range("--workers", workers, 1, default=1)
         in_range("--limit", limit, 1, default="all items")
         extra = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
+        named = [p for p in set_ if p.partition("=")[0].strip() == "index"]
+        if named:  # --set index=NAME is --index NAME: resolved, checked and recorded alike
+            from factdebate.core.errors import InputError
+
+            if index is not None or len(named) > 1:
+                raise InputError("--index and --set index=... both name the index",
+                                 "give one of them")
+            if server:
+                raise InputError(f"--set {named[0]} names an index, but an eval --server run "
+                                 "records the index the server reports, its own",
+                                 "drop it, or run the items in this process (no --server)")
+            index, set_ = named[0].partition("=")[2], [p for p in set_ if p not in named]
         if index is not None:  # the one rule of verify, check and search: a name, else a folder
             from factdebate.core.context import resolve_index
 

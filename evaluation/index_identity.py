@@ -363,16 +363,18 @@ def describe(identity: dict[str, Any] | None) -> str:
     params = ", ".join(f"{k}={v}" for k, v in (vector.get("build_params") or {}).items())
     keyword = (identity.get("keyword_index") or {}).get("kind") or "tantivy BM25 (not recorded)"
     demo = " - the bundled DEMO corpus" if identity.get("demo") else ""
+    has_vectors = bool(identity.get("embedding_model") or vector)
+    milvus = f"Milvus {identity.get('milvus_uri')}, " if has_vectors else ""
     where = (f"searched by the server {identity.get('server')}" if _by_server(identity) else
-             f"Milvus {identity.get('milvus_uri')}, built {identity.get('built')}, folder "
-             f"{identity.get('index_dir')}")
+             f"{milvus}built {identity.get('built')}, folder {identity.get('index_dir')}")
     built = f"built {identity.get('built')}, " if _by_server(identity) else ""
     shape = "".join(f", {label} {identity[k]}" for k, label in (
         ("source_format", "format"), ("granularity", "granularity")) if identity.get(k))
+    vectors = (f"embeddings {identity.get('embedding_model')}, vector index "
+               f"{vector.get('index_type', '?')} {vector.get('metric', '')} ({params})"
+               if has_vectors else "keyword-only (no embeddings, no vector index)")
     return (f"corpus {identity.get('corpus')}{demo} (sha256 {sha[:16]}, "
-            f"{identity.get('passages')} passages{shape}), embeddings "
-            f"{identity.get('embedding_model')}, "
-            f"vector index {vector.get('index_type', '?')} {vector.get('metric', '')} ({params}), "
+            f"{identity.get('passages')} passages{shape}), {vectors}, "
             f"keyword index {keyword}, {built}{where}{ceiling}")
 
 

@@ -222,16 +222,20 @@ def test_verify_searches_the_index_it_names_and_says_which(home):
         hint)
 
 
-@pytest.mark.parametrize("index,fmt,granularity", [("fever-tiny", "fever-wiki", "sentence"),
-                                                   ("tiny-jsonl", "jsonl", "chunk")])
-def test_run_json_records_the_index_source_format_and_granularity(home, tmp_path, index, fmt,
-                                                                  granularity):
+@pytest.mark.parametrize("flag,index,fmt,granularity", [
+    ("--index", "fever-tiny", "fever-wiki", "sentence"),
+    ("--index", "tiny-jsonl", "jsonl", "chunk"),
+    ("--set", "fever-tiny", "fever-wiki", "sentence"),  # --set index=NAME is --index NAME
+])
+def test_run_json_records_the_index_source_format_and_granularity(home, tmp_path, flag, index,
+                                                                  fmt, granularity):
     data = tmp_path / "claims.jsonl"
     data.write_text(json.dumps({"id": "c1", "dataset": "fever", "label": "SUPPORTS",
                                 "claim": "Soul Food was directed by George Tillman Jr."}) + "\n",
                     encoding="utf-8")
     out = tmp_path / "run"
-    done = run_cli(["eval", "--framework", "tool_mad", "--dataset", str(data), "--index", index,
+    named = ["--index", index] if flag == "--index" else ["--set", f"index={index}"]
+    done = run_cli(["eval", "--framework", "tool_mad", "--dataset", str(data), *named,
                     "--out", str(out), "--model", "scripted:agree", "--set", "rag_backend=keyword",
                     "--set", "scoring_mode=none", "--concurrency", "1"], home)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -252,3 +256,16 @@ def test_check_searches_the_index_it_names(home, tmp_path):
     result = json.loads(done.stdout)
     assert result["index"]["name"] == "fever-tiny"
     assert result["index"]["source_format"] == "fever-wiki"
+
+
+def test_eval_refuses_two_indexes_and_a_named_index_on_a_server(home, tmp_path):
+    data = tmp_path / "claims.jsonl"
+    data.write_text(json.dumps({"id": "c1", "dataset": "fever", "label": "SUPPORTS",
+                                "claim": "Soul Food is a film."}) + "\n", encoding="utf-8")
+    base = ["eval", "--framework", "tool_mad", "--dataset", str(data), "--out",
+            str(tmp_path / "run"), "--model", "scripted:agree"]
+    both = run_cli([*base, "--index", "store", "--set", "index=fever-tiny"], home)
+    assert "--index and --set index=... both name the index" in one_error_line(both)
+    served = run_cli([*base, "--set", "index=fever-tiny", "--server", "http://127.0.0.1:9"], home)
+    assert "records the index the server reports" in one_error_line(served)
+    assert not (tmp_path / "run").exists()

@@ -144,3 +144,18 @@ def test_a_server_accepts_a_clients_index_name_and_refuses_a_path_or_a_folder(ho
     with pytest.raises(Refused) as caught:
         check_settings({"index_dir": str(home / "indexes" / "fever-wiki")}, "context", "tool_mad")
     assert caught.value.field == "index_dir" and caught.value.status == 403
+
+
+def test_describe_names_the_format_and_granularity_and_a_keyword_only_index():
+    from factdebate.evaluation.index_identity import describe, public_identity
+
+    dump = {"index_dir": "/idx", "status": "ok", "corpus": "/dumps/wiki-pages",
+            "corpus_sha256": "a" * 64, "passages": 9, "source_format": "fever-wiki",
+            "granularity": "sentence", "embedding_model": None, "vector_index": None,
+            "keyword_index": {"kind": "tantivy BM25"}, "milvus_uri": "/idx/milvus.db",
+            "built": "2026-01-01T00:00:00+00:00"}
+    line = describe(dump)
+    assert "9 passages, format fever-wiki, granularity sentence)" in line
+    assert "keyword-only (no embeddings, no vector index)" in line and "Milvus" not in line
+    told = public_identity(dict(dump, source_format="/etc/passwd"))  # a hand-edited manifest
+    assert told["granularity"] == "sentence" and told["source_format"] is None
