@@ -35,8 +35,8 @@ class ReplyTooLarge(RuntimeError):
 class _Counter:
     """Decodes (``gzip``/``deflate``) and counts a reply's bytes against ``limit``."""
 
-    def __init__(self, url: str, limit: int, encoding: str | None) -> None:
-        self.url, self.limit, self.size = url, limit, 0
+    def __init__(self, url: str, limit: int, setting: str, encoding: str | None) -> None:
+        self.url, self.limit, self.setting, self.size = url, limit, setting, 0
         self.decoder = zlib.decompressobj(_WBITS[encoding]) if encoding else None
 
     def feed(self, chunk: bytes) -> bytes:
@@ -57,7 +57,7 @@ class _Counter:
         self.size += len(piece)
         if self.size > self.limit:
             raise ReplyTooLarge(f"the reply from {_origin(self.url)} passed {self.limit} bytes "
-                                "(decoded); reading stopped (FACTDEBATE_PROVIDER_MAX_REPLY_BYTES)")
+                                f"(decoded); reading stopped ({self.setting})")
         return piece
 
 
@@ -101,15 +101,24 @@ class _AsyncBounded(httpx.AsyncByteStream):
 
 
 def _counter(response: httpx.Response, limit_name: str) -> _Counter:
+    """The counter of ``response``'s body; a body announced over the limit stops here, before
+    a byte of it is read."""
+    item = input_limits.LIMITS_BY_NAME[limit_name]
+    limit = input_limits.limit(limit_name)
+    url = str(response.request.url)
     encoding = response.headers.get("content-encoding", "").strip().lower() or None
     if encoding == "identity":
         encoding = None
+    declared = response.headers.get("content-length", "")
+    if encoding is None and declared.isdigit() and int(declared) > limit:
+        raise ReplyTooLarge(f"the reply from {_origin(url)} announced {int(declared)} bytes, over "
+                            f"the limit of {limit} ({item.setting}); not read")
     if encoding in _WBITS:
         del response.headers["content-encoding"]  # decoded here; httpx must not decode again
         response.headers.pop("content-length", None)
     else:
         encoding = None  # another encoding: counted as it arrives
-    return _Counter(str(response.request.url), input_limits.limit(limit_name), encoding)
+    return _Counter(url, limit, item.setting, encoding)
 
 
 def bounded_client(limit_name: str = "provider_reply_bytes", **kwargs: Any) -> httpx.Client:

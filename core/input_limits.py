@@ -91,7 +91,7 @@ LIMITS: tuple[InputLimit, ...] = (
                "one `error:` line / 422", "core/context.py"),
 )
 
-_BY_NAME = {item.name: item for item in LIMITS}
+LIMITS_BY_NAME = {item.name: item for item in LIMITS}
 
 
 def limit(name: str) -> int:
@@ -100,7 +100,7 @@ def limit(name: str) -> int:
     Raises:
         ConfigError: The setting is not a positive integer.
     """
-    item = _BY_NAME[name]
+    item = LIMITS_BY_NAME[name]
     raw = os.environ.get(item.setting, "").strip() if item.setting else ""
     if not raw:
         return item.default

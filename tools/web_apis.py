@@ -17,10 +17,11 @@ client              env var (base URL override)     default
 Every live source (these clients, and live Wikipedia's retriever built on ``MediaWikiClient``) goes
 through :meth:`_Client._get`, which bounds what the outside can cost:
 
-* **reply size**: the body is streamed and counted *after* decompression; past
-  ``FACTDEBATE_LIVE_MAX_REPLY_BYTES`` (:data:`DEFAULT_MAX_REPLY_BYTES`, 8 MiB) the request stops
-  and :class:`ReplyTooLarge` is raised - a tool fault of that turn, never a process that grows (a
-  gzip bomb stops at the same count of decoded bytes);
+* **reply size**: the client is ``core/bounded_http``'s: the body is counted *after*
+  decompression (decoded there in bounded steps); past ``FACTDEBATE_LIVE_MAX_REPLY_BYTES``
+  (:data:`DEFAULT_MAX_REPLY_BYTES`, 8 MiB) reading stops and :class:`ReplyTooLarge` is raised - a
+  tool fault of that turn, never a process that grows (a gzip bomb stops at the same count of
+  decoded bytes, a reply announced larger before a byte of it is read);
 * **redirects**: followed (at most :data:`MAX_REDIRECTS`) only to the scheme, host and port of the
   configured base URL; a redirect anywhere else is refused with :class:`RedirectRefused` before
   any request is sent there, so a claim's text and the contact in the ``User-Agent`` never reach
@@ -38,6 +39,7 @@ from typing import Any
 import httpx
 
 from factdebate.core import input_limits
+from factdebate.core.bounded_http import ReplyTooLarge, bounded_async_client  # noqa: F401 - re-exported
 from factdebate.core.settings import mask_url
 from factdebate.core.state import Evidence
 
@@ -49,10 +51,6 @@ DEFAULT_MAX_REPLY_BYTES = 8 << 20
 1 MiB; the longest pages' extracts stay under 2 MiB); ``core/input_limits`` holds it."""
 MAX_REDIRECTS = 3
 """Redirects followed, each only within the configured base URL's scheme, host and port."""
-
-
-class ReplyTooLarge(RuntimeError):
-    """A live source's reply passed the size limit; the request was stopped (a tool fault)."""
 
 
 class RedirectRefused(RuntimeError):
@@ -88,25 +86,22 @@ class _Client:
 
     def __init__(self, base_url: str | None = None, *, timeout: float = TIMEOUT_S) -> None:
         self.base_url = (base_url or os.environ.get(self.env_var) or self.default_url).rstrip("/")
-        self._http = httpx.AsyncClient(timeout=timeout, headers={"User-Agent": USER_AGENT},
-                                       follow_redirects=False)
+        self._http = bounded_async_client("live_reply_bytes", timeout=timeout,
+                                          headers={"User-Agent": USER_AGENT},
+                                          follow_redirects=False)
 
     async def _get(self, path: str, params: dict[str, Any]) -> httpx.Response:
         """GET ``path`` under the base URL: redirects only within its origin, the body capped
         (see the module docstring); a non-2xx reply raises ``httpx.HTTPStatusError``."""
         url = f"{self.base_url}/{path}" if path else self.base_url
-        limit = max_reply_bytes()
+        max_reply_bytes()  # a bad setting is one ConfigError before any request
         request = self._http.build_request("GET", url, params=params)
         home = _origin(request.url)
         try:
             for _ in range(MAX_REDIRECTS + 1):
-                response = await self._http.send(request, stream=True)
-                try:
-                    if not response.is_redirect:
-                        body = await _capped_body(response, limit, self.base_url)
-                        break
-                finally:
-                    await response.aclose()
+                response = await self._http.send(request)  # the body bounded by the client
+                if not response.is_redirect:
+                    break
                 target = response.next_request
                 if target is None or _origin(target.url) != home:
                     where = f"{target.url.scheme}://{target.url.host}:{target.url.port or ''}" \
@@ -118,41 +113,17 @@ class _Client:
             else:
                 raise RedirectRefused(f"{mask_url(self.base_url)} redirected more than "
                                       f"{MAX_REDIRECTS} times")
-            done = httpx.Response(response.status_code, headers=_plain_headers(response.headers),
-                                  content=body, request=request)
-            done.raise_for_status()
+            response.raise_for_status()
         except httpx.HTTPStatusError as exc:  # its text names the URL: an operator's mirror
             raise httpx.HTTPStatusError(mask_url(str(exc)), request=exc.request,
                                         response=exc.response) from None
         except httpx.RequestError as exc:
             raise type(exc)(mask_url(str(exc)), request=exc.request) from None
-        return done
+        return response
 
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._http.aclose()
-
-
-async def _capped_body(response: httpx.Response, limit: int, base_url: str) -> bytes:
-    """The decoded body of a streamed ``response``, or :class:`ReplyTooLarge` past ``limit``."""
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit and "content-encoding" not in response.headers:
-        raise ReplyTooLarge(f"{mask_url(base_url)} announced a {int(declared)}-byte reply; the "
-                            f"limit is {limit} ({MAX_REPLY_ENV})")
-    chunks, size = [], 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            raise ReplyTooLarge(f"{mask_url(base_url)} sent a reply over {limit} bytes "
-                                f"(decoded); stopped there ({MAX_REPLY_ENV})")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _plain_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
-    """``headers`` without those that describe the encoded body (the body kept is decoded)."""
-    return [(k, v) for k, v in headers.items()
-            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
 
 
 class MediaWikiClient(_Client):
