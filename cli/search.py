@@ -102,10 +102,12 @@ def _built(summary: dict[str, Any]) -> str:
 
 
 def _index_rows() -> list[dict[str, Any]]:
-    """Every index in the default folder, in ``$FACTDEBATE_INDEX_DIR`` and under
-    ``$FACTDEBATE_HOME/indexes`` (an empty folder is none; a damaged one is listed with its
-    damage)."""
-    from factdebate.core.context import INDEX_NAME, default_index_dir, indexes_home
+    """Every index in the default folder, in ``$FACTDEBATE_INDEX_DIR``, under
+    ``$FACTDEBATE_HOME/indexes`` and under ``$FACTDEBATE_HOME/corpora`` (``eval``'s indexes of
+    data folders' corpora, named ``corpora/<folder>``); an empty folder is none, a damaged one
+    is listed with its damage."""
+    from factdebate.core.context import default_index_dir, factdebate_home, indexes_home
+    from factdebate.evaluation.index_identity import CORPORA
     from factdebate.tools.index_state import index_summary
 
     rows = [index_summary(default_index_dir(), DEFAULT_NAME)]
@@ -113,13 +115,20 @@ def _index_rows() -> list[dict[str, Any]]:
     if env and Path(env).expanduser().absolute() != default_index_dir().absolute() and \
             Path(env).expanduser().absolute().parent != indexes_home().absolute():
         rows.append(index_summary(Path(env).expanduser(), ENV_NAME))
-    try:
-        folders = sorted(p for p in indexes_home().iterdir()
-                         if p.is_dir() and INDEX_NAME.match(p.name))
-    except OSError:
-        folders = []
-    rows += [index_summary(p, p.name) for p in folders]
+    rows += [index_summary(p, p.name) for p in _folders(indexes_home())]
+    corpora = factdebate_home() / CORPORA  # eval's indexes of data folders' corpora
+    rows += [index_summary(p, f"{CORPORA}/{p.name}") for p in _folders(corpora)]
     return [r for r in rows if r["status"] != "absent"]
+
+
+def _folders(parent: Path) -> list[Path]:
+    """The index folders in ``parent`` by name (hidden ones - a build under way - left out)."""
+    from factdebate.core.context import INDEX_NAME
+
+    try:
+        return sorted(p for p in parent.iterdir() if p.is_dir() and INDEX_NAME.match(p.name))
+    except OSError:
+        return []
 
 
 def ls_indexes(

@@ -183,6 +183,20 @@ def test_ls_indexes_lists_the_folder_the_environment_names_too(home, tmp_path):
     assert set(rows) == {"($FACTDEBATE_INDEX_DIR)", "fever-tiny", "store", "tiny-jsonl"}
 
 
+def test_ls_indexes_lists_evals_indexes_of_data_folder_corpora(home):
+    corpus_index = home / "corpora" / "0123456789abcdef-minilm"  # as eval names them
+    corpus_index.parent.mkdir(exist_ok=True)
+    corpus_index.symlink_to(home / "indexes" / "tiny-jsonl", target_is_directory=True)
+    try:
+        done = run_cli(["ls", "indexes", "--json"], home)
+    finally:
+        corpus_index.unlink()
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {r["name"]: r for r in json.loads(done.stdout)}
+    assert rows["corpora/0123456789abcdef-minilm"]["source_format"] == "jsonl"
+    assert rows["corpora/0123456789abcdef-minilm"]["index_dir"] == str(corpus_index)
+
+
 def test_index_info_by_name_and_by_folder(home):
     by_name = run_cli(["index", "--info", "fever-tiny", "--json"], home)
     assert by_name.returncode == 0, by_name.stderr[-2000:]
