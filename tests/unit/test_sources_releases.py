@@ -328,3 +328,22 @@ def test_feverous_rows_without_a_right_reading_are_skipped_one_row_each(tmp_path
         ("Bad table", ""), ("Fine", "")]
     assert pages[2].elements == [("sentence_0", "Kept.")]
     assert pages[2].repairs == ["element 'table_0' is not a FEVEROUS table; left out"]
+
+
+def test_database_rows_over_the_record_limit_are_skipped_unread(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    monkeypatch.setenv("FACTDEBATE_IMPORT_MAX_RECORD_BYTES", "200")
+    hover = make.hover_db(tmp_path / "h", rows=[("Big", "Word. " * 100), ("Small", "Kept.")])
+    feverous = tmp_path / "f" / "feverous_wikiv1.db"
+    feverous.parent.mkdir()
+    db = sqlite3.connect(feverous)
+    db.execute("CREATE TABLE wiki (id PRIMARY KEY, data json)")
+    db.executemany("INSERT INTO wiki VALUES (?, ?)", [
+        ("Big", json.dumps({"order": ["sentence_0"], "sentence_0": "x" * 500})),
+        ("Small", json.dumps({"order": ["sentence_0"], "sentence_0": "Kept."}))])
+    db.commit()
+    db.close()
+    for path, field in [(hover, "'text'"), (feverous, "data")]:
+        big, small = _pages(path)
+        assert big.skip.startswith(f"{field} is a record of ") and "over the limit of 200" in big.skip
+        assert big.where.endswith("row 1 (page 'Big')") and not small.skip

@@ -22,8 +22,10 @@ element that is not what its id says (a ``table_N`` without ``table``), is left 
 otherwise readable page: a repair, counted. Element kinds this reader does not index are passed
 over silently.
 
-Limits: rows are fetched :data:`FETCH_ROWS` at a time, one page's JSON parsed at a time (a large
-page with tables: a few MB); time is one pass over the table in rowid order.
+Limits: one row is held at a time (rows are read :data:`FETCH_ROWS` to a statement), one page's
+JSON parsed at a time (a large page with tables: a few MB); a row whose ``data`` is over the
+record limit (``core/input_limits``: ``dump_record_bytes``, 32 MiB) is not fetched, its page
+skipped and counted. Time: one pass over the table in rowid order.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from factdebate.core import json_input
+from factdebate.core import input_limits, json_input
 from factdebate.tools.sources.base import Cursor, Page, SourceError, skipped_page
+from factdebate.tools.sources.files import sqlite_rows
 
 WIKI_URL = "https://en.wikipedia.org/wiki/"
 FETCH_ROWS = 500
@@ -91,24 +94,17 @@ class FeverousDbSource:
     def read(self, cursor: Cursor | None) -> Iterator[tuple[Page, Cursor]]:
         """Pages from ``cursor`` (the last row id read) on."""
         last = int((cursor or {}).get("rowid", 0))
-        while True:
-            try:
-                rows = self._db.execute(
-                    "SELECT rowid, id, data FROM wiki WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                    (last, FETCH_ROWS)).fetchall()
-            except sqlite3.DatabaseError as exc:
-                raise SourceError(f"{self.path} after row {last}", f"cannot be read ({exc})") from exc
-            if not rows:
-                return
-            for rowid, title, data in rows:
-                last = rowid
-                yield self._page(rowid, title, data), {"rowid": rowid}
+        for rowid, title, data in sqlite_rows(self._db, str(self.path), "wiki", "id", "data", last,
+                                              FETCH_ROWS):
+            yield self._page(rowid, title, data), {"rowid": rowid}
 
     def _page(self, rowid: int, title: Any, data: Any) -> Page:
         where = f"{self.path} row {rowid}"
         if not isinstance(title, str) or not title.strip():
             return skipped_page(where, "", "empty or non-text page id")
         where = f"{where} (page {title!r})"
+        if isinstance(data, input_limits.Oversize):
+            return skipped_page(where, title, f"data is {data.describe()}")
         try:
             page = json_input.loads(data)
         except (TypeError, ValueError) as exc:

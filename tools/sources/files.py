@@ -245,3 +245,37 @@ def _member_lines(tar: tarfile.TarFile, member: tarfile.TarInfo, index: int, at:
             n = lineno
             yield raw, (lambda n=n: f"{label} line {n}"), \
                 {"file": index, "offset": offset, "line": lineno, "at": at}
+
+
+def sqlite_rows(db: Any, label: str, table: str, key: str, body: str, after: int,
+                batch: int = 500) -> Iterator[tuple[int, Any, Any]]:
+    """``(rowid, key, body)`` of ``table`` in rowid order after row ``after``, one row held at a
+    time: a ``body`` over the record limit (``core/input_limits``: ``dump_record_bytes``) is not
+    fetched and comes as an :class:`~factdebate.core.input_limits.Oversize` of its length.
+
+    ``db`` is an open ``sqlite3`` connection; rows are read ``batch`` at a time by rowid (a
+    statement per batch, stepped row by row). Time: one pass over the table.
+
+    Raises:
+        SourceError: The database cannot be read (naming ``label`` and the last row read).
+    """
+    import sqlite3
+
+    limit = input_limits.limit("dump_record_bytes")
+    size = f"length(CAST({body} AS BLOB))"
+    query = (f"SELECT rowid, {key}, {size}, CASE WHEN {size} <= ? THEN {body} END FROM {table} "
+             "WHERE rowid > ? ORDER BY rowid LIMIT ?")
+    last = after
+    while True:
+        count = 0
+        try:
+            for rowid, name, length, value in db.execute(query, (limit, last, batch)):
+                count += 1
+                last = rowid
+                if length is not None and length > limit:
+                    value = input_limits.Oversize(int(length), limit)
+                yield rowid, name, value
+        except sqlite3.DatabaseError as exc:
+            raise SourceError(f"{label} after row {last}", f"cannot be read ({exc})") from exc
+        if count < batch:
+            return

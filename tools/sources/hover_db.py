@@ -35,8 +35,10 @@ What the database holds, and what this reader does (each quirk has a fixture in
   empty ``text`` is an empty page (no passage).
 - Not a database with that table (another SQLite file, FEVEROUS' ``wiki``): refused in one line.
 
-Limits: rows are fetched :data:`FETCH_ROWS` at a time and one page's text is held while it is
-split (an introduction: a few KB); time is one pass over the table in rowid order.
+Limits: one row is held at a time (rows are read :data:`FETCH_ROWS` to a statement) while its
+text is split (an introduction: a few KB); a row whose ``text`` is over the record limit
+(``core/input_limits``: ``dump_record_bytes``, 32 MiB) is not fetched, its page skipped and
+counted. Time: one pass over the table in rowid order.
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from factdebate.core import input_limits
 from factdebate.tools.sources.base import Cursor, Page, SourceError, skipped_page
+from factdebate.tools.sources.files import sqlite_rows
 
 WIKI_URL = "https://en.wikipedia.org/wiki/"
 FETCH_ROWS = 500
@@ -176,18 +180,9 @@ class HoverDbSource:
     def read(self, cursor: Cursor | None) -> Iterator[tuple[Page, Cursor]]:
         """Pages from ``cursor`` (the last row id read) on."""
         last = int((cursor or {}).get("rowid", 0))
-        while True:
-            try:
-                rows = self._db.execute(
-                    "SELECT rowid, id, text FROM documents WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                    (last, FETCH_ROWS)).fetchall()
-            except sqlite3.DatabaseError as exc:
-                raise SourceError(f"{self.path} after row {last}", f"cannot be read ({exc})") from exc
-            if not rows:
-                return
-            for rowid, title, text in rows:
-                last = rowid
-                yield self._page(rowid, title, text), {"rowid": rowid}
+        for rowid, title, text in sqlite_rows(self._db, str(self.path), "documents", "id", "text",
+                                              last, FETCH_ROWS):
+            yield self._page(rowid, title, text), {"rowid": rowid}
 
     def _page(self, rowid: int, raw_id: Any, raw_text: Any) -> Page:
         where = f"{self.path} row {rowid}"
@@ -196,6 +191,8 @@ class HoverDbSource:
             return skipped_page(where, "", f"empty or non-text page id ({_kind(raw_id)})")
         title = unicodedata.normalize("NFC", title)
         where = f"{where} (page {title!r})"
+        if isinstance(raw_text, input_limits.Oversize):
+            return skipped_page(where, title, f"'text' is {raw_text.describe()}")
         text = _text(raw_text)
         if text is None:
             return skipped_page(where, title, f"'text' is {_kind(raw_text)}, not text")
