@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from factdebate.core import json_input
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.tools.sources import DUMP_FORMATS
 
@@ -112,7 +113,7 @@ def _entry(raw: Any, where: str) -> CatalogEntry:
         and f"checksum {entry.checksum!r} is not md5:<hex> or sha256:<hex>",
         entry.kind == "knowledge-source" and entry.format not in IMPORT_FORMATS
         and f"format {entry.format!r} is not one of {IMPORT_FORMATS}",
-        entry.unpack not in (None, "zip", "tar") and f"unpack {entry.unpack!r} is not zip or tar",
+        entry.unpack not in (None, "zip") and f"unpack {entry.unpack!r} is not zip or null",
         entry.kind == "dataset" and entry.convert not in (*CONVERTERS, None)
         and f"convert {entry.convert!r} is not one of {CONVERTERS} or null",
         entry.kind == "dataset" and not entry.reads and "a dataset needs reads",
@@ -225,7 +226,7 @@ def _records(source: Path) -> Iterator[tuple[str, Any]]:
     """``(key, record)`` of a ``.json`` list or object, or of a JSON-lines file (key: line index
     counting non-blank lines from 0)."""
     if source.suffix == ".json":
-        data = json.loads(source.read_text(encoding="utf-8-sig"))
+        data = json_input.loads(source.read_text(encoding="utf-8-sig"))
         if isinstance(data, dict):
             yield from ((str(k), v) for k, v in data.items())
         elif isinstance(data, list):
@@ -237,7 +238,7 @@ def _records(source: Path) -> Iterator[tuple[str, Any]]:
         n = 0
         for line in fh:
             if line.strip():
-                yield str(n), json.loads(line)
+                yield str(n), json_input.loads(line)
                 n += 1
 
 

@@ -25,7 +25,6 @@ import hashlib
 import os
 import re
 import shutil
-import tarfile
 import time
 import zipfile
 from collections.abc import Callable
@@ -259,19 +258,15 @@ def _hub_download(entry: CatalogEntry, folder: Path, progress: Progress, timeout
 
 
 def _unpack(entry: CatalogEntry, archive: Path, folder: Path) -> None:
-    """Unpack ``archive`` into the entry's ``source_path`` (a fresh folder, renamed when done)."""
+    """Unzip ``archive`` into the entry's ``source_path`` (a fresh folder, renamed when done)."""
     dest = folder / entry.index_input
     temp = dest.with_name(f".{dest.name}.unpacking")
     shutil.rmtree(temp, ignore_errors=True)
     temp.mkdir(parents=True)
     try:
-        if entry.unpack == "zip":
-            with zipfile.ZipFile(archive) as zf:
-                zf.extractall(temp)
-        else:
-            with tarfile.open(archive) as tf:
-                tf.extractall(temp, filter="data")
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(temp)
+    except (zipfile.BadZipFile, EOFError) as exc:
         shutil.rmtree(temp, ignore_errors=True)
         raise FetchError(f"cannot unpack {archive}: {exc}", "delete it and fetch again") from None
     shutil.rmtree(dest, ignore_errors=True)
@@ -292,11 +287,14 @@ def fetch(entry: CatalogEntry, folder: Path, progress: Progress, *, force: bool 
     """
     timeout, retries = settings()
     dest = folder / entry.target
-    known = read_fetched(folder).get(entry.target)
-    if dest.is_file() and known and not force:
-        say(f"{entry.name}: already fetched ({dest}, sha256 {known.get('sha256', '')[:16]})")
-        return known
     records = read_fetched(folder)
+    known = records.get(entry.target)
+    if dest.is_file() and known and known.get("size") == dest.stat().st_size and not force:
+        say(f"{entry.name}: already fetched ({dest}, sha256 {str(known.get('sha256'))[:16]})")
+        converts = entry.kind == "dataset" and entry.convert and entry.reads != entry.target
+        if converts and (entry.reads not in records or not (folder / str(entry.reads)).is_file()):
+            _convert(entry, folder, str(known.get("url")), str(known.get("fetched_at")), say)
+        return known
     for rel in dict.fromkeys((entry.target, entry.reads if entry.convert else None)):
         if rel and (folder / rel).exists() and rel not in records and not force:
             raise InputError(f"{folder / rel} exists and was not fetched by factdebate data fetch",
@@ -309,17 +307,7 @@ def fetch(entry: CatalogEntry, folder: Path, progress: Progress, *, force: bool 
         raise StorageError(f"cannot write the data folder {folder}: {exc.strerror}",
                            "pass --to DIR (a folder you can write) or set FACTDEBATE_DATA_DIR") \
             from None
-    if entry.hub:
-        url = entry.urls[0]
-        found = _hub_download(entry, folder, progress, timeout)
-        part = dest.with_name(dest.name + ".part")
-        os.replace(found, part)
-        shutil.rmtree(folder / Path(entry.target).parent / ".hub", ignore_errors=True)
-    else:
-        mirror = os.environ.get(MIRROR_ENV, "").strip()
-        url = mirror_url(entry.urls[0], mirror) if mirror else entry.urls[0]
-        download(url, dest, progress=progress, label=entry.name, timeout=timeout, retries=retries)
-        part = dest.with_name(dest.name + ".part")
+    part, url = _to_part(entry, folder, progress, timeout, retries)
     sha = verify(entry, part, url)
     os.replace(part, dest)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -330,11 +318,33 @@ def fetch(entry: CatalogEntry, folder: Path, progress: Progress, *, force: bool 
         say(f"{entry.name}: unpacking {dest.name} into {folder / entry.index_input}")
         _unpack(entry, dest, folder)
     if entry.kind == "dataset" and entry.convert and entry.reads and entry.reads != entry.target:
-        out = folder / entry.reads
-        count = to_json_lines(dest, out)
-        say(f"{entry.name}: {count} records written to {out} (one per line)")
-        record_fetched(folder, entry.reads, {
-            "entry": entry.name, "url": url, "sha256": digests(out, ("sha256",))["sha256"],
-            "size": out.stat().st_size, "fetched_at": now, "converter": entry.convert,
-            "converted_from": entry.target})
+        _convert(entry, folder, url, now, say)
     return record
+
+
+def _to_part(entry: CatalogEntry, folder: Path, progress: Progress, timeout: float,
+             retries: int) -> tuple[Path, str]:
+    """The finished, unchecked download (``<target>.part``) and the URL it came from."""
+    dest = folder / entry.target
+    part = dest.with_name(dest.name + ".part")
+    if entry.hub:
+        found = _hub_download(entry, folder, progress, timeout)
+        os.replace(found, part)
+        shutil.rmtree(folder / Path(entry.target).parent / ".hub", ignore_errors=True)
+        return part, entry.urls[0]
+    mirror = os.environ.get(MIRROR_ENV, "").strip()
+    url = mirror_url(entry.urls[0], mirror) if mirror else entry.urls[0]
+    download(url, dest, progress=progress, label=entry.name, timeout=timeout, retries=retries)
+    return part, url
+
+
+def _convert(entry: CatalogEntry, folder: Path, url: str, now: str,
+             say: Callable[[str], None]) -> None:
+    """Write the file eval reads from the official one, and record it."""
+    out = folder / str(entry.reads)
+    count = to_json_lines(folder / entry.target, out)
+    say(f"{entry.name}: {count} records written to {out} (one per line)")
+    record_fetched(folder, str(entry.reads), {
+        "entry": entry.name, "url": url, "sha256": digests(out, ("sha256",))["sha256"],
+        "size": out.stat().st_size, "fetched_at": now, "converter": entry.convert,
+        "converted_from": entry.target})

@@ -144,9 +144,15 @@ def test_fetch_lands_where_eval_reads_and_run_json_names_it(tmp_path, mirror):
     assert entry["fetched_from"] == f"{mirror.url}{HOVER}"
     assert entry["converted_from"] == "hover/official/hover_dev_release_v1.1.json"
 
+    (data / "hover/dev.jsonl").unlink()  # the converted file lost: written again, no download
     again = fetch(["hover"], home, mirror)
     assert again.returncode == 0 and "already fetched" in again.stderr
-    assert len(mirror.seen[HOVER]) == 1
+    assert len(mirror.seen[HOVER]) == 1 and (data / "hover/dev.jsonl").is_file()
+
+    listed = run_cli(["data", "list", "--json"], home, unset=UNSET)
+    entries = {e["name"]: e for e in json.loads(listed.stdout)}
+    assert entries["hover"]["fetched"] and not entries["fever"]["fetched"]
+    assert entries["hover-wiki"]["urls"] == [f"https:/{HOTPOT}"]
 
 
 def test_a_transfer_cut_mid_body_resumes_with_range(tmp_path, mirror):
