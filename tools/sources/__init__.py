@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from factdebate.core import json_input
+from factdebate.core import input_limits, json_input
 from factdebate.core.errors import InputError
 from factdebate.tools.sources.base import (  # noqa: F401 - the package's public API
     CHUNK_CHARS,
@@ -118,10 +118,15 @@ def _first_record(path: Path) -> dict[str, Any]:
         return {}
 
 
-def _record_of(lines: Any) -> dict[str, Any]:
-    """The first non-blank JSON line of an open binary file (``{}``: none, or not a JSON object)."""
+def _record_of(handle: Any, lines: int = 100) -> dict[str, Any]:
+    """The first non-blank JSON line of an open binary file (``{}``: none in its first ``lines``
+    lines, not a JSON object, or longer than the record limit, which is not read past)."""
+    limit = input_limits.limit("dump_record_bytes")
     try:
-        for raw in lines:
+        for _ in range(lines):
+            raw = handle.readline(limit + 1)
+            if not raw or (len(raw) > limit and not raw.endswith(b"\n")):
+                return {}
             if raw.strip():
                 record = json_input.loads(raw)
                 return record if isinstance(record, dict) else {}
@@ -153,6 +158,10 @@ def detect(path: Path, default: str | None = None) -> str:
     record); when it is none of the formats, the error names what it is instead (``a zip of 12
     members *.json whose first record has keys [...]``, ``an SQLite database with tables
     documents(id, text)``), never another format's complaint.
+
+    Limits: at most the first 100 lines of one file are read, each up to the record limit
+    (``core/input_limits``: ``dump_record_bytes``), plus a zip's central directory, an SQLite
+    schema, a tar's first file header, or 10,000 entries of a folder.
 
     Args:
         path: A file or folder.
