@@ -221,7 +221,8 @@ def eval_command(
             from factdebate.core.context import resolve_index
 
             folder_of, name_of = resolve_index(index, "--index")
-            index = name_of or str(folder_of)
+            # the runner finds a name under $FACTDEBATE_HOME/indexes unless a folder here has it
+            index = name_of if name_of and not Path(name_of).is_dir() else str(folder_of)
         if config:
             folder, specs = load_config(config, {
                 "out": str(out_dir) if out_dir else None, "limit": limit, "seed": seed,

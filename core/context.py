@@ -116,9 +116,10 @@ def resolve_index(value: str, what: str = "--index") -> tuple[Path, str]:
     """``(folder, name)`` of an index given as ``NAME`` or a folder: the one rule of ``verify``,
     ``check``, ``eval``, ``search`` and ``index --info``.
 
-    A plain name (:data:`INDEX_NAME`) that is not a folder in the current directory is
-    :func:`index_named` (``name`` is it); anything else (a path separator, ``~``, an existing
-    folder) is that folder, made absolute (``name`` is ``""``).
+    A plain name (:data:`INDEX_NAME`) is :func:`index_named` (``name`` is it) unless a folder of
+    that name in the current directory holds an index, or no index has that name while such a
+    folder exists (a dump folder called ``fever-wiki`` does not hide the index ``fever-wiki``);
+    anything else (a path separator, ``~``) is that folder, made absolute (``name`` is ``""``).
 
     Raises:
         InputError: ``value`` is empty, or names a folder that does not exist.
@@ -128,9 +129,11 @@ def resolve_index(value: str, what: str = "--index") -> tuple[Path, str]:
     if not text:
         raise InputError(f"{what} is empty", "give an index name (factdebate ls indexes) or a "
                                              "folder")
-    if INDEX_NAME.match(text) and not Path(text).is_dir():
+    here = Path(text)
+    if INDEX_NAME.match(text) and (not here.is_dir() or (
+            not (here / _MANIFEST).is_file() and (indexes_home() / text / _MANIFEST).is_file())):
         return index_named(text, what), text
-    folder = Path(text).expanduser().absolute()
+    folder = here.expanduser().absolute()
     if not folder.is_dir():
         raise InputError(f"{what} {text}: no folder {folder}",
                          f"give an index folder, or a name; {_indexes_there()}")

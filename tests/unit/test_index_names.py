@@ -52,6 +52,13 @@ def test_a_name_is_the_folder_under_the_indexes_home_and_a_path_is_that_folder(h
     assert resolve_index("elsewhere") == (elsewhere, "")  # a folder here is that folder
 
 
+def test_a_folder_here_that_is_no_index_does_not_hide_the_index_of_its_name(home, tmp_path):
+    (tmp_path / "fever-wiki" / "wiki-pages").mkdir(parents=True)  # the dump, unpacked here
+    assert resolve_index("fever-wiki") == (home / "indexes" / "fever-wiki", "fever-wiki")
+    (tmp_path / "fever-wiki" / "manifest.json").write_text("{}", encoding="utf-8")
+    assert resolve_index("fever-wiki") == (tmp_path / "fever-wiki", "")  # an index here: it
+
+
 def test_an_unknown_name_lists_the_indexes_there_are_and_suggests_the_closest(home):
     with pytest.raises(ConfigError) as caught:
         resolve_index("fever_wiki")
