@@ -61,10 +61,6 @@ class Progress(Protocol):
         """``count`` more bytes arrived."""
 
 
-class FetchError(BackendUnavailableError):
-    """A download failed: the server refused it, the transfer stalled, or the bytes are wrong."""
-
-
 class _Transient(Exception):
     """A fault worth another attempt (the ``.part`` file keeps what arrived)."""
 
@@ -156,7 +152,7 @@ def download(url: str, dest: Path, *, progress: Progress, label: str,
     The finished file stays ``dest.part``: the caller checks it, then renames it.
 
     Raises:
-        FetchError: An HTTP error status, or the transfer failed ``retries + 1`` times; one line
+        BackendUnavailableError: An HTTP error status, or the transfer failed ``retries + 1`` times; one line
             naming the URL (the ``.part`` file is kept for the next run to resume).
     """
     import httpx
@@ -167,15 +163,17 @@ def download(url: str, dest: Path, *, progress: Progress, label: str,
                                    retries=retries, what=f"download {url}", base_delay=1.0,
                                    max_retry_after=60.0, max_delay=30.0, retry_if=_transient)
     except _HttpStatus as exc:
-        raise FetchError(str(exc), "check the URL (factdebate data list --json), or "
-                         f"${MIRROR_ENV} when a mirror serves it") from None
+        raise BackendUnavailableError(
+            str(exc), f"check the URL (factdebate data list --json), or ${MIRROR_ENV} when a "
+            "mirror serves it") from None
     except _Stalled as exc:
-        raise FetchError(f"the download of {url} stalled ({exc}) after {retries + 1} attempts",
-                         f"run the command again to resume from {part.name}, or raise "
-                         f"{TIMEOUT_ENV}") from None
+        raise BackendUnavailableError(
+            f"the download of {url} stalled ({exc}) after {retries + 1} attempts",
+            f"run the command again to resume from {part.name}, or raise {TIMEOUT_ENV}") from None
     except (_Transient, httpx.HTTPError) as exc:
-        raise FetchError(f"cannot download {url}: {exc} (after {retries + 1} attempts)",
-                         f"run the command again to resume from {part.name}") from None
+        raise BackendUnavailableError(
+            f"cannot download {url}: {exc} (after {retries + 1} attempts)",
+            f"run the command again to resume from {part.name}") from None
 
 
 def digests(path: Path, algorithms: tuple[str, ...]) -> dict[str, str]:
@@ -192,7 +190,7 @@ def verify(entry: CatalogEntry, part: Path, url: str) -> str:
     """The SHA-256 of a finished download, after checking the publisher's checksum and size.
 
     Raises:
-        FetchError: The checksum or size differs; ``part`` is deleted first.
+        BackendUnavailableError: The checksum or size differs; ``part`` is deleted first.
     """
     algorithm, _, want = (entry.checksum or "").partition(":")
     found = digests(part, tuple(dict.fromkeys(("sha256", algorithm or "sha256"))))
@@ -204,8 +202,9 @@ def verify(entry: CatalogEntry, part: Path, url: str) -> str:
         problem = f"is {size} bytes, the publisher gives {entry.size_bytes}"
     if problem:
         part.unlink(missing_ok=True)
-        raise FetchError(f"the download of {entry.name} from {url} {problem}; nothing was kept",
-                         "fetch again (a mirror may serve another file)")
+        raise BackendUnavailableError(
+            f"the download of {entry.name} from {url} {problem}; nothing was kept",
+            "fetch again (a mirror may serve another file)")
     return found["sha256"]
 
 
@@ -247,13 +246,15 @@ def _hub_download(entry: CatalogEntry, folder: Path, progress: Progress, timeout
                                 endpoint=os.environ.get("HF_ENDPOINT") or None,
                                 tqdm_class=_Bar)  # type: ignore[arg-type]
     except (OfflineModeIsEnabled, LocalEntryNotFoundError) as exc:
-        raise FetchError(f"cannot reach the Hugging Face Hub for {hub['repo_id']}/"
-                         f"{hub['filename']} ({' '.join(str(exc).split())[:200]})",
-                         "check the network, HF_ENDPOINT and HF_HUB_OFFLINE") from None
+        raise BackendUnavailableError(
+            f"cannot reach the Hugging Face Hub for {hub['repo_id']}/{hub['filename']} "
+            f"({' '.join(str(exc).split())[:200]})",
+            "check the network, HF_ENDPOINT and HF_HUB_OFFLINE") from None
     except HfHubHTTPError as exc:
-        raise FetchError(f"the Hugging Face Hub refused {hub['repo_id']}/{hub['filename']} "
-                         f"({' '.join(str(exc).split())[:200]})",
-                         "check the repository and file (factdebate data list --json)") from None
+        raise BackendUnavailableError(
+            f"the Hugging Face Hub refused {hub['repo_id']}/{hub['filename']} "
+            f"({' '.join(str(exc).split())[:200]})",
+            "check the repository and file (factdebate data list --json)") from None
     return Path(str(found))
 
 
@@ -268,7 +269,8 @@ def _unpack(entry: CatalogEntry, archive: Path, folder: Path) -> None:
             zf.extractall(temp)
     except (zipfile.BadZipFile, EOFError) as exc:
         shutil.rmtree(temp, ignore_errors=True)
-        raise FetchError(f"cannot unpack {archive}: {exc}", "delete it and fetch again") from None
+        raise BackendUnavailableError(f"cannot unpack {archive}: {exc}",
+                                      "delete it and fetch again") from None
     shutil.rmtree(dest, ignore_errors=True)
     os.replace(temp, dest)
 
@@ -281,7 +283,7 @@ def fetch(entry: CatalogEntry, folder: Path, progress: Progress, *, force: bool 
     fetch record (a file the user put there) is not overwritten unless ``force``.
 
     Raises:
-        FetchError: The download failed or its bytes are wrong (nothing wrong is kept).
+        BackendUnavailableError: The download failed or its bytes are wrong (nothing wrong is kept).
         InputError: The target exists and was not fetched here (and not ``force``).
         StorageError: The folder cannot be written.
     """

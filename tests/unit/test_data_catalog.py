@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from factdebate.core.errors import InputError
+from factdebate.core.errors import BackendUnavailableError, InputError
 from factdebate.evaluation.data_catalog import (
     IMPORT_FORMATS,
     CatalogEntry,
@@ -22,7 +22,7 @@ from factdebate.evaluation.data_catalog import (
     record_fetched,
     to_json_lines,
 )
-from factdebate.evaluation.data_fetch import FetchError, verify
+from factdebate.evaluation.data_fetch import verify
 from factdebate.evaluation.datasets import DATASETS, load_items
 
 REPO = Path(__file__).resolve().parents[2]
@@ -110,7 +110,8 @@ def test_a_wrong_checksum_deletes_the_download(tmp_path):
                         checksum="md5:" + hashlib.md5(b"payload").hexdigest())
     assert verify(good, part, "https://h/x") == hashlib.sha256(b"payload").hexdigest()
     bad = CatalogEntry(**{**good.__dict__, "checksum": "md5:" + "0" * 32})
-    with pytest.raises(FetchError, match="has md5 .*, the publisher gives 0{32}.*nothing was kept"):
+    with pytest.raises(BackendUnavailableError,
+                       match="has md5 .*, the publisher gives 0{32}.*nothing was kept"):
         verify(bad, part, "https://h/x")
     assert not part.exists()
 
