@@ -21,6 +21,14 @@ which langgraph-api runs on every route before its own (``langgraph.json``: ``ht
   event's text held back only where it could begin a secret (it goes out in the message's next
   event, its last chunk, or one added event of the same message when the stream ends); the
   accumulated ``messages/partial`` text without such an end;
+* the tool-call arguments a model streams with function calling, across events likewise: one
+  :class:`~factdebate.core.secrets_filter.StreamRedactor` per message and tool-call ``index`` for
+  the argument deltas (``tool_call_chunks[].args``; the provider's raw
+  ``additional_kwargs.tool_calls[].function.arguments`` alike), a held-back end sent with the
+  call's next chunk, the message's last chunk (one more tool-call chunk of that index) or the added
+  event at the stream's end; each chunk's parsed ``tool_calls``/``invalid_tool_calls`` derived anew
+  from the arguments it shows (:func:`parsed_calls`), so none holds what the arguments held back;
+  ``messages/partial``'s accumulated arguments without an end that could begin a secret;
 * an error reply (4xx, 5xx) longer than :data:`MAX_ERROR_BYTES` is cut to its first part, saying
   so (langgraph-api's request validation quotes the offending value whole);
 * gzip- or deflate-encoded bodies are decoded and sent as identity (langgraph-api does not
@@ -29,7 +37,7 @@ which langgraph-api runs on every route before its own (``langgraph.json``: ``ht
 
 What it cannot catch is listed in ``docs/deployment.md`` (secrets it does not know, secrets
 shorter than ``MIN_SECRET_CHARS``, other transformations, images, structured content parts split
-across stream events, tool-call argument deltas).
+across stream events, a tool call streamed without an ``index``).
 """
 
 from __future__ import annotations
@@ -248,13 +256,27 @@ class _Response:
             self._mode = "done"
 
 
+class _Stream:
+    """One model message streamed over events: the redactors of its text and of each of its tool
+    calls' arguments (by the call's ``index``), and the event it started with (the template of
+    an added event)."""
+
+    def __init__(self, name: str, template: Any) -> None:
+        self.name = name
+        self.template = template
+        self.text: StreamRedactor | None = None
+        self.args: dict[Any, StreamRedactor] = {}  # tool_call_chunks[].args
+        self.raw: dict[Any, StreamRedactor] = {}  # additional_kwargs.tool_calls[].function.arguments
+
+
 class _SseEvents:
-    """Server-Sent Events redacted event by event, model text across events (module docstring)."""
+    """Server-Sent Events redacted event by event, model text and tool-call arguments across
+    events (module docstring)."""
 
     def __init__(self, forms: Any) -> None:
         self.forms = forms  # the response's secrets' forms (_Response.forms)
         self.buffer = ""
-        self.streams: dict[tuple[str, ...], tuple[StreamRedactor, str, Any]] = {}
+        self.streams: dict[tuple[str, ...], _Stream] = {}
 
     def feed(self, text: str, final: bool) -> str:
         """The complete events of ``buffer + text``, redacted (all of it when ``final``)."""
@@ -291,7 +313,7 @@ class _SseEvents:
         body = line[5:].lstrip(" ").rstrip("\r\n")
         try:
             data = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return redact(raw, self.forms())
         before = ""
         changed = self._model_text(name.split("|")[0], name, data)
@@ -329,40 +351,172 @@ class _SseEvents:
 
     def _delta(self, key: tuple[str, ...], name: str, template: Any,
                chunk: dict[str, Any]) -> dict[str, Any]:
-        content = chunk.get("content")
-        if not isinstance(content, str):
-            return chunk
-        redactor = self.streams[key][0] if key in self.streams else StreamRedactor()
+        """One chunk of stream ``key``: its text and its tool calls' argument deltas as far as no
+        later chunk can change them; a last chunk carries everything still held back."""
+        stream = self.streams.get(key) or _Stream(name, template)
         meta = chunk.get("response_metadata") or {}
         last = chunk.get("chunk_position") == "last" or bool(
             isinstance(meta, dict) and meta.get("finish_reason"))
-        shown = redactor.feed(content, final=last, known=self.forms())
+        out = dict(chunk)
+        content = chunk.get("content")
+        if isinstance(content, str):
+            stream.text = stream.text or StreamRedactor()
+            out["content"] = stream.text.feed(content, final=last, known=self.forms())
+        if isinstance(chunk.get("tool_call_chunks"), list):
+            out = self._calls(stream, out, last)
         if last:
             self.streams.pop(key, None)
         else:
-            self.streams[key] = (redactor, name, template)
-        return {**chunk, "content": shown}
+            self.streams[key] = stream
+        return out
+
+    def _calls(self, stream: _Stream, chunk: dict[str, Any], last: bool) -> dict[str, Any]:
+        """``chunk``'s tool-call argument deltas through the call's redactor (one per tool-call
+        index; a call without an index is whole in its chunk), the parsed calls re-derived from
+        what is shown; a last chunk adds the rest of every call it does not carry."""
+        forms = self.forms()
+        parts, seen = [], set()
+        for part in chunk["tool_call_chunks"]:
+            if isinstance(part, dict) and isinstance(part.get("args"), str):
+                index = _index(part.get("index"))
+                if index is None:
+                    part = {**part, "args": redact(part["args"], forms)}
+                else:
+                    seen.add(index)
+                    redactor = stream.args.setdefault(index, StreamRedactor())
+                    part = {**part, "args": redactor.feed(part["args"], final=last, known=forms)}
+            parts.append(part)
+        if last:
+            parts.extend(_rest_part(index, rest) for index, rest in _rests(stream.args, seen,
+                                                                           forms))
+        chunk["tool_call_chunks"] = parts
+        kwargs = chunk.get("additional_kwargs")
+        raw = kwargs.get("tool_calls") if isinstance(kwargs, dict) else None
+        raw_seen: set[Any] = set()
+        if isinstance(raw, list):
+            raw = list(raw)
+            for i, entry in enumerate(raw):
+                function = entry.get("function") if isinstance(entry, dict) else None
+                if not (isinstance(function, dict) and isinstance(function.get("arguments"), str)):
+                    continue
+                index = _index(entry.get("index"))
+                if index is None:
+                    arguments = redact(function["arguments"], forms)
+                else:
+                    raw_seen.add(index)
+                    redactor = stream.raw.setdefault(index, StreamRedactor())
+                    arguments = redactor.feed(function["arguments"], final=last, known=forms)
+                raw[i] = {**entry, "function": {**function, "arguments": arguments}}
+        rests = ([_rest_raw(index, rest) for index, rest in _rests(stream.raw, raw_seen, forms)]
+                 if last else [])
+        if isinstance(raw, list) or rests:
+            chunk["additional_kwargs"] = {**(kwargs if isinstance(kwargs, dict) else {}),
+                                          "tool_calls": [*(raw or []), *rests]}
+        if parts and ("tool_calls" in chunk or "invalid_tool_calls" in chunk):
+            chunk.update(parsed_calls(parts))
+        return chunk
 
     def _flush(self, key: tuple[str, ...]) -> str:
-        """One added event of stream ``key`` carrying the text it still holds back."""
-        redactor, name, template = self.streams.pop(key)
-        rest = redactor.feed("", final=True, known=self.forms())
-        if not rest:
+        """One added event of stream ``key`` carrying the text and tool-call arguments it still
+        holds back (nothing when it holds none)."""
+        stream = self.streams.pop(key)
+        forms = self.forms()
+        text = stream.text.feed("", final=True, known=forms) if stream.text else ""
+        parts = [_rest_part(index, rest) for index, rest in _rests(stream.args, set(), forms)]
+        raw = [_rest_raw(index, rest) for index, rest in _rests(stream.raw, set(), forms)]
+        if not (text or parts or raw):
             return ""
+        first = stream.template[0] if key[0] == "messages" else stream.template["data"]["chunk"]
+        chunk = {**first, "content": text if isinstance(first.get("content"), str) or text
+                 else []}
+        if parts or "tool_call_chunks" in first:
+            chunk["tool_call_chunks"] = parts
+            chunk.update(parsed_calls(parts))
+        if "additional_kwargs" in first or raw:
+            chunk["additional_kwargs"] = {"tool_calls": raw} if raw else {}
+        for field, empty in (("response_metadata", {}), ("usage_metadata", None)):
+            if field in chunk:  # said once, by the message's own chunks
+                chunk[field] = empty
         data: Any
         if key[0] == "messages":
-            data = [{**template[0], "content": rest}, *template[1:]]
+            data = [chunk, *stream.template[1:]]
         else:
-            chunk = {**template["data"]["chunk"], "content": rest}
-            data = {**template, "data": {**template["data"], "chunk": chunk}}
-        return redact(f"event: {name}\r\ndata: "
+            data = {**stream.template, "data": {**stream.template["data"], "chunk": chunk}}
+        return redact(f"event: {stream.name}\r\ndata: "
                       f"{json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\r\n\r\n",
-                      self.forms())
+                      forms)
+
+
+def _index(value: Any) -> Any:
+    """A tool call's stream index (an int or a string; None: the call is whole in its chunk)."""
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
+
+
+def _rests(redactors: dict[Any, StreamRedactor], seen: set[Any],
+           forms: Forms) -> list[tuple[Any, str]]:
+    """(index, held-back arguments) of every call in ``redactors`` not in ``seen``; all of them
+    are done after this."""
+    rests = [(index, redactor.feed("", final=True, known=forms))
+             for index, redactor in redactors.items() if index not in seen]
+    redactors.clear()
+    return [(index, rest) for index, rest in rests if rest]
+
+
+def _rest_part(index: Any, args: str) -> dict[str, Any]:
+    """A tool-call chunk carrying only more arguments of call ``index`` (merged by index)."""
+    return {"name": None, "args": args, "id": None, "index": index, "type": "tool_call_chunk"}
+
+
+def _rest_raw(index: Any, arguments: str) -> dict[str, Any]:
+    """A provider's raw tool-call delta carrying only more arguments of call ``index``."""
+    return {"index": index, "function": {"arguments": arguments}}
+
+
+def parsed_calls(parts: list[Any]) -> dict[str, list[dict[str, Any]]]:
+    """``tool_calls`` and ``invalid_tool_calls`` of a chunk whose tool-call chunks are ``parts``,
+    as langchain-core derives them (``AIMessageChunk``: each chunk's arguments parsed as partial
+    JSON): what a client sees parsed is what the shown arguments say, never more."""
+    from langchain_core.messages import AIMessageChunk
+
+    chunks = [{"name": p.get("name"), "args": p.get("args"), "id": p.get("id"),
+               "index": p.get("index")} for p in parts if isinstance(p, dict)]
+    try:
+        message = AIMessageChunk(content="", tool_call_chunks=chunks)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001  # a chunk langchain-core cannot read: shown unparsed
+        return {"tool_calls": [], "invalid_tool_calls": [
+            {"name": c["name"], "args": c["args"], "id": c["id"], "error": None,
+             "type": "invalid_tool_call"} for c in chunks]}
+    return {"tool_calls": [dict(c) for c in message.tool_calls],
+            "invalid_tool_calls": [dict(c) for c in message.invalid_tool_calls]}
+
+
+def _held(text: Any, forms: Forms) -> Any:
+    """Accumulated text without the end that may begin a secret (a non-string as it is)."""
+    if not isinstance(text, str):
+        return text
+    text = redact(text, forms)
+    return text[:held_from(text, forms)]
 
 
 def _partial(message: Any, forms: Forms) -> Any:
-    """An accumulated message (``messages/partial``) without the end that may begin a secret."""
-    if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+    """An accumulated message (``messages/partial``) without the ends that may begin a secret:
+    of its text and of each tool call's accumulated arguments (the parsed calls re-derived)."""
+    if not isinstance(message, dict):
         return message
-    text = redact(message["content"], forms)
-    return {**message, "content": text[:held_from(text, forms)]}
+    out = dict(message)
+    if isinstance(out.get("content"), str):
+        out["content"] = _held(out["content"], forms)
+    parts = out.get("tool_call_chunks")
+    if isinstance(parts, list) and parts:
+        out["tool_call_chunks"] = [{**p, "args": _held(p.get("args"), forms)}
+                                   if isinstance(p, dict) else p for p in parts]
+        if "tool_calls" in out or "invalid_tool_calls" in out:
+            out.update(parsed_calls(out["tool_call_chunks"]))
+    kwargs = out.get("additional_kwargs")
+    raw = kwargs.get("tool_calls") if isinstance(kwargs, dict) else None
+    if isinstance(raw, list) and isinstance(kwargs, dict):
+        out["additional_kwargs"] = {**kwargs, "tool_calls": [
+            {**e, "function": {**e["function"], "arguments": _held(
+                e["function"].get("arguments"), forms)}}
+            if isinstance(e, dict) and isinstance(e.get("function"), dict) else e for e in raw]}
+    return out
