@@ -36,6 +36,10 @@ the default test suite except smoke tests on tiny inputs.
   (``evaluation/bench_floor.py``).
 * ``tokens`` - prompt, completion and cached tokens per claim of every framework and the share of
   prompt tokens in a common prefix (``evaluation/bench_tokens.py``).
+* ``hostile`` - every class of hostile outside input (a 1 GiB dump line, a 300 MB FEVEROUS cell or
+  corpus line, JSON nested 100,000 deep, NaN vectors, a 300 MB model reply, a 300 MB wiki
+  extract, a gzip bomb, a redirect to another port) replayed against the installed CLI: peak RSS,
+  wall time and exit code per case against ``core/input_limits`` (``evaluation/bench_hostile.py``).
 * ``soak`` - a real ``langgraph dev`` (visible graphs) under several users' mixed load for
   ``--duration`` seconds (scripted double at 1 s per call): server RSS, stored checkpoints and
   bytes per user sampled over time, run latency, errors, lost runs, and the server's CPU per claim
@@ -451,6 +455,15 @@ def retrieval_budgets(result: dict[str, Any]) -> list[dict[str, Any]]:
                               lat[label]["p50_ms"], "<=", limit, unit="ms",
                               why_not_judged=small))
     return budgets
+
+
+@BENCHES.decorator("hostile")
+def bench_hostile(work_dir: Path, *, cases: list[str] | None = None, **_: Any) -> dict[str, Any]:
+    """Every class of hostile outside input replayed against the installed CLI: peak RSS, wall
+    time and exit code per case against ``core/input_limits`` (``bench_hostile.py``)."""
+    from factdebate.evaluation.bench_hostile import run_hostile
+
+    return run_hostile(work_dir, cases)
 
 
 @BENCHES.decorator("soak")
