@@ -211,6 +211,10 @@ def index(
         help="minilm | openai:<model>.", show_default=_tm("embedding_model"))] = None,
     replace: Annotated[bool, typer.Option(
         help="Overwrite an index built from another corpus (or a damaged one).")] = False,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="Dumps: stop at the first page the reader repairs or skips (a quirk of "
+        "the release) instead of counting it.", show_default="off: repaired and skipped pages are "
+        "counted in the manifest and the last line")] = False,
     info: Annotated[bool, typer.Option(
         "--info", help="Show what is inside the index CORPUS names (a name under "
         "$FACTDEBATE_HOME/indexes or a folder) instead of building one: source, format, pages, "
@@ -278,7 +282,8 @@ def index(
                 manifest = build_from_source(
                     corpus, ctx.index_path, fmt=fmt, granularity=granularity,
                     keyword_only=keyword_only, milvus_uri=ctx.milvus_uri or None,
-                    embedding_model=ctx.embedding_model, progress=progress, replace=replace)
+                    embedding_model=ctx.embedding_model, progress=progress, replace=replace,
+                    strict=strict)
     except FactDebateError as exc:
         fail(exc)
         return
@@ -286,10 +291,14 @@ def index(
         out.print(f"{ctx.index_path} already holds this corpus ({manifest.get('passages')} "
                   "passages, same embedding model): nothing to do", highlight=False)
         return
+    from factdebate.tools.sources.build import quirks_line
+
     resumed = f", resumed at passage {manifest['resumed_at_passage']}" if manifest.get("resumes") \
         else ""
+    quirks = quirks_line(manifest.get("quirks"))
     out.print(f"indexed {manifest.get('passages')} passages into {ctx.index_path} "
-              f"in {manifest.get('build_seconds', 0):.1f}s{resumed}", highlight=False)
+              f"in {manifest.get('build_seconds', 0):.1f}s{resumed}" + (f"; {quirks}" if quirks else ""),
+              highlight=False)
 
 
 @app.command()

@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from factdebate.core import json_input
 from factdebate.core.caching import ProcessCache
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.core.labels import get_label_set
@@ -180,7 +181,7 @@ def dataset_index(name: str, data_dir: Path | str | None = None) -> tuple[str, s
     if folder is not None and (folder / DATA_INDEXES).is_file():
         path = folder / DATA_INDEXES
         try:
-            names = json.loads(path.read_text(encoding="utf-8"))
+            names = json_input.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputError(f"{path}: not valid JSON ({exc})", 'write {"fever": "fever-wiki"}') \
                 from exc
