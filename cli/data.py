@@ -42,7 +42,8 @@ def data_folder(explicit: str | Path | None, *, create: bool) -> Path:
 
 
 class _Bar:
-    """A rich progress bar on stderr (bytes, speed, time left) fed by the downloader."""
+    """A rich progress bar on stderr (bytes, speed, time left) fed by the downloader; shown while
+    a transfer runs, on a terminal only (a log gets the result lines)."""
 
     def __init__(self) -> None:
         from rich.progress import (
@@ -56,15 +57,20 @@ class _Bar:
 
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                                  TransferSpeedColumn(), TimeRemainingColumn(), console=err,
-                                 transient=True)
+                                 transient=True, disable=not err.is_terminal)
         self.task: Any = None
 
     def start(self, description: str, total: int | None, completed: int) -> None:
         """A transfer (re)starts (a resumed one starts at ``completed``)."""
         if self.task is None:
+            self.progress.start()
             self.task = self.progress.add_task(description, total=total, completed=completed)
         else:
             self.progress.reset(self.task, total=total, completed=completed)
+
+    def stop(self) -> None:
+        """The transfer is over (done or failed)."""
+        self.progress.stop()
 
     def advance(self, count: int) -> None:
         """More bytes arrived."""
@@ -119,12 +125,14 @@ def data_list(
 
 @data_app.command("fetch")
 def data_fetch(
-    names: Annotated[list[str], typer.Argument(help="Names from factdebate data list.")],
+    names: Annotated[list[str], typer.Argument(metavar="NAME...",
+                                               help="Names from factdebate data list.")],
     to: Annotated[str | None, typer.Option(
         "--to", help="Data folder to fetch into.",
         show_default="--data-dir, $FACTDEBATE_DATA_DIR, else $FACTDEBATE_HOME/data")] = None,
     data_dir: Annotated[str | None, typer.Option(
-        "--data-dir", help="The data folder (as eval's --data-dir); --to wins.")] = None,
+        "--data-dir", help="The data folder (as eval's --data-dir); --to wins.",
+        show_default="$FACTDEBATE_DATA_DIR, else $FACTDEBATE_HOME/data")] = None,
     force: Annotated[bool, typer.Option(
         "--force", help="Overwrite a file that is there but was not fetched by this command.")]
     = False,
@@ -151,9 +159,11 @@ def _fetch_one(item: Any, folder: Path, force: bool) -> None:
     from factdebate.evaluation.data_fetch import fetch
 
     bar = _Bar()
-    with bar.progress:
+    try:
         record = fetch(item, folder, bar, force=force,
                        say=lambda line: err.print(line, highlight=False, markup=False))
+    finally:
+        bar.stop()
     out.print(f"{item.name}: {folder / item.target} (sha256 {record['sha256']}) from "
               f"{record['url']}", highlight=False, markup=False)
     if item.kind == "knowledge-source":

@@ -22,6 +22,7 @@ honours ``HF_ENDPOINT``, the Hub's mirror setting) instead of this downloader.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import shutil
@@ -86,14 +87,15 @@ def settings() -> tuple[float, int]:
     raw_t, raw_r = os.environ.get(TIMEOUT_ENV), os.environ.get(RETRIES_ENV)
     try:
         timeout = float(raw_t) if raw_t else DEFAULT_TIMEOUT_S
-        retries = int(raw_r) if raw_r else DEFAULT_RETRIES
-    except ValueError as exc:
-        raise ConfigError(f"{TIMEOUT_ENV}={raw_t!r} / {RETRIES_ENV}={raw_r!r} is not a number",
-                          "give seconds (e.g. 60) and a count of retries (e.g. 4)") from exc
-    if not timeout > 0 or retries < 0:
-        raise ConfigError(f"{TIMEOUT_ENV} must be above 0 and {RETRIES_ENV} 0 or more",
-                          "e.g. 60 and 4")
-    return timeout, retries
+    except ValueError:
+        timeout = math.nan
+    if not 0 < timeout < math.inf:
+        raise ConfigError(f"{TIMEOUT_ENV}={raw_t!r} is not a number of seconds above 0",
+                          f"set it to e.g. {DEFAULT_TIMEOUT_S:g}, or unset it")
+    if raw_r and not (raw_r.strip().isdigit()):
+        raise ConfigError(f"{RETRIES_ENV}={raw_r!r} is not a whole number of 0 or more",
+                          f"set it to e.g. {DEFAULT_RETRIES}, or unset it")
+    return timeout, int(raw_r) if raw_r else DEFAULT_RETRIES
 
 
 def _transient(exc: BaseException) -> bool:
@@ -168,12 +170,17 @@ def download(url: str, dest: Path, *, progress: Progress, label: str,
             "mirror serves it") from None
     except _Stalled as exc:
         raise BackendUnavailableError(
-            f"the download of {url} stalled ({exc}) after {retries + 1} attempts",
+            f"the download of {url} stalled ({exc}), {_attempts(retries)}",
             f"run the command again to resume from {part.name}, or raise {TIMEOUT_ENV}") from None
     except (_Transient, httpx.HTTPError) as exc:
         raise BackendUnavailableError(
-            f"cannot download {url}: {exc} (after {retries + 1} attempts)",
-            f"run the command again to resume from {part.name}") from None
+            f"cannot download {url}: {exc} ({_attempts(retries)})",
+            f"run the command again to resume from {part.name}" if part.exists() else
+            f"check the network (or ${MIRROR_ENV}) and run the command again") from None
+
+
+def _attempts(retries: int) -> str:
+    return "after 1 attempt" if retries == 0 else f"after {retries + 1} attempts"
 
 
 def digests(path: Path, algorithms: tuple[str, ...]) -> dict[str, str]:
