@@ -264,7 +264,7 @@ def _search(query: str, index: str | None, k: int, backend: str | None,
                          "without --keyword-only")
     built_with = {"embedding_model": manifest.get("embedding_model"),  # what the vectors need
                   "milvus_uri": None if ctx.milvus_uri else manifest.get("milvus_uri")}
-    built_with = {k: v for k, v in built_with.items() if isinstance(v, str) and v}
+    built_with = {key: v for key, v in built_with.items() if isinstance(v, str) and v}
     if built_with and chosen != "keyword":
         ctx = build_context({**values, "pool": pool, **built_with}, [])
     update = run_async(search_tool(BACKENDS[chosen], query, ctx, k=k, exclude_titles=None,
@@ -275,6 +275,7 @@ def _search(query: str, index: str | None, k: int, backend: str | None,
                                       "try again")
     for note in update.get("flags", []):
         err.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+    where += f", pool {pool!r}" if pool else ""
     return [dict(e) for e in update.get("evidence", [])], where, chosen
 
 

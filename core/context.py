@@ -69,15 +69,23 @@ def indexes_home() -> Path:
     return factdebate_home() / INDEXES
 
 
+def _built(folder: Path) -> bool:
+    """True when ``folder`` holds something: a built index, or a damaged one (which the run then
+    names with its damage, ``tools/index_state.py``); an empty folder is no index."""
+    try:
+        return folder.is_dir() and any(folder.iterdir())
+    except OSError:
+        return False
+
+
 def named_indexes() -> list[str]:
-    """Names of the built indexes in :func:`indexes_home` (folders holding a manifest), sorted;
+    """Names of the indexes in :func:`indexes_home` (folders that are not empty), sorted;
     hidden folders (a build under way, ``.<name>.building-*``) are not indexes."""
     try:
         entries = list(indexes_home().iterdir())
     except OSError:
         return []
-    return sorted(p.name for p in entries
-                  if INDEX_NAME.match(p.name) and (p / _MANIFEST).is_file())
+    return sorted(p.name for p in entries if INDEX_NAME.match(p.name) and _built(p))
 
 
 def _indexes_there(paths: bool = True) -> str:
@@ -102,7 +110,7 @@ def index_named(name: str, what: str = "index", *, paths: bool = True) -> Path:
                           "use letters, digits, '.', '_' and '-' (no path: a folder is given "
                           "as index_dir)")
     folder = indexes_home() / text
-    if not (folder / _MANIFEST).is_file():
+    if not _built(folder):
         close = difflib.get_close_matches(text, named_indexes(), n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         build = (f"; build it: factdebate index DUMP --format FORMAT --index-dir {folder}"
@@ -131,7 +139,7 @@ def resolve_index(value: str, what: str = "--index") -> tuple[Path, str]:
                                              "folder")
     here = Path(text)
     if INDEX_NAME.match(text) and (not here.is_dir() or (
-            not (here / _MANIFEST).is_file() and (indexes_home() / text / _MANIFEST).is_file())):
+            not (here / _MANIFEST).is_file() and _built(indexes_home() / text))):
         return index_named(text, what), text
     folder = here.expanduser().absolute()
     if not folder.is_dir():

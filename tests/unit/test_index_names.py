@@ -26,7 +26,8 @@ from factdebate.tools.index_state import granularity_of, quirk_counts, source_fo
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """``$FACTDEBATE_HOME`` holding the indexes ``fever-wiki`` and ``my.docs`` (each a folder
-    with a manifest), an unfinished build and a folder without a manifest."""
+    with a manifest), a damaged one (``broken``: no manifest), an unfinished build and an empty
+    folder."""
     monkeypatch.setenv("FACTDEBATE_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("FACTDEBATE_INDEX_DIR", raising=False)
     indexes = tmp_path / "home" / "indexes"
@@ -34,17 +35,20 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (indexes / name).mkdir(parents=True)
         (indexes / name / "manifest.json").write_text("{}", encoding="utf-8")
     (indexes / "empty").mkdir()
+    (indexes / "broken").mkdir()  # damaged: no manifest; named, and refused with its damage later
+    (indexes / "broken" / "keyword").mkdir()
     monkeypatch.chdir(tmp_path)
     return tmp_path / "home"
 
 
 def test_named_indexes_are_the_built_ones_only(home):
-    assert named_indexes() == ["fever-wiki", "my.docs"]
+    assert named_indexes() == ["broken", "fever-wiki", "my.docs"]
 
 
 def test_a_name_is_the_folder_under_the_indexes_home_and_a_path_is_that_folder(home, tmp_path):
     assert resolve_index("fever-wiki") == (home / "indexes" / "fever-wiki", "fever-wiki")
     assert resolve_index(" my.docs ") == (home / "indexes" / "my.docs", "my.docs")
+    assert resolve_index("broken") == (home / "indexes" / "broken", "broken")  # damage: later
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     assert resolve_index(str(elsewhere)) == (elsewhere, "")
@@ -65,7 +69,7 @@ def test_an_unknown_name_lists_the_indexes_there_are_and_suggests_the_closest(ho
     text = str(caught.value)
     assert "--index 'fever_wiki': no index of that name" in text
     assert "did you mean 'fever-wiki'?" in text
-    assert f"indexes in {home / 'indexes'}: fever-wiki, my.docs (factdebate ls indexes)" in text
+    assert f"indexes in {home / 'indexes'}: broken, fever-wiki, my.docs (factdebate ls indexes)" in text
     assert f"--index-dir {home / 'indexes' / 'fever_wiki'}" in text
 
 
@@ -115,7 +119,7 @@ def test_what_a_client_is_told_holds_no_path_of_the_operator(home):
     with pytest.raises(ConfigError) as caught:
         ToolMadContext(index="nope")
     text = str(caught.value)
-    assert "indexes: fever-wiki, my.docs" in text and str(home) not in text
+    assert "indexes: broken, fever-wiki, my.docs" in text and str(home) not in text
     assert str(home) in str(pytest.raises(ConfigError, index_named, "nope").value)
 
 
@@ -146,7 +150,7 @@ def test_a_server_accepts_a_clients_index_name_and_refuses_a_path_or_a_folder(ho
         with pytest.raises(Refused) as caught:
             check_settings({"index": value}, "context", "tool_mad", stored=True)
         assert caught.value.field == "index" and caught.value.status == 422
-    assert "indexes: fever-wiki, my.docs" in str(caught.value)  # "nope": the names, no path
+    assert "indexes: broken, fever-wiki, my.docs" in str(caught.value)  # "nope": names, no path
     assert str(home) not in str(caught.value)
     with pytest.raises(Refused) as caught:
         check_settings({"index_dir": str(home / "indexes" / "fever-wiki")}, "context", "tool_mad")
