@@ -160,6 +160,7 @@ def test_ls_indexes_shows_what_each_index_was_built_from(home):
     assert (fever["source_format"], fever["granularity"], fever["pages"], fever["passages"]) == (
         "fever-wiki", "sentence", 2, 4)
     assert fever["keyword_only"] and fever["embedding_model"] is None
+    assert (fever["repaired"], fever["skipped"]) == (0, 0)  # the manifest's quirks: a clean dump
     assert fever["source"].endswith("wiki-pages") and fever["status"] == "ok"
     assert (jsonl["source_format"], jsonl["granularity"], jsonl["pages"], jsonl["passages"]) == (
         "jsonl", "chunk", 3, 3)
@@ -283,3 +284,22 @@ def test_eval_refuses_two_indexes_and_a_named_index_on_a_server(home, tmp_path):
     served = run_cli([*base, "--set", "index=fever-tiny", "--server", "http://127.0.0.1:9"], home)
     assert "records the index the server reports" in one_error_line(served)
     assert not (tmp_path / "run").exists()
+
+
+def test_index_info_counts_the_pages_a_dump_build_repaired_and_skipped(home, tmp_path):
+    from tests.fixtures.sources import fever_quirks
+
+    wiki = tmp_path / "wiki-pages"
+    wiki.mkdir()
+    (wiki / "wiki-001.jsonl").write_text(fever_quirks.lines(), encoding="utf-8")
+    target = tmp_path / "quirky"
+    built = run_cli(["index", str(wiki), "--format", "fever-wiki", "--keyword-only",
+                     "--index-dir", str(target)], home)
+    assert built.returncode == 0, built.stderr[-2000:]
+    done = run_cli(["index", "--info", str(target), "--json"], home)
+    assert done.returncode == 0, done.stderr[-2000:]
+    info = json.loads(done.stdout)
+    assert (info["repaired"], info["skipped"]) == (len(fever_quirks.REPAIRED), fever_quirks.SKIPPED)
+    assert info["name"] == "" and info["index_dir"] == str(target)
+    printed = run_cli(["index", "--info", str(target)], home)
+    assert f"repaired:    {len(fever_quirks.REPAIRED)}" in printed.stdout
