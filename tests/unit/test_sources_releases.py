@@ -135,12 +135,18 @@ def test_store_pool_is_the_claim_id_evaluation_gives_the_same_claim(tmp_path: Pa
 
 
 def test_store_line_naming_another_claim_is_pooled_by_its_member_and_counted(tmp_path: Path) -> None:
-    path = make.averitec_zip(tmp_path, {"output_dev/3.json": json.dumps(
-        {"claim_id": 7, "url": "https://u.example/y", "url2text": ["Text."]}) + "\n"})
-    [page] = [p for p in _pages(path) if p.page == "https://u.example/y"]
+    path = make.averitec_zip(tmp_path, {"output_dev/3.json": "".join(json.dumps(r) + "\n" for r in [
+        {"claim_id": "7", "url": "https://u.example/y", "url2text": ["Text."]},
+        {"claim_id": 7, "url": "https://u.example/z", "url2text": ["Text."]}])})
+    pages = {p.page: p for p in _pages(path)}
+    page = pages["https://u.example/y"]
     assert page.pool == "3"
     assert page.repairs == ["claim_id '7' in a line of claim 3's file: pooled by the file"]
     assert page.where == f"{path}:output_dev/3.json line 1"
+    # a number where the scraper writes a string: pooled by the file too, never coerced silently
+    typed = pages["https://u.example/z"]
+    assert typed.pool == "3"
+    assert typed.repairs == ["claim_id is a int (7), not a string: pooled by the file's number"]
 
 
 def test_store_lines_without_a_right_reading_are_skipped_one_page_each(tmp_path: Path) -> None:

@@ -20,7 +20,9 @@ The release as shipped, and what this reader does (each quirk has a fixture in
 - **Each member is JSON lines** ``{"claim_id", "type", "query", "url", "url2text": [sentence,
   ...]}``. The scraper writes ``claim_id`` as the *string* of the file's number; the file name
   decides the pool, a line whose ``claim_id`` names another claim is pooled by its file and
-  counted as a repair. A line without ``claim_id`` is read the same way.
+  counted as a repair. A line without ``claim_id`` is read the same way; a ``claim_id`` that is
+  not a string (a number) is pooled by the file too and counted as a repair, never coerced
+  silently (in a file not named by number it has no right reading: the page is skipped).
 - **One store per index**: the numbers restart in each split, so a zip (or folder) holding two
   ``output_<split>/`` folders would merge claim 12 of dev with claim 12 of train; it is refused
   in one line.
@@ -179,7 +181,14 @@ def _page(raw: bytes, where: Callable[[], str], number: str | None) -> Page:
     record = json_object(raw, where)
     if "url" not in record and "url2text" not in record:
         raise SourceError(where(), f"not a knowledge-store line (keys: {', '.join(list(record)[:8])})")
-    stated = text_field(record, "claim_id", where, required=False).strip()
+    typed = record.get("claim_id")
+    if typed is not None and not isinstance(typed, str):  # the scraper writes a string
+        if number is None:
+            raise NoReadingError(where(), f"field 'claim_id' is a {type(typed).__name__}, not "
+                                 "a string, and the file name is not a claim number", "")
+        stated = ""
+    else:
+        stated = text_field(record, "claim_id", where, required=False).strip()
     claim = number if number is not None else stated
     if not claim:
         raise SourceError(where(), "missing field 'claim_id' (and the file name is not a claim "
@@ -193,6 +202,9 @@ def _page(raw: bytes, where: Callable[[], str], number: str | None) -> Page:
         state = "null" if sentences is None else f"a {type(sentences).__name__}"
         raise NoReadingError(where(), f"field 'url2text' is {state}, not a list of sentences", url)
     repairs = []
+    if typed is not None and not isinstance(typed, str):
+        repairs.append(f"claim_id is a {type(typed).__name__} ({str(typed)[:20]}), not a string: "
+                       "pooled by the file's number")
     if stated and stated != claim and stated.lstrip("0") != claim.lstrip("0"):
         repairs.append(f"claim_id {stated!r} in a line of claim {claim}'s file: pooled by the file")
     elements = [(None, s if isinstance(s, str) else "") for s in sentences]

@@ -217,14 +217,17 @@ def json_object(raw: bytes, where: Callable[[], str]) -> dict[str, Any]:
 
 def text_field(record: dict[str, Any], name: str, where: Callable[[], str], *,
                required: bool = True) -> str:
-    """``record[name]`` as a string (integers accepted for ids), or :class:`SourceError`."""
+    """``record[name]`` as the string the format says it is, or :class:`SourceError`.
+
+    No type is coerced: a number where the format writes a string (an integer HoVer title or
+    AVeriTeC ``claim_id``) is refused, not indexed as its digits - the gold evidence names pages
+    by the string, and a release that writes another type is not the release it claims to be.
+    """
     value = record.get(name)
     if value is None and not required:
         return ""
     if name not in record:
         raise SourceError(where(), f"missing field {name!r}")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
     if not isinstance(value, str):
         raise SourceError(where(), f"field {name!r} must be a string, got {type(value).__name__}")
     return value

@@ -15,11 +15,23 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from factdebate.tools.sources.base import Cursor, Page, SourceError, json_object, text_field
+from factdebate.tools.sources.base import (
+    Cursor,
+    Page,
+    SourceError,
+    guarded_pages,
+    json_object,
+    skipped_page,
+    text_field,
+)
 from factdebate.tools.sources.files import Entry, entries_done, plain_entries, read_lines, sorted_files
 
 BATCH_ROWS = 1000
 COLUMNS = ["id", "url", "title", "text"]
+
+
+def _line_page(raw: bytes, where: Any) -> Page | None:
+    return _page(json_object(raw, where), where)
 
 
 def _page(record: dict[str, Any], where: Any) -> Page | None:
@@ -62,6 +74,15 @@ class WikipediaSource:
         missing = [c for c in ("title", "text") if c not in names]
         if missing:
             raise SourceError(str(path), f"parquet file lacks column(s) {', '.join(missing)}")
+        import pyarrow as pa
+
+        typed = {f.name: f.type for f in meta.schema_arrow}
+        wrong = [f"{c} is {typed[c]}" for c in ("id", "url", "title", "text")
+                 if c in typed and not (pa.types.is_string(typed[c])
+                                        or pa.types.is_large_string(typed[c]))]
+        if wrong:  # the schema is typed: every row would be refused, so the file is
+            raise SourceError(str(path), f"parquet columns must be strings ({', '.join(wrong)}): "
+                              "not a Wikipedia text dump as published")
         return int(meta.metadata.num_rows)
 
     def files(self) -> list[Path]:
@@ -81,11 +102,8 @@ class WikipediaSource:
 
     def read(self, cursor: Cursor | None) -> Iterator[tuple[Page, Cursor]]:
         """Articles from ``cursor`` on."""
-        if not self._parquet:
-            for raw, where, after in read_lines(self._entries, cursor):
-                page = _page(json_object(raw, where), where)
-                if page is not None:
-                    yield page, after
+        if not self._parquet:  # a bad line costs its page, a bad first line the file
+            yield from guarded_pages(read_lines(self._entries, cursor), _line_page)
             return
         start = cursor or {"file": 0, "row": 0}
         for index in range(int(start["file"]), len(self._files)):
@@ -112,7 +130,10 @@ class WikipediaSource:
                     if row <= skip:
                         continue
                     n = row
-                    page = _page(record, lambda n=n: f"{path} row {n}")
+                    try:
+                        page = _page(record, lambda n=n: f"{path} row {n}")
+                    except SourceError as exc:  # one row without a reading: that page only
+                        page = skipped_page(exc.where, exc.page, exc.why)
                     if page is not None:
                         yield page, {"file": index, "row": row}
         except SourceError:
