@@ -39,6 +39,7 @@ from typing import Any
 
 from factdebate.core import json_input
 from factdebate.core.caching import ProcessCache
+from factdebate.core.context import INDEX_NAME as context_index_name
 from factdebate.core.errors import ConfigError, InputError
 from factdebate.core.labels import get_label_set
 from factdebate.core.registry import Registry
@@ -130,6 +131,15 @@ def resolve_data_dir(explicit: str | Path | None = None) -> Path:
     return path
 
 
+def existing_data_dir(explicit: str | Path | None = None) -> Path | None:
+    """The data folder :func:`resolve_data_dir` would use, when it exists (None otherwise): for
+    lookups that are optional (``indexes.json``, ``corpus/``), so a folder filled by
+    ``factdebate data fetch`` is seen without ``--data-dir`` too."""
+    raw = explicit or os.environ.get(DATA_DIR_ENV)
+    path = Path(raw).expanduser() if raw else default_data_dir().expanduser()
+    return path.resolve() if path.is_dir() else None
+
+
 def dataset_spec(name: str, data_dir: Path | None = None) -> tuple[DatasetSpec, Path]:
     """Spec and file of a registered name or of a file path (``.jsonl``/``.json``)."""
     if name.endswith((".jsonl", ".json")):
@@ -144,26 +154,30 @@ INDEXES = "indexes"
 DATA_INDEXES = "indexes.json"
 """File of a data folder naming the index each dataset searches: ``{"fever": "fever-wiki",
 "hover": "/data/indexes/hover"}`` (a name, or a folder)."""
-INDEX_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-"""A plain index name (``factdebate index --name``, ``eval --index``)."""
+INDEX_NAME = context_index_name
+"""A plain index name (``factdebate index --name``, ``eval --index``): ``core.context``'s rule."""
 
 
 def index_folder(name_or_folder: str) -> Path:
     """The folder of an index named by ``eval --index``, ``indexes.json`` or a run's config: a
-    plain name (letters, digits, ``.``, ``_``, ``-``) is ``$FACTDEBATE_HOME/indexes/<name>``,
-    anything with a path separator (or ``~``, or an existing folder) is that folder.
+    plain name (letters, digits, ``.``, ``_``, ``-``) is ``$FACTDEBATE_HOME/indexes/<name>``
+    unless a folder of that name here holds an index; anything with a path separator (or ``~``)
+    is that folder. Unlike ``core.context.resolve_index`` the index need not exist yet (this
+    also names the folder ``factdebate index --name`` builds).
 
     Raises:
         InputError: ``name_or_folder`` is empty.
     """
-    from factdebate.core.context import factdebate_home
+    from factdebate.core.context import indexes_home
 
     text = name_or_folder.strip()
     if not text:
         raise InputError("the index name is empty", "give an index name or folder")
-    if INDEX_NAME.match(text) and not Path(text).is_dir():
-        return factdebate_home() / INDEXES / text
-    return Path(text).expanduser().absolute()
+    here = Path(text)
+    if INDEX_NAME.match(text) and not (here / "manifest.json").is_file():
+        return indexes_home() / text  # as core.context.resolve_index: a dump folder of that
+        # name in the current directory does not hide the index
+    return here.expanduser().absolute()
 
 
 def dataset_index(name: str, data_dir: Path | str | None = None) -> tuple[str, str] | None:
@@ -174,10 +188,7 @@ def dataset_index(name: str, data_dir: Path | str | None = None) -> tuple[str, s
     Raises:
         InputError: ``indexes.json`` is not a JSON object of strings (named with its path).
     """
-    folder = None
-    raw = data_dir or os.environ.get(DATA_DIR_ENV)
-    if raw and Path(raw).expanduser().is_dir():
-        folder = Path(raw).expanduser().resolve()
+    folder = existing_data_dir(data_dir)
     if folder is not None and (folder / DATA_INDEXES).is_file():
         path = folder / DATA_INDEXES
         try:

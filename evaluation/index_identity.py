@@ -60,7 +60,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import os
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -380,14 +379,11 @@ def describe(identity: dict[str, Any] | None) -> str:
 
 # -- which index a run searches -----------------------------------------------------------------
 def data_folder(data_dir: str | Path | None) -> Path | None:
-    """``--data-dir`` or ``$FACTDEBATE_DATA_DIR`` when it is a folder, else None."""
-    from factdebate.evaluation.datasets import DATA_DIR_ENV
+    """``--data-dir``, ``$FACTDEBATE_DATA_DIR`` or the default data folder (the one ``factdebate
+    data fetch`` fills) when it is a folder, else None."""
+    from factdebate.evaluation.datasets import existing_data_dir
 
-    raw = data_dir or os.environ.get(DATA_DIR_ENV)
-    if not raw:
-        return None
-    path = Path(raw).expanduser().resolve()
-    return path if path.is_dir() else None
+    return existing_data_dir(data_dir)
 
 
 def data_corpus(folder: Path | None) -> Path | None:
