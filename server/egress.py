@@ -28,7 +28,8 @@ which langgraph-api runs on every route before its own (``langgraph.json``: ``ht
   call's next chunk, the message's last chunk (one more tool-call chunk of that index) or the added
   event at the stream's end; each chunk's parsed ``tool_calls``/``invalid_tool_calls`` derived anew
   from the arguments it shows (:func:`parsed_calls`), so none holds what the arguments held back;
-  ``messages/partial``'s accumulated arguments without an end that could begin a secret;
+  ``messages/partial``'s accumulated arguments without an end that could begin a secret (in
+  langgraph-api's partial messages, which carry the calls parsed so far: the value still arriving);
 * an error reply (4xx, 5xx) longer than :data:`MAX_ERROR_BYTES` is cut to its first part, saying
   so (langgraph-api's request validation quotes the offending value whole);
 * gzip- or deflate-encoded bodies are decoded and sent as identity (langgraph-api does not
@@ -498,6 +499,39 @@ def _held(text: Any, forms: Forms) -> Any:
     return text[:held_from(text, forms)]
 
 
+def _held_args(args: Any, forms: Forms) -> Any:
+    """A call's arguments parsed from a partial stream (nested values): every string redacted,
+    the last one - the value still arriving - without an end that may begin a secret."""
+    def walk(value: Any, depth: int) -> Any:
+        if isinstance(value, str):
+            return redact(value, forms)
+        if depth > 32:
+            return value
+        if isinstance(value, dict):
+            return {k: walk(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, depth + 1) for v in value]
+        return value
+
+    out = walk(args, 0)
+    if isinstance(out, str):
+        return out[:held_from(out, forms)]
+    parent: Any = None
+    key: Any = None
+    current = out
+    for _ in range(34):  # down the last value at each level: the one the stream is writing
+        if isinstance(current, dict) and current:
+            parent, key = current, list(current)[-1]
+        elif isinstance(current, list) and current:
+            parent, key = current, len(current) - 1
+        else:
+            break
+        current = parent[key]
+    if isinstance(current, str) and parent is not None:
+        parent[key] = current[:held_from(current, forms)]
+    return out
+
+
 def _partial(message: Any, forms: Forms) -> Any:
     """An accumulated message (``messages/partial``) without the ends that may begin a secret:
     of its text and of each tool call's accumulated arguments (the parsed calls re-derived)."""
@@ -512,6 +546,13 @@ def _partial(message: Any, forms: Forms) -> Any:
                                    if isinstance(p, dict) else p for p in parts]
         if "tool_calls" in out or "invalid_tool_calls" in out:
             out.update(parsed_calls(out["tool_call_chunks"]))
+    elif isinstance(out.get("tool_calls"), list):  # langgraph-api's partial: parsed calls only
+        out["tool_calls"] = [{**c, "args": _held_args(c.get("args"), forms)}
+                             if isinstance(c, dict) else c for c in out["tool_calls"]]
+        if isinstance(out.get("invalid_tool_calls"), list):
+            out["invalid_tool_calls"] = [{**c, "args": _held(c.get("args"), forms)}
+                                         if isinstance(c, dict) else c
+                                         for c in out["invalid_tool_calls"]]
     kwargs = out.get("additional_kwargs")
     raw = kwargs.get("tool_calls") if isinstance(kwargs, dict) else None
     if isinstance(raw, list) and isinstance(kwargs, dict):

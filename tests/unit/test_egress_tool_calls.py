@@ -267,3 +267,24 @@ async def test_accumulated_partial_messages_show_no_start_of_the_key():
         assert [c["args"] for c in message["tool_calls"]] == (
             [expected] if isinstance(expected, dict) else [])
     assert events[-1][1][0]["tool_call_chunks"][0]["args"] == args_with(MASK)
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+async def test_partial_messages_of_parsed_calls_show_no_start_of_the_key(form: str):
+    """langgraph-api's messages/partial: the accumulated message as an ``ai`` message whose calls
+    are parsed from the arguments so far (no chunks): the value still arriving never ends in the
+    start of the key, and the values before it are redacted whole."""
+    args = json.dumps({"before": f"x {FORMS[form]} y", "query": f"look up {FORMS[form]} please"})
+    pieces = []
+    for cut in range(1, len(args) + 1):
+        parsed = parse_partial_json(args[:cut])
+        message = {"content": "", "additional_kwargs": {}, "type": "ai", "id": "m5",
+                   "tool_calls": [{"name": "search", "args": parsed, "id": "call_1",
+                                   "type": "tool_call"}], "invalid_tool_calls": []}
+        pieces.append(sse("messages/partial", [message]))
+    events = await filtered(pieces)
+    assert len(events) == len(args)
+    for _name, data in events:
+        assert leaked(json.dumps(data, ensure_ascii=False)) == [], data
+    last = events[-1][1][0]["tool_calls"][0]["args"]
+    assert last["before"] == f"x {MASK} y" and last["query"].startswith("look up ")
