@@ -394,7 +394,9 @@ def run_hostile(out: Path, names: list[str] | None = None) -> dict[str, Any]:
     budgets = [budget(r.name, f"{r.what}: exit {r.expected_exit}, the documented message, peak "
                       f"RSS under {RSS_BUDGET_MB} MB", f"exit {r.exit_code}, {r.peak_rss_mb} MB",
                       met=r.met) for r in results]
-    return {"rss_budget_mb": RSS_BUDGET_MB, "cases": [asdict(r) for r in results],
+    return {"budget": f"every hostile input ends as documented (exit code, message) with peak RSS "
+                      f"under {RSS_BUDGET_MB} MB", "budget_met": all(r.met for r in results),
+            "rss_budget_mb": RSS_BUDGET_MB, "cases": [asdict(r) for r in results],
             "table": markdown(results), "budgets": budgets, "commit": _commit()}
 
 

@@ -24,8 +24,9 @@ comes from the command shown with it (2-core machine; see each section's command
 `--pages` cannot judge every budget) - and exits 1 when a judged budget is missed (2: bad input);
 `--budget NAME=LIMIT` judges a budget against another limit.
 `scaling`, `retrieval` and `embedded` read the benchmark data from `--data-dir` or
-`$FACTDEBATE_DATA_DIR` (`../shared/data` here); run the benchmarks one at a time on a quiet
-machine - the ratios are measured within one run, the latencies are not ratios.
+`$FACTDEBATE_DATA_DIR` or the data folder `factdebate data fetch` fills (`DATA` in the commands
+below); run the benchmarks one at a time on a quiet machine - the ratios are measured within one
+run, the latencies are not ratios.
 """
 
 
@@ -49,6 +50,10 @@ def _section(result: dict[str, Any], before: dict[str, Any] | None = None) -> st
 
         lines += index_markdown(result)
         body = {}
+    elif name == "hostile":  # one row per hostile input: exit, peak RSS, time, the line said
+        lines += [result.get("table", ""), ""]
+        body = {"rss_budget_mb": result.get("rss_budget_mb")}
+        lines += ["| figure | value |", "| --- | --- |"]
     else:
         lines.append("| figure | value |")
         lines.append("| --- | --- |")

@@ -17,7 +17,7 @@ pages are).
 
 Run (writes nothing; prints one JSON object)::
 
-    python -m factdebate.evaluation.bench_wikipedia_ranking --data-dir ../shared/data --limit 100 \
+    python -m factdebate.evaluation.bench_wikipedia_ranking --data-dir DATA --limit 100 \
         [--negatives minilm] [--pages 5]
 """
 

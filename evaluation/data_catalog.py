@@ -14,7 +14,7 @@ the official file it was written from. ``run.json`` names every data file an eva
 SHA-256 and, when the fetch record vouches for the same bytes, where it was fetched from
 (:func:`data_file_record`).
 
-The project's own data files are the uniform JSONL of ``shared/data/README.md``; there is no
+The project's own data files are the uniform JSONL (one record schema, docs/evaluation.md); there is no
 converter from the official releases to that schema. ``evaluation/formats.py`` reads most official
 record formats as they are, so a fetched release is only re-serialised one record per line where
 the registry path is a ``.jsonl`` (:func:`to_json_lines`); releases that reader does not know are
