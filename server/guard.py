@@ -17,8 +17,8 @@ buffering any body but those of the history and state reads below (streams stay 
 * **History and state reads** (``/threads/{id}/history``, ``/threads/{id}/state/{checkpoint}``,
   ``/threads/{id}/state/checkpoint``) pass :class:`factdebate.server.reads.ReadCheck` first: a
   body or query langgraph-api cannot read is refused with 422 naming the field, a read at a
-  checkpoint the caller's thread does not hold with 404 (these bodies alone are read whole here,
-  within the size limit, and handed on in their checked form).
+  checkpoint the caller's thread does not hold with 404; so is a state update's checkpoint
+  object (these bodies alone are read whole here, within the size limit, and handed on).
 * **Browser headers on ``/app``** (the web page and its JSON routes): a Content-Security-Policy
   that allows only the page's own files and API (the page has no inline script or style, no CDN),
   ``frame-ancestors 'none'`` and ``X-Frame-Options: DENY`` (no framing, no clickjacking),

@@ -1,4 +1,4 @@
-"""Reads of a thread's past: history and state-at-checkpoint requests checked before langgraph-api.
+"""Reads of a thread's past (history, state at a checkpoint) checked before langgraph-api.
 
 langgraph-api validates these bodies against its OpenAPI schema, which leaves shapes its handlers
 and the in-memory runtime cannot read: ``POST /threads/{id}/history`` with ``before`` as an object
@@ -20,7 +20,10 @@ for these routes, answers them first:
 * ``GET /threads/{id}/history``: ``limit`` (digits, 1 to :data:`MAX_LIMIT`) and ``before`` (a
   checkpoint id) in the query;
 * ``GET /threads/{id}/state/{checkpoint_id}`` and ``POST /threads/{id}/state/checkpoint``
-  (``checkpoint`` required, ``subgraphs`` a boolean).
+  (``checkpoint`` required, ``subgraphs`` a boolean);
+* ``POST /threads/{id}/state`` (a state update): its ``checkpoint`` and ``checkpoint_id`` only,
+  which langgraph-api merges into the update's ``configurable`` (the rest is its schema's; a
+  checkpoint the thread does not hold is the auth handler's 404).
 
 Anything else is refused with 422 naming the field and what it must be (quoting at most a short
 part of a value). A checkpoint id (or a namespace) the request names that the caller's own thread
@@ -66,6 +69,9 @@ STATE_KEYS = ("checkpoint", "subgraphs")
 
 _HISTORY = re.compile(r"^/threads/([^/]+)/history/?$")
 _STATE_AT = re.compile(r"^/threads/([^/]+)/state/([^/]+)/?$")
+_STATE = re.compile(r"^/threads/([^/]+)/state/?$")
+BODY_ROUTES = ("history", "state-post", "state-write")
+"""The checked routes whose body is read here (and handed on)."""
 
 Scope = dict[str, Any]
 
@@ -92,8 +98,10 @@ class Read:
 
 
 def route_of(method: str, path: str) -> str | None:
-    """Which checked read ``method path`` is (``history``, ``history-query``, ``state-at``,
-    ``state-post``), or None."""
+    """Which checked request ``method path`` is (``history``, ``history-query``, ``state-at``,
+    ``state-post``, ``state-write``), or None."""
+    if method == "POST" and _STATE.match(path):
+        return "state-write"
     if _HISTORY.match(path):
         return {"POST": "history", "GET": "history-query"}.get(method)
     found = _STATE_AT.match(path)
@@ -105,7 +113,7 @@ def route_of(method: str, path: str) -> str | None:
 
 
 def _thread(path: str) -> str:
-    found = _HISTORY.match(path) or _STATE_AT.match(path)
+    found = _HISTORY.match(path) or _STATE_AT.match(path) or _STATE.match(path)
     assert found is not None
     return found.group(1)
 
@@ -251,6 +259,13 @@ def check_read(method: str, path: str, query: str = "", body: bytes = b"") -> Re
     if route == "state-at":
         read.names.append(("", _text("checkpoint_id", _STATE_AT.match(path).group(2))))
         return read
+    if route == "state-write":  # the checkpoint a state update forks from (its 404: the auth
+        data = _strict(body, ())  # handler); the rest is langgraph-api's schema
+        if not _absent(data.get("checkpoint")):
+            checkpoint_object("checkpoint", data["checkpoint"], thread)
+        if not _absent(data.get("checkpoint_id")):
+            _text("checkpoint_id", data["checkpoint_id"])
+        return read
     if route == "state-post":
         data = _strict(body, STATE_KEYS)
         if _absent(data.get("checkpoint")):
@@ -287,7 +302,7 @@ def check_read(method: str, path: str, query: str = "", body: bytes = b"") -> Re
 
 
 def _strict(body: bytes, keys: tuple[str, ...]) -> dict[str, Any]:
-    """The body as a JSON object of ``keys`` (an empty body: ``{}``)."""
+    """The body as a JSON object of ``keys`` (none: any keys; an empty body: ``{}``)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -303,7 +318,7 @@ def _json_object_strict(text: str, keys: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadRead("body", f"the body must be a JSON object of {', '.join(keys)}, not "
                       f"{quoted(data)}")
-    stray = [k for k in data if k not in keys]
+    stray = [k for k in data if keys and k not in keys]
     if stray:
         raise BadRead(stray[0][:80], f"{quoted(stray[0])} is not a field of this request; its "
                       f"fields: {', '.join(keys)}")
@@ -392,7 +407,7 @@ class ReadCheck:
             await self.app(scope, receive, send)
             return
         body = b""
-        if route in ("history", "state-post"):
+        if route in BODY_ROUTES:
             chunks: list[bytes] = []
             while True:
                 message = await receive()
@@ -404,8 +419,8 @@ class ReadCheck:
             body = b"".join(chunks)
         identity = await identity_of(scope)
         if identity is None:  # 401/403 first, whatever the body
-            await self.app(scope, _replay(body, receive) if route in ("history", "state-post")
-                           else receive, send)
+            await self.app(scope, _replay(body, receive) if route in BODY_ROUTES else receive,
+                           send)
             return
         try:
             read = check_read(method, path, (scope.get("query_string") or b"").decode("latin-1"),
@@ -425,7 +440,7 @@ class ReadCheck:
                 b"content-length", b"transfer-encoding")]
             headers.append((b"content-length", str(len(body)).encode()))
             scope = {**scope, "headers": headers}
-        if route in ("history", "state-post"):
+        if route in BODY_ROUTES:
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
 

@@ -1,6 +1,7 @@
 """History and state reads of every shape on ``langgraph dev``: an answer or a 422 naming the field,
 never a 500, and the keep-alive connection serves the next request; a read at a checkpoint the
-thread does not hold (pruned by the history bound, another user's, made up) is 404 as a fork is.
+thread does not hold (pruned by the history bound, another user's, made up) is 404 as a fork is;
+a state update's checkpoint object carries nothing but checkpoint fields.
 
 One real server with ``FACTDEBATE_MAX_CHECKPOINTS_PER_THREAD=5``; one thread of Tool-MAD runs with
 scripted debaters (its debater turns checkpoint under namespaces of their own), so its oldest
@@ -194,6 +195,22 @@ SHAPES: list[tuple[str, str, str, Any, int]] = [
      {"checkpoint": {"checkpoint_id": "{kept}"}, "subgraphs": True}, 200),
     ("POST state body list", "POST", "/state/checkpoint", [{"checkpoint": {}}], 422),
     ("POST state body deep", "POST", "/state/checkpoint", {"checkpoint": DEEP}, 422),
+    # a state update's checkpoint is merged into its configurable: only refusals here (a write
+    # would move the thread's history under the other shapes)
+    ("state update injected configurable", "POST", "/state",
+     {"values": {"claim": "y"}, "checkpoint": {"__pregel_task_id": "x"}}, 422),
+    ("state update checkpoint id object", "POST", "/state",
+     {"values": {"claim": "y"}, "checkpoint_id": {}}, 422),
+    ("state update checkpoint id list", "POST", "/state",
+     {"values": {"claim": "y"}, "checkpoint_id": [1]}, 422),
+    ("state update checkpoint id number", "POST", "/state",
+     {"values": {"claim": "y"}, "checkpoint": {"checkpoint_id": 5}}, 422),
+    ("state update checkpoint of another thread", "POST", "/state",
+     {"values": {"claim": "y"}, "checkpoint": {"checkpoint_id": "{kept}",
+                                               "thread_id": "{other_thread}"}}, 422),
+    ("state update from a pruned checkpoint", "POST", "/state",
+     {"values": {"claim": "y"}, "checkpoint_id": "{pruned}"}, 404),
+    ("state update body list", "POST", "/state", [{"values": {}}], 422),
 ]
 
 

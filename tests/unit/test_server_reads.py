@@ -115,7 +115,8 @@ def test_only_the_four_reads_are_checked():
     assert route_of("POST", HISTORY) == "history" and route_of("GET", HISTORY) == "history-query"
     assert route_of("GET", f"/threads/{T}/state/c") == "state-at"
     assert route_of("POST", f"/threads/{T}/state/checkpoint") == "state-post"
-    for method, path in (("POST", f"/threads/{T}/state"), ("GET", f"/threads/{T}/state"),
+    assert route_of("POST", f"/threads/{T}/state") == "state-write"
+    for method, path in (("GET", f"/threads/{T}/state"),
                          ("POST", f"/threads/{T}/state/c"), ("DELETE", HISTORY),
                          ("POST", "/threads/search")):
         assert route_of(method, path) is None and check_read(method, path) is None
@@ -180,3 +181,28 @@ async def test_a_request_without_a_valid_key_reaches_langgraph_api_as_it_came(mo
              "headers": []}
     sent = await _through(app, scope, b'{"before": {}}')
     assert sent[0]["status"] == 401 and seen == [b'{"before": {}}']
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"values": {}, "checkpoint": {"__pregel_task_id": "x"}}, "checkpoint.__pregel_task_id"),
+    ({"values": {}, "checkpoint_id": {}}, "checkpoint_id"),
+    ({"values": {}, "checkpoint_id": [1]}, "checkpoint_id"),
+    ({"values": {}, "checkpoint": {"checkpoint_id": 5}}, "checkpoint.checkpoint_id"),
+    (b"[" * 5000 + b"]" * 5000, "body"),
+])
+def test_a_state_updates_checkpoint_carries_checkpoint_fields_only(body: Any, field: str):
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    with pytest.raises(BadRead) as info:
+        check_read("POST", f"/threads/{T}/state", "", raw)
+    assert info.value.field == field and info.value.status == 422, info.value.detail
+    read = check_read("POST", f"/threads/{T}/state", "", json.dumps({
+        "values": {"claim": "x"}, "as_node": "n", "checkpoint": {"checkpoint_id": "c"}}).encode())
+    assert read is not None and read.body is None and read.names == []  # handed on as it came
+
+
+def test_a_state_body_nested_past_the_decoder_is_no_json_for_the_handlers():
+    from factdebate.server.usage import RequestInfo
+
+    info = RequestInfo("POST", f"/threads/{T}/state")
+    info.received(b'{"values": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    assert info.json_body() is None
