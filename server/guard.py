@@ -19,6 +19,11 @@ buffering any body but those of the history and state reads below (streams stay 
   body or query langgraph-api cannot read is refused with 422 naming the field, a read at a
   checkpoint the caller's thread does not hold with 404; so is a state update's checkpoint
   object (these bodies alone are read whole here, within the size limit, and handed on).
+* **Unhandled errors.** An exception no route or handler answered, raised before any response
+  started, is logged (with its traceback, through the server's redacting log handlers) and
+  answered with a JSON 500 here, so the keep-alive connection stays open (Starlette's own 500
+  re-raises and the server then resets the connection); one raised while a response is under
+  way (a stream) ends that response as before.
 * **Browser headers on ``/app``** (the web page and its JSON routes): a Content-Security-Policy
   that allows only the page's own files and API (the page has no inline script or style, no CDN),
   ``frame-ancestors 'none'`` and ``X-Frame-Options: DENY`` (no framing, no clickjacking),
@@ -30,6 +35,7 @@ buffering any body but those of the history and state reads below (streams stay 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from factdebate.server.auth import LIMITS, NO_KEYS, studio_bypass_refused
@@ -37,6 +43,9 @@ from factdebate.server.limits import REQUEST_BYTES_ENV
 from factdebate.server.reads import ReadCheck, route_of
 from factdebate.server.usage import REQUEST, RequestInfo
 
+log = logging.getLogger("factdebate.server")
+UNHANDLED = "internal server error: the server's log names the cause"
+"""The detail of a 500 the guard answers for an error no handler answered."""
 PAGE_PREFIX = "/app"
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -116,8 +125,13 @@ async def _bounded(app: Any, scope: Scope, receive: Any, send: Any, limit: int,
     try:
         await app(scope, counted, tracked)
     except Exception:
-        if not (state["over"] and not state["started"]):
-            raise
+        if state["started"]:
+            raise  # a response under way: the server closes the connection, as it does
+        if not state["over"]:  # an error before any answer: a 500 here keeps the connection
+            log.error("unhandled error answering %s %s", scope.get("method"), scope.get("path"),
+                      exc_info=True)
+            await _json(send, 500, {"detail": UNHANDLED})
+            return
     if state["over"] and not state["started"]:
         await _too_large(send, limit)
 

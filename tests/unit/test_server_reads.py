@@ -206,3 +206,34 @@ def test_a_state_body_nested_past_the_decoder_is_no_json_for_the_handlers():
     info = RequestInfo("POST", f"/threads/{T}/state")
     info.received(b'{"values": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
     assert info.json_body() is None
+
+
+async def test_an_error_no_handler_answered_is_a_json_500_and_the_connection_stays():
+    """The guard answers an exception raised before any response with a JSON 500 (logged) instead
+    of letting it reach the server, which would reset the keep-alive connection; one raised
+    while a response is under way still ends that response."""
+    from factdebate.server.guard import UNHANDLED, ServerGuard
+
+    async def failing(scope: Any, receive: Any, send: Any) -> None:
+        raise KeyError("configurable")
+
+    async def failing_mid_stream(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise KeyError("configurable")
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": f"/threads/{T}/runs", "headers": []}
+    await ServerGuard(failing)(scope, receive, send)
+    assert sent[0]["status"] == 500
+    assert json.loads(sent[1]["body"]) == {"detail": UNHANDLED}
+    sent.clear()
+    with pytest.raises(KeyError):
+        await ServerGuard(failing_mid_stream)(scope, receive, send)
+    assert [m["type"] for m in sent] == ["http.response.start"]
