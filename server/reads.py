@@ -5,7 +5,8 @@ and the in-memory runtime cannot read: ``POST /threads/{id}/history`` with ``bef
 without ``configurable`` (the schema's own ``CheckpointConfig`` shape, ``{"checkpoint_id": ...}``)
 or with ``configurable`` that is no object, or a ``checkpoint_id`` that is no string, ends in a
 ``KeyError``/``AttributeError``/``TypeError`` (500, and the connection reset); the schema lets any
-extra key of ``checkpoint`` through into the run's ``configurable``; and a read at a checkpoint the
+extra key of ``checkpoint`` through into the ``configurable`` LangGraph reads (or updates) the
+thread with; and a read at a checkpoint the
 thread does not hold (removed by the history bound, :mod:`factdebate.server.usage`, or never there)
 answers 200 with empty values. :class:`ReadCheck`, run by :class:`factdebate.server.guard.ServerGuard`
 for these routes, answers them first:
