@@ -87,6 +87,11 @@ LIMITS: tuple[InputLimit, ...] = (
                "core/bounded_http.py"),
     InputLimit("client_request_bytes", "one request body a server client sends", MiB, "bytes",
                "FACTDEBATE_MAX_REQUEST_BYTES", "413, nothing stored", "server/limits.py"),
+    InputLimit("server_read_shape", "a history or state read's body and query (`limit`, `before`, "
+               "`metadata`, `checkpoint`): `limit` 1-1000 checkpoints, ids and namespaces up to 256 "
+               "characters, nesting up to 16 levels, maps up to 64 entries", 1000, "checkpoints", "",
+               "422 naming the field; a checkpoint the caller's thread does not hold: 404",
+               "server/reads.py"),
     InputLimit("claim_chars", "a claim (CLI, Python, server)", 4000, "characters", "",
                "one `error:` line / 422", "core/context.py"),
 )
