@@ -485,6 +485,10 @@ from factdebate.cli.data import data_app as _data_app  # noqa: E402
 
 app.add_typer(_data_app, name="data")  # data list, data fetch
 
+from factdebate.cli.export import export_app as _export_app  # noqa: E402
+
+app.add_typer(_export_app, name="export")  # export reviewed, export claimreview
+
 from factdebate.cli.check import check as _check_command  # noqa: E402
 
 app.command("check")(_check_command)  # check a whole text

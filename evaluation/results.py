@@ -271,6 +271,13 @@ def _cited(result: dict[str, Any]) -> dict[str, Any]:
             "citations": [_citation_record(c) for c in result.get("citations") or []]}
 
 
+def _reviewed(result: dict[str, Any]) -> dict[str, Any]:
+    """The reviewer's decision on the verdict (``review``: decision, reviewer, time, note,
+    machine label, what changed), when the run had a review step; nothing otherwise."""
+    review = result.get("review")
+    return {"review": review} if review else {}
+
+
 def ok_row(base: dict[str, Any], result: dict[str, Any], *, wall_time_s: float, attempts: int,
            trace_id: str, cost_usd: float | None) -> dict[str, Any]:
     """Row of a finished item from the framework's result object (``factdebate.run.claims``)."""
@@ -285,7 +292,7 @@ def ok_row(base: dict[str, Any], result: dict[str, Any], *, wall_time_s: float, 
         "turn_labels": [[t.get("agent"), t.get("round"), t.get("label")] for t in turns],
         "scores": result.get("scores") or {}, "ledger": result.get("ledger") or {},
         "flags": result.get("flags") or [], "contexts": _contexts(turns, rounds),
-        **_cited(result), "cost_usd": cost_usd, "trace_id": trace_id,
+        **_cited(result), **_reviewed(result), "cost_usd": cost_usd, "trace_id": trace_id,
         "prompt_version": result.get("prompt_version", ""), "wall_time_s": round(wall_time_s, 3),
         "attempts": attempts,
     }

@@ -209,6 +209,7 @@ def result_object(
         "retrieved": values.get("retrieved_evidence") or [],
         "citations": values.get("citations") or [],
         **({"check": values["check"]} if values.get("check") else {}),  # check_text
+        **({"review": values["review"]} if values.get("review") else {}),  # review step
         "thread_id": thread_id,
         "models": ctx.model_specs(),
         "prompt_version": prompt_version,

@@ -1,0 +1,131 @@
+"""``factdebate export reviewed | claimreview``: what reviewers decided, as a dataset or as
+publishable fact-check markup.
+
+* ``export reviewed RUN_DIR --out FILE``: the reviewed claims of an eval run folder as a dataset
+  file whose gold labels are the reviewers' (``evaluation/reviewed.py``); ``factdebate eval
+  --dataset FILE`` then measures agreement with the reviewers.
+* ``export claimreview THREAD|RUN_DIR --org NAME --url URL``: schema.org ``ClaimReview`` JSON-LD
+  of every verdict a reviewer approved or edited (``evaluation/claimreview.py``); a thread is read
+  from a LangGraph server (``--server``) or from the local checkpoint file ``verify`` wrote.
+
+Both say on stderr how many verdicts they left out and why.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from factdebate.cli.output import err, fail
+from factdebate.core.errors import FactDebateError, InputError
+
+export_app = typer.Typer(help="Reviewed verdicts as a dataset, or as ClaimReview markup.",
+                         no_args_is_help=True)
+
+
+def _say(line: str) -> None:
+    err.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+@export_app.command("reviewed")
+def export_reviewed_command(
+    run_dir: Annotated[Path, typer.Argument(help="An eval run folder (its results.jsonl).")],
+    out_file: Annotated[Path, typer.Option(
+        "--out", help="Dataset file to write (JSON lines, the shared record schema).")],
+) -> None:
+    """Write the reviewed claims of RUN_DIR as a dataset whose gold labels are the reviewers'.
+
+    Rows a reviewer approved or edited are kept; rejected, unreviewed and error rows are left
+    out and counted. Then 'factdebate eval --dataset FILE' measures agreement with reviewers.
+    """
+    from factdebate.evaluation.reviewed import export_reviewed
+
+    try:
+        chosen = export_reviewed(run_dir, out_file)
+    except FactDebateError as exc:
+        fail(exc)
+        return
+    _say(f"wrote {len(chosen.kept)} reviewed claim(s) of {chosen.rows} row(s) to {out_file} "
+         f"({chosen.left_out_line()})")
+
+
+@export_app.command("claimreview")
+def export_claimreview_command(
+    source: Annotated[str, typer.Argument(
+        help="A thread id (with --server or the checkpoint file), or an eval run folder.")],
+    org: Annotated[str | None, typer.Option(
+        help="Name of the organisation publishing the reviews (ClaimReview author).")] = None,
+    url: Annotated[str | None, typer.Option(
+        help="URL of the page the reviews are published on.")] = None,
+    appearance: Annotated[list[str], typer.Option(
+        help="URL where the claim appeared (repeatable; the first is its first appearance).",
+        show_default="none")] = [],  # noqa: B006
+    claim_author: Annotated[str | None, typer.Option(
+        help="Who made the claim (itemReviewed author).")] = None,
+    server: Annotated[str | None, typer.Option(
+        help="LangGraph server holding THREAD (API key: $FACTDEBATE_API_KEY).",
+        show_default="the local checkpoint file")] = None,
+    checkpoint_db: Annotated[Path | None, typer.Option(
+        help="SQLite checkpoint file holding THREAD.",
+        show_default="$FACTDEBATE_HOME/checkpoints.sqlite")] = None,
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", help="JSON-LD file to write.", show_default="stdout")] = None,
+) -> None:
+    """Write schema.org ClaimReview JSON-LD of the reviewed verdicts of THREAD or RUN_DIR.
+
+    Only verdicts a reviewer approved or edited are published; unreviewed and rejected ones are
+    left out and counted. Ratings: SUPPORTS True (5), REFUTES False (1), NOT ENOUGH INFO
+    Unproven (3), CONFLICTING Mixed (3), on a 1-5 scale.
+    """
+    from factdebate.evaluation import claimreview as cr
+
+    try:
+        pub = cr.publisher(org, url, appearance, claim_author)
+        verdicts = _verdicts(source, server, checkpoint_db)
+        reviews, chosen = cr.claim_reviews(verdicts, pub)
+        text = cr.dumps(reviews)
+        if out_file is None:
+            sys.stdout.write(text)
+        else:
+            from factdebate.evaluation.reviewed import write_text_atomic
+
+            write_text_atomic(out_file, text)
+    except FactDebateError as exc:
+        fail(exc)
+        return
+    where = f" to {out_file}" if out_file else ""
+    _say(f"wrote {len(reviews)} ClaimReview(s) of {chosen.rows} verdict(s){where} "
+         f"({chosen.left_out_line()}; a verdict is published only once a reviewer approved or "
+         "edited it)")
+
+
+def _verdicts(source: str, server: str | None, checkpoint_db: Path | None) -> list:
+    from factdebate.evaluation import claimreview as cr
+
+    path = Path(source)
+    if path.is_dir():
+        if server or checkpoint_db:
+            raise InputError(f"{source} is a run folder; --server and --checkpoint-db name where "
+                             "a thread is", "drop them, or name a thread id")
+        from factdebate.evaluation.reviewed import read_run_rows
+
+        record, rows = read_run_rows(path)
+        return cr.verdicts_of_rows(rows, str(record.get("task") or "fever"))
+    if not source.strip():
+        raise InputError("export claimreview needs a thread id or a run folder",
+                         "name the --thread-id of a reviewed run, or an eval --out folder")
+    from factdebate.run.claims import default_checkpoint_db, run_async
+
+    if server:
+        values = run_async(cr.thread_values_server(
+            source, server, os.environ.get("FACTDEBATE_API_KEY")
+            or os.environ.get("LANGGRAPH_API_KEY")))
+    else:
+        values = run_async(cr.thread_values_local(source, checkpoint_db or default_checkpoint_db()))
+    if not values:
+        raise InputError(f"thread {source!r} has no state", "name a thread that ran")
+    return cr.verdicts_of_state(values, source)
