@@ -1,0 +1,77 @@
+"""A reviewed run end to end: ``verify --set review=true`` stops at the real ``review`` node, the
+reviewer's decision resumes the thread (tracing on: the decision lands as LangSmith feedback on the
+resumed run), and ``export claimreview`` publishes the verdict from the checkpoint file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from factdebate.evaluation.claimreview import check_claim_review
+from tests.integration.cli_process import one_error_line, run_cli
+from tests.integration.langsmith_capture import langsmith_capture
+
+CLAIM = "Paris is the capital of France."
+
+
+def resume(db: Path, thread: str, decision: dict[str, Any], run_id: uuid.UUID) -> dict[str, Any]:
+    """Resume ``thread`` with the reviewer's ``decision`` (as a client of the graph does)."""
+    from langgraph.types import Command
+
+    from factdebate.graphs.registry import context_class
+    from factdebate.run.claims import compiled_graph, open_sqlite_saver
+    from factdebate.run.setup import build_context
+
+    ctx = build_context({"debater_model": "scripted:agree"}, ["review=true"],
+                        context_class("standard"))
+
+    async def go() -> dict[str, Any]:
+        async with open_sqlite_saver(db) as saver:
+            graph = compiled_graph("standard", saver, None)
+            return await graph.ainvoke(Command(resume=decision),
+                                       {"configurable": {"thread_id": thread}, "run_id": run_id},
+                                       context=ctx)
+
+    return asyncio.run(go())
+
+
+def test_verify_review_approve_then_publish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    home, db = tmp_path / "home", tmp_path / "checkpoints.sqlite"
+    stopped = run_cli(["verify", CLAIM, "--framework", "standard", "--model", "scripted:agree",
+                       "--set", "review=true", "--thread-id", "desk-1", "--checkpoint-db",
+                       str(db), "--json"], home)
+    assert stopped.returncode == 0, stopped.stderr[-3000:]
+    assert json.loads(stopped.stdout).get("review") is None  # waiting for the reviewer
+    publish = ["export", "claimreview", "desk-1", "--checkpoint-db", str(db), "--org",
+               "Fact Desk", "--url", "https://desk.example/paris"]
+    assert "1 left out: 1 unreviewed" in one_error_line(run_cli(publish, home))
+
+    from langsmith import utils
+
+    with langsmith_capture() as (url, state):
+        for name, value in (("LANGSMITH_TRACING", "true"), ("LANGSMITH_ENDPOINT", url),
+                            ("LANGSMITH_API_KEY", "ls-test-key")):
+            monkeypatch.setenv(name, value)
+        utils.get_env_var.cache_clear()
+        run_id = uuid.uuid4()
+        final = resume(db, "desk-1", {"decision": "approve", "reviewer": "ana",
+                                      "note": "checked the atlas"}, run_id)
+        utils.get_env_var.cache_clear()
+    assert final["review"]["decision"] == "approve" and final["label"] == "SUPPORTS"
+    assert not [f for f in final["flags"] if f.startswith("review: feedback")], final["flags"]
+    feedback = [f for f in state.feedback if f["key"] == "review"]
+    assert [(f["run_id"], f["value"], f["comment"]) for f in feedback] == [
+        (str(run_id), "SUPPORTS", "checked the atlas")]
+    assert feedback[0]["feedback_source"]["metadata"]["reviewer"] == "ana"
+
+    published = run_cli(publish, home)
+    assert published.returncode == 0, published.stderr[-2000:]
+    review = json.loads(published.stdout)
+    assert review["claimReviewed"] == CLAIM
+    assert review["reviewRating"]["alternateName"] == "True"
+    assert check_claim_review(review) == []
