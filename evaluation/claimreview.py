@@ -39,7 +39,13 @@ from urllib.parse import urlsplit
 
 from factdebate.core.errors import InputError
 from factdebate.core.labels import NEI, get_label_set
-from factdebate.evaluation.reviewed import PUBLISHED, Selection, final_label, review_of
+from factdebate.evaluation.reviewed import (
+    PUBLISHED,
+    Selection,
+    final_label,
+    review_of,
+    thread_states,
+)
 
 SCHEMA_CONTEXT = "https://schema.org"
 BEST, WORST = 5, 1
@@ -312,15 +318,11 @@ async def thread_values_local(thread: str, db: Path) -> dict[str, Any]:
     if not db.is_file():
         raise InputError(f"checkpoint file {db} does not exist",
                          "name the --checkpoint-db the run used")
-    from factdebate.run.claims import open_sqlite_saver
-
-    async with open_sqlite_saver(db) as saver:
-        found = await saver.aget_tuple({"configurable": {"thread_id": thread,
-                                                          "checkpoint_ns": ""}})
-    if found is None:
+    found = await thread_states(db, [thread])
+    if thread not in found:
         raise InputError(f"no thread {thread!r} in {db}",
                          "name a --thread-id that ran with this --checkpoint-db")
-    return dict(found.checkpoint.get("channel_values") or {})
+    return found[thread]
 
 
 async def thread_values_server(thread: str, url: str, api_key: str | None) -> dict[str, Any]:

@@ -40,6 +40,8 @@ DATASET_OF_TASK = {"fever": "fever", "binary": "feverous", "averitec": "averitec
 """The registered dataset a record of an ad-hoc file names, by label set (its loader reads the
 record with that label set)."""
 REVIEW_KEYS = ("decision", "reviewer", "at", "note", "machine_label", "changed")
+CHECKPOINTS = "checkpoints.sqlite"
+"""A run folder's checkpoint file (``eval --checkpointer sqlite``, the default)."""
 
 
 @dataclass
@@ -124,7 +126,16 @@ def reviewed_record(row: dict[str, Any], review: dict[str, Any], task: str) -> d
 
 
 def read_run_rows(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``run.json`` and the rows of a run folder; one line naming the problem when it is not one."""
+    """``run.json`` and the rows of a run folder, each with its reviewer's decision.
+
+    A row written before its thread was reviewed (an eval run with ``review`` on records the
+    verdict when the run stops for the reviewer) takes the decision, and the reviewer's label,
+    rationale and evidence, from the thread's final state in the run's checkpoint file
+    (``RUN_DIR/checkpoints.sqlite``) when it holds one.
+
+    Raises:
+        InputError: ``run_dir`` is not a run folder (one line naming the problem).
+    """
     if not run_dir.is_dir():
         raise InputError(f"{run_dir} is not a run folder (no such directory)",
                          "name the --out folder of a factdebate eval run")
@@ -132,7 +143,41 @@ def read_run_rows(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raise InputError(f"{run_dir} is not a run folder (no {RUN_FILE})",
                          "name the --out folder of a factdebate eval run")
     record = read_run_record(run_dir)
-    return record, read_results(run_dir / RESULTS)
+    rows = read_results(run_dir / RESULTS)
+    db = run_dir / CHECKPOINTS
+    waiting = [str(r["thread_id"]) for r in rows if r.get("status") == "ok"
+               and review_of(r) is None and r.get("thread_id")]
+    if waiting and db.is_file():
+        from factdebate.run.claims import run_async
+
+        states = run_async(thread_states(db, waiting))
+        rows = [with_thread_review(r, states.get(str(r.get("thread_id")))) for r in rows]
+    return record, rows
+
+
+def with_thread_review(row: dict[str, Any], values: dict[str, Any] | None) -> dict[str, Any]:
+    """``row`` with the review of its thread's final state ``values`` (unchanged without one)."""
+    if review_of(row) is not None or not values or not isinstance(values.get("review"), dict):
+        return row
+    prediction = {**(row.get("prediction") or {}), "label": values.get("label"),
+                  "rationale": values.get("rationale", "")}
+    evidence = values.get("verdict_evidence")
+    return {**row, "review": values["review"], "prediction": prediction,
+            **({"evidence": list(evidence)} if evidence is not None else {})}
+
+
+async def thread_states(db: Path, threads: list[str]) -> dict[str, dict[str, Any]]:
+    """Thread id -> final state values of the threads ``db`` holds (the others left out)."""
+    from factdebate.run.claims import open_sqlite_saver
+
+    found: dict[str, dict[str, Any]] = {}
+    async with open_sqlite_saver(db) as saver:
+        for thread in threads:
+            saved = await saver.aget_tuple({"configurable": {"thread_id": thread,
+                                                              "checkpoint_ns": ""}})
+            if saved is not None:
+                found[thread] = dict(saved.checkpoint.get("channel_values") or {})
+    return found
 
 
 def export_reviewed(run_dir: Path, out: Path) -> Selection:

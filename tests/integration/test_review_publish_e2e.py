@@ -75,3 +75,32 @@ def test_verify_review_approve_then_publish(tmp_path: Path, monkeypatch: pytest.
     assert review["claimReviewed"] == CLAIM
     assert review["reviewRating"]["alternateName"] == "True"
     assert check_claim_review(review) == []
+
+
+def test_eval_with_review_then_reviewers_then_export(tmp_path: Path) -> None:
+    """An eval run with ``review`` on records each verdict when it stops for the reviewer; the
+    reviewers' decisions on its threads (in the run's checkpoint file) reach ``export
+    reviewed``, whose file measures agreement with them."""
+    data = tmp_path / "claims.jsonl"
+    data.write_text("".join(json.dumps({"id": f"desk-{n}", "dataset": "fever", "claim": claim,
+                                        "label": "SUPPORTS"}) + "\n"
+                            for n, claim in enumerate((CLAIM, "The moon is made of cheese."))))
+    home, out = tmp_path / "home", tmp_path / "run"
+    done = run_cli(["eval", "--framework", "standard", "--dataset", str(data), "--model",
+                    "scripted:agree", "--set", "review=true", "--out", str(out)], home)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {json.loads(line)["item_id"]: json.loads(line)
+            for line in (out / "results.jsonl").read_text().splitlines()}
+    assert all("review" not in r for r in rows.values())  # stopped for the reviewer
+    resume(out / "checkpoints.sqlite", rows["desk-1"]["thread_id"],
+           {"decision": "edit", "label": "REFUTES", "reviewer": "bo", "note": "no"}, uuid.uuid4())
+
+    reviewed = tmp_path / "reviewed.jsonl"
+    exported = run_cli(["export", "reviewed", str(out), "--out", str(reviewed)], home)
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    assert "wrote 1 reviewed claim(s) of 2 row(s)" in exported.stderr
+    assert "1 left out: 1 unreviewed" in exported.stderr
+    record = json.loads(reviewed.read_text())
+    assert (record["id"], record["label"], record["review"]["reviewer"]) == ("desk-1", "REFUTES",
+                                                                             "bo")
+    assert record["review"]["changed"]["label"] == ["SUPPORTS", "REFUTES"]
