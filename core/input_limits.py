@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 from factdebate.core.errors import ConfigError
 
@@ -137,7 +137,7 @@ class Oversize(bytes):
         """True: a line was read."""
         return True
 
-    def strip(self, chars: bytes | None = None) -> bytes:
+    def strip(self, chars: Any = None, /) -> bytes:
         """Not blank (``chars`` is ignored)."""
         return b"oversize"
 

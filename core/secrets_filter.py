@@ -450,7 +450,8 @@ def _percent_held(visible: str, where: list[int] | None, offset: int, known: For
     partial = _PARTIAL_PERCENT.search(visible)
     if partial is not None:
         cut = partial.start()
-    decoded, starts = [], []
+    decoded: list[str] = []
+    starts: list[int] = []
     pos = 0
     for m in _PERCENT.finditer(visible, 0, cut):
         decoded.extend(visible[pos:m.start()])
