@@ -112,13 +112,14 @@ def data_list(
     from rich.table import Table
 
     table = Table(title=f"data folder: {folder or 'none yet (factdebate data fetch NAME)'}")
-    for column in ("name", "kind", "version", "licence", "size", "checksum", "eval / index",
-                   "fetched"):
+    for column in ("name and official URL", "kind", "version", "licence", "size", "checksum",
+                   "eval / index", "fetched"):
         table.add_column(column, overflow="fold")
     for e in entries:
         use = (f"eval reads {e.reads}" if e.convert is not None else "no converter yet") \
             if e.kind == "dataset" else f"index --format {e.format}"
-        table.add_row(e.name, e.kind, e.version, e.licence, e.size or "", e.checksum or "",
+        table.add_row("\n".join([e.name, *e.urls]), e.kind, e.version, e.licence, e.size or "",
+                      e.checksum or "",
                       use, _status(e.name, folder, fetched))
     out.print(table)
 
