@@ -18,7 +18,10 @@ decision as one feedback record through ``langsmith.Client.create_feedback``:
 The feedback goes on the trace's root run: the run id of the graph run the decision resumed. In
 a node, LangGraph's ``config`` has no ``run_id`` (the caller's ``run_id`` names the root run and
 is not passed down); :func:`review_run_id` finds it in the config's metadata (a LangGraph
-server's ``run_id``) or as the trace id of the current LangSmith run tree.
+server's ``run_id``) or as the trace id of the current LangSmith run tree. LangSmith asks for the
+project (session) of the run with each feedback: its id is looked up by the project's name (the
+current run tree's, else ``LANGSMITH_PROJECT``) once per process; a project LangSmith does not
+know is left out of the request.
 
 LangSmith is a side channel: a fault (unreachable, HTTP 5xx, timeout) is retried by the project's
 policy (``core/retry.call_with_retries_blocking``), then returned as a note for the run's flags
@@ -72,6 +75,36 @@ def review_run_id(config: Mapping[str, Any] | None) -> str | None:
     return str(trace_id) if trace_id else None
 
 
+def review_project(config: Mapping[str, Any] | None = None) -> str | None:
+    """The LangSmith project of the traced run: the current run tree's, else the environment's
+    (``LANGSMITH_PROJECT``, LangSmith's default name when unset)."""
+    from langsmith.run_helpers import get_current_run_tree
+    from langsmith.utils import get_tracer_project
+
+    tree = get_current_run_tree()
+    name = getattr(tree, "session_name", None) if tree is not None else None
+    return str(name) if name else get_tracer_project()
+
+
+_project_ids: dict[tuple[str, str], Any] = {}
+
+
+def _project_id(client: Any, name: str | None) -> Any:
+    """The id of project ``name`` (cached per LangSmith URL), or None when LangSmith has none
+    of that name."""
+    if not name:
+        return None
+    key = (str(getattr(client, "api_url", "")), name)
+    if key not in _project_ids:
+        from langsmith.utils import LangSmithNotFoundError
+
+        try:
+            _project_ids[key] = client.read_project(project_name=name).id
+        except LangSmithNotFoundError:
+            return None
+    return _project_ids[key]
+
+
 def feedback_fields(review: Mapping[str, Any]) -> dict[str, Any]:
     """The ``create_feedback`` keyword arguments of a review record (module doc)."""
     decision = str(review.get("decision") or "")
@@ -114,12 +147,13 @@ def _client() -> Any:
 
 
 def log_review_feedback(run_id: Any, review: Mapping[str, Any] | None, *,
-                        client: Any = None, retries: int = RETRIES,
+                        project: str | None = None, client: Any = None, retries: int = RETRIES,
                         base_delay: float = BASE_DELAY_S) -> list[str]:
     """Send ``review`` as feedback on ``run_id`` when tracing is on; returns the notes to add
     to the run's flags (empty when it was sent, or there was nothing to send).
 
-    ``run_id`` is a run id, or a node's ``config`` (:func:`review_run_id` finds the id in it).
+    ``run_id`` is a run id, or a node's ``config`` (:func:`review_run_id` finds the id in it);
+    ``project`` the run's LangSmith project (default :func:`review_project`).
     Nothing is sent when tracing is off, there is no review, or no run id is known (a note says
     so when tracing is on). A fault still there after ``retries`` retries is a note, never raised.
     """
@@ -127,6 +161,7 @@ def log_review_feedback(run_id: Any, review: Mapping[str, Any] | None, *,
         return []
     if isinstance(run_id, Mapping):
         run_id = review_run_id(run_id)
+    project = project or review_project()
     run = _run_uuid(run_id) if run_id else None
     if run is None:
         return [f"review: feedback: no LangSmith run id for the {review.get('decision')} "
@@ -137,8 +172,13 @@ def log_review_feedback(run_id: Any, review: Mapping[str, Any] | None, *,
     fields = redact_value(feedback_fields(review))
     try:
         target = client or _client()
+
+        def send() -> None:
+            target.create_feedback(run, **fields, session_id=_project_id(target, project),
+                                   stop_after_attempt=1)
+
         call_with_retries_blocking(
-            lambda: target.create_feedback(run, **fields, stop_after_attempt=1),
+            send,
             retries=retries, what="LangSmith review feedback", base_delay=base_delay,
             max_retry_after=10.0, max_delay=5.0)
     except Exception as exc:  # noqa: BLE001 - LangSmith is a side channel of the run
@@ -154,10 +194,12 @@ async def alog_review_feedback(run_id: Any, review: Mapping[str, Any] | None,
                                **kwargs: Any) -> list[str]:
     """:func:`log_review_feedback` in a worker thread (for async nodes: the event loop goes on).
 
-    A node's ``config`` is resolved to its run id here, in the node's own context, where the
-    current run tree is visible."""
+    A node's ``config`` is resolved to its run id and project here, in the node's own context,
+    where the current run tree is visible."""
     if isinstance(run_id, Mapping):
         run_id = review_run_id(run_id) if review and tracing_on() else None
         if run_id is None and review and tracing_on():
             return log_review_feedback(None, review, **kwargs)
+    if review and tracing_on():
+        kwargs.setdefault("project", review_project())
     return await asyncio.to_thread(log_review_feedback, run_id, review, **kwargs)

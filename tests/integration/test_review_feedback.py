@@ -31,8 +31,10 @@ def _fresh_env_cache() -> Iterator[None]:
     from langsmith import utils
 
     utils.get_env_var.cache_clear()
+    utils.get_tracer_project.cache_clear()
     yield
     utils.get_env_var.cache_clear()
+    utils.get_tracer_project.cache_clear()
 
 
 @pytest.fixture
@@ -61,7 +63,8 @@ def failing_langsmith(status: int) -> Iterator[tuple[str, list[str]]]:
             self.wfile.write(body)
 
         def do_GET(self) -> None:  # noqa: N802
-            self._answer(200, b'{"version": "capture"}')
+            self._answer(200, b"[]" if self.path.startswith("/sessions")
+                         else b'{"version": "capture"}')
 
         def do_POST(self) -> None:  # noqa: N802
             self.rfile.read(int(self.headers.get("content-length") or 0))
@@ -105,6 +108,24 @@ def test_each_decision_is_posted_as_feedback(tracing: Any) -> None:
     assert edit["feedback_source"]["metadata"]["reviewer"] == "ana"
     assert edit["feedback_source"]["metadata"]["decision"] == "edit"
     assert edit["extra"]["changed"]["label"] == ["SUPPORTS", "REFUTES"]
+
+
+def test_the_feedback_names_the_runs_project(tracing: Any,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """LangSmith asks for the project (session) id with each feedback: looked up by name."""
+    from langsmith import utils
+
+    monkeypatch.setenv("LANGSMITH_PROJECT", "fact-desk")
+    utils.get_env_var.cache_clear()
+    utils.get_tracer_project.cache_clear()  # langsmith caches the project name it reads
+    project = {"id": str(uuid.uuid4()), "name": "fact-desk", "tenant_id": str(uuid.uuid4()),
+               "start_time": "2026-11-28T12:00:00+00:00", "reference_dataset_id": None}
+    tracing.projects[project["id"]] = project
+    assert log_review_feedback(uuid.uuid4(), APPROVE) == []
+    assert log_review_feedback(uuid.uuid4(), EDIT) == []
+    assert [f.get("session_id") for f in tracing.feedback] == [project["id"]] * 2, tracing.captured
+    lookups = [p for m, p, _ in tracing.captured if m == "GET" and p.startswith("/sessions")]
+    assert len(lookups) == 1 and "name=fact-desk" in lookups[0]  # once per process
 
 
 def test_nothing_is_sent_with_tracing_off(monkeypatch: pytest.MonkeyPatch) -> None:
