@@ -30,7 +30,6 @@ and logged; it never fails the run.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Mapping
@@ -61,11 +60,13 @@ def review_run_id(config: Mapping[str, Any] | None) -> str | None:
     """The root run id the review belongs to, from a node's ``config``, or None.
 
     Looked up in order: ``config["run_id"]`` (set when the caller's config reaches the node as
-    is), ``config["metadata"]["run_id"]`` (a LangGraph server's run), the trace id of the current
-    LangSmith run tree (a traced local run).
+    is), ``run_id`` in the config's ``metadata`` or ``configurable`` (a LangGraph server's run,
+    whose id is its trace's root run id), the trace id of the current LangSmith run tree (a
+    traced local run).
     """
     config = config or {}
-    for value in (config.get("run_id"), (config.get("metadata") or {}).get("run_id")):
+    for value in (config.get("run_id"), (config.get("metadata") or {}).get("run_id"),
+                  (config.get("configurable") or {}).get("run_id")):
         if value:
             return str(value)
     from langsmith.run_helpers import get_current_run_tree
@@ -189,17 +190,3 @@ def log_review_feedback(run_id: Any, review: Mapping[str, Any] | None, *,
         return [note]
     return []
 
-
-async def alog_review_feedback(run_id: Any, review: Mapping[str, Any] | None,
-                               **kwargs: Any) -> list[str]:
-    """:func:`log_review_feedback` in a worker thread (for async nodes: the event loop goes on).
-
-    A node's ``config`` is resolved to its run id and project here, in the node's own context,
-    where the current run tree is visible."""
-    if isinstance(run_id, Mapping):
-        run_id = review_run_id(run_id) if review and tracing_on() else None
-        if run_id is None and review and tracing_on():
-            return log_review_feedback(None, review, **kwargs)
-    if review and tracing_on():
-        kwargs.setdefault("project", review_project())
-    return await asyncio.to_thread(log_review_feedback, run_id, review, **kwargs)

@@ -193,5 +193,8 @@ def test_a_node_finds_the_resumed_run_and_its_feedback_lands_there(tracing: Any)
     assert tracing.feedback[0]["feedback_source"]["metadata"]["reviewer"] == "bo"
 
 
-def test_server_metadata_run_id_is_used() -> None:
+def test_a_servers_run_id_is_used() -> None:
+    """A LangGraph server names its run in the config (the root run id of its trace)."""
     assert review_feedback.review_run_id({"metadata": {"run_id": "abc"}}) == "abc"
+    assert review_feedback.review_run_id({"configurable": {"run_id": "def"}}) == "def"
+    assert review_feedback.review_run_id({}) is None  # no run tree outside a traced run
