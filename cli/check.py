@@ -108,14 +108,31 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     out_raw: Annotated[str | None, typer.Option("--out", help="Write a self-contained HTML "
                        "report, e.g. report.html.")] = None,
+    review: Annotated[bool, typer.Option(
+        "--review", help="A fact-checker's review of each claim's verdict before the text's is "
+        "final: asked on the terminal, or given by --review-decision (for every claim); without "
+        "either the check waits, resumable.")] = False,
+    review_decision: Annotated[str | None, typer.Option(
+        help="Reviewer's decision on each claim without asking: approve | edit | reject "
+        "(implies --review).")] = None,
+    review_label: Annotated[str | None, typer.Option(
+        help="Label of an edit (one of the label set).")] = None,
+    review_rationale: Annotated[str | None, typer.Option(help="Rationale of an edit.")] = None,
+    reviewer: Annotated[str | None, typer.Option(help="Reviewer's name (default $USER).")] = None,
+    review_note: Annotated[str | None, typer.Option(help="Reviewer's note.")] = None,
 ) -> None:
     """Check a whole text: extract its claims, debate each, mark every sentence with a verdict."""
     from factdebate.cli.flags import in_range, place
     from factdebate.cli.search import index_overrides
 
     try:
+        from factdebate.cli.review import scripted_decision
+
         if resume and not thread_id:
             raise InputError("--resume needs --thread-id", "name the run to resume")
+        scripted = scripted_decision(review_decision, review_label, reviewer, review_note,
+                                     review_rationale)
+        review = review or scripted is not None
         out_html = place("--out", out_raw, "file")  # "" would be the current folder
         index_values, explicit_index = index_overrides(index_name, index_dir)
         in_range("--rounds", rounds, 1)  # 0 was dropped (the verifier's default ran)
@@ -141,14 +158,23 @@ def check(
         ctx = check_context(
             {"framework": name, "debater_model": model, "judge_model": judge_model,
              "model_base_url": base_url, "max_claims": max_claims, "label_set": label_set,
-             **backends, **index_values}, list(set_), verifier)
+             "review": True if review else None, **backends, **index_values}, list(set_),
+            verifier)
         searches = debates_read_local_index(ctx)  # the verifier's settings: graphs/first_use.py
         if searches:
             from factdebate.run.setup import check_index
 
             check_index(ctx, explicit_index=explicit_index)
         thread_id = thread_id or uuid.uuid4().hex
-        result = _run(text, ctx, thread_id, resume, checkpoint_db)
+        waiting = resume and scripted is not None  # a resumed review: the decision resumes it
+        result = _run(text, ctx, thread_id, resume, checkpoint_db,
+                      scripted if waiting else None)
+        if result.get("pending_review"):
+            from factdebate.cli.review import complete_review
+
+            result = complete_review(
+                result, lambda value: _run(text, ctx, thread_id, True, checkpoint_db, value),
+                scripted, err)
         if out_html is not None:
             from factdebate.evaluation.html_report import write_check_html
 
@@ -165,10 +191,24 @@ def check(
     print_outcome(result, as_json, print_check)
     if searches and not as_json:
         out.print(index_line(result["index"]), highlight=False, markup=False, soft_wrap=True)
+    _print_reviews(result, as_json)
+
+
+def _print_reviews(result: dict[str, Any], as_json: bool) -> None:
+    """Each claim's review line, or how to resume a check still waiting for one."""
+    from factdebate.cli.review import print_waiting, review_line
+
+    if result.get("pending_review"):
+        print_waiting(err if as_json else out, result, sys.argv[1:], (), "check_text")
+    elif not as_json:
+        for claim in (result.get("check") or {}).get("claims") or []:
+            if claim.get("review"):
+                out.print(f"{claim.get('claim')}: {review_line(claim['review'])}",
+                          highlight=False, markup=False, soft_wrap=True)
 
 
 def _run(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,
-         checkpoint_db: Path | None) -> dict[str, Any]:
+         checkpoint_db: Path | None, review_decision: Any = None) -> dict[str, Any]:
     """The text check through the one engine call, its claims' progress on stderr."""
     from factdebate.cli.check_report import CheckProgress
     from factdebate.run.engine import run_local
@@ -176,5 +216,6 @@ def _run(text: str, ctx: CheckTextContext, thread_id: str, resume: bool,
     with CheckProgress(err) as progress:
         return run_local("check_text", {"text": text}, ctx, thread_id=thread_id, resume=resume,
                          checkpoint_db=checkpoint_db, progress=progress, what="the check",
+                         review_decision=review_decision,
                          config_extra={"run_name": "check_text:check",
                                        "metadata": {"verifier": ctx.framework}})

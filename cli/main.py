@@ -90,7 +90,9 @@ def _searches_index(framework: str, ctx: Any) -> bool:
 
 @app.command()
 def verify(
-    claim: Annotated[str, typer.Argument(help="The claim to verify ('-' reads stdin).")],
+    claim: Annotated[str | None, typer.Argument(
+        help="The claim to verify ('-' reads stdin); may be left out with --resume.",
+        show_default=False)] = None,
     framework: Annotated[str, typer.Option(help="Registered framework.")] = "tool_mad",
     model: Annotated[str | None, typer.Option(
         help="Model spec of every role.", show_default=_tm("debater_model"))] = None,
@@ -130,21 +132,42 @@ def verify(
     checkpoint_db: Annotated[Path | None, typer.Option(
         help="SQLite checkpoint file.", show_default="$FACTDEBATE_HOME/checkpoints.sqlite")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    review: Annotated[bool, typer.Option(
+        "--review", help="Stop before the verdict is final for a fact-checker's review: asked on "
+        "the terminal, or given by --review-decision; without either the run waits, resumable.",
+        show_default=False)] = False,
+    review_decision: Annotated[str | None, typer.Option(
+        help="Reviewer's decision without asking: approve | edit | reject (implies --review).",
+        show_default="ask on a terminal")] = None,
+    review_label: Annotated[str | None, typer.Option(
+        help="Label of an edit (one of the label set).", show_default="none")] = None,
+    review_rationale: Annotated[str | None, typer.Option(
+        help="Rationale of an edit.", show_default="the machine's")] = None,
+    reviewer: Annotated[str | None, typer.Option(
+        help="Reviewer's name.", show_default="$USER")] = None,
+    review_note: Annotated[str | None, typer.Option(
+        help="Reviewer's note.", show_default="none")] = None,
 ) -> None:
     """Verify CLAIM and print the verdict with its evidence.
 
     The defaults shown are Tool-MAD's Context; 'factdebate ls context --framework NAME' lists
     another framework's.
     """
+    raw_claim = claim  # the token the command that resumes a review leaves out
     try:
+        from factdebate.cli.review import scripted_decision
         from factdebate.cli.search import index_overrides
         from factdebate.nodes.prepare import clean_claim
 
         index_values, explicit_index = index_overrides(index_name, index_dir)
-        claim = read_claim(claim)
         if resume and not thread_id:
             raise InputError("--resume needs --thread-id", "name the run to resume")
-        claim = clean_claim(claim)
+        if claim is None and not resume:
+            raise InputError("missing CLAIM", "give the claim to verify ('-' reads stdin)")
+        claim = None if claim is None else clean_claim(read_claim(claim))
+        scripted = scripted_decision(review_decision, review_label, reviewer, review_note,
+                                     review_rationale)
+        review = review or scripted is not None
         from factdebate.graphs.registry import FRAMEWORKS, context_class
 
         framework = FRAMEWORKS.resolve(framework)
@@ -160,7 +183,7 @@ def verify(
              "max_rounds": rounds, "top_k": top_k, "scoring_mode": scoring,
              "debaters": debaters.split(",") if debaters else None,
              "query_formulation": query_formulation, "label_set": label_set,
-             **backends, **index_values},
+             "review": True if review else None, **backends, **index_values},
             set_,
             cls,
         )
@@ -169,8 +192,19 @@ def verify(
             check_index(ctx, explicit_index=explicit_index)
         from factdebate.run.engine import run_local
 
-        result = run_local(framework, {"claim": claim}, ctx, thread_id=thread_id or uuid.uuid4().hex,
-                           resume=resume, checkpoint_db=checkpoint_db)
+        thread_id = thread_id or uuid.uuid4().hex
+        waiting = resume and scripted is not None  # a resumed review: the decision resumes it
+        result = run_local(framework, {"claim": claim}, ctx, thread_id=thread_id,
+                           resume=resume, checkpoint_db=checkpoint_db,
+                           review_decision=scripted if waiting else None)
+        if result.get("pending_review"):
+            from factdebate.cli.review import complete_review
+
+            def resume_review(value: dict[str, Any]) -> dict[str, Any]:
+                return run_local(framework, {"claim": claim}, ctx, thread_id=thread_id,
+                                 resume=True, checkpoint_db=checkpoint_db, review_decision=value)
+
+            result = complete_review(result, resume_review, None if waiting else scripted, err)
     except FactDebateError as exc:
         fail(exc)
         return
@@ -182,6 +216,19 @@ def verify(
     print_outcome(result, as_json, print_result)
     if searches and not as_json:
         out.print(index_line(result["index"]), highlight=False, markup=False, soft_wrap=True)
+    _print_review(result, as_json, framework, drop=(raw_claim,) if raw_claim else ())
+
+
+def _print_review(result: dict[str, Any], as_json: bool, framework: str,
+                  drop: tuple[str, ...] = ()) -> None:
+    """The review line of a reviewed verdict, or how to resume a run still waiting for one
+    (``drop``: the tokens of the command line the resume command leaves out)."""
+    from factdebate.cli.review import print_waiting, review_line
+
+    if result.get("pending_review"):
+        print_waiting(err if as_json else out, result, sys.argv[1:], drop, framework)
+    elif result.get("review") and not as_json:
+        out.print(review_line(result["review"]), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()

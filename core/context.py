@@ -251,6 +251,10 @@ class Context:
         2, "Retries of a failed retrieval call (exponential back-off).", range=(0, 10))
     tool_timeout_s: float = knob(
         20.0, "Timeout of one retrieval call, seconds.", range=(0, 600), open_low=True)
+    review: bool = knob(
+        False, "Stop before the verdict is final for a fact-checker's review: the run interrupts "
+        "at the 'review' node with the draft verdict and is resumed with the reviewer's decision "
+        "(approve, edit or reject); needs a checkpointer.")
 
     def __post_init__(self) -> None:
         named_dir = self.index_dir  # before the environment fills it: a folder the caller named

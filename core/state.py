@@ -122,6 +122,37 @@ class DebateRecord(TypedDict):
 
 
 @described
+class ReviewChanges(TypedDict):
+    """What a reviewer's ``edit`` changed of the machine verdict."""
+
+    label: list[str | None] | None
+    """``[machine label, reviewer's label]`` when the label changed, else None."""
+    rationale: bool
+    """True when the reviewer replaced the rationale with a different one."""
+    evidence_ids: list[str] | None
+    """Ids of the passages the reviewer made the verdict's evidence, else None."""
+
+
+@described
+class ReviewRecord(TypedDict):
+    """A fact-checker's decision on a verdict (nodes/review.py)."""
+
+    decision: str
+    """``approve`` (verdict kept), ``edit`` (the reviewer's verdict replaces it) or ``reject``
+    (the machine's label is kept and must not be published)."""
+    reviewer: str
+    """Who decided."""
+    at: str
+    """When, ISO 8601 in UTC."""
+    note: str
+    """The reviewer's note ("" when none)."""
+    machine_label: str | None
+    """The label the run reached before the review."""
+    changed: ReviewChanges
+    """What an ``edit`` changed."""
+
+
+@described
 class DebateInput(TypedDict):
     """What a caller (CLI, evaluation runner, LangGraph server client) sends."""
 
@@ -157,6 +188,8 @@ class DebateState(DebateInput, DebateRecord):
     by the final ``cite_verdict`` node)."""
     retrieved_evidence: list[Evidence]
     """Every other passage the run retrieved or was shown: seen, not cited."""
+    review: ReviewRecord | None
+    """The fact-checker's decision on the verdict (the ``review`` node); None when not reviewed."""
     routing: dict[str, Any]
     """The run's Context knobs the routers read (``max_rounds``, ``debaters``, ``t_max`` ...),
     written by the first node so that ``update_state``, which has no run context, routes as the
@@ -182,6 +215,9 @@ class DebateOutput(DebateRecord):
     """The passages the verdict rests on (cited), with ``cited_by`` and ``stance``."""
     retrieved_evidence: NotRequired[list[Evidence]]
     """Passages retrieved or shown but not cited."""
+    review: NotRequired[ReviewRecord | None]
+    """The fact-checker's decision on the verdict when the run's ``review`` setting is on
+    (nodes/review.py); None otherwise."""
 
 
 class DebaterState(DebateRecord):

@@ -8,8 +8,10 @@ framework as the verifier of each claim (Tool-MAD by default), so every claim is
 Wiring: ``split_text`` (validate, sentences with character spans) -> ``extract_claims`` (one
 ``Send`` branch per sentence, preceding text as context) -> ``collect_claims`` (identical claims
 merged, check-worthiness, ``max_claims``) -> ``verify_claim`` (one ``Send`` branch per distinct
-check-worthy claim, running the verifier's graph nested with its own Context) ->
-``aggregate`` (per-sentence marks, numbered citations, counts, text-level verdict).
+check-worthy claim, running the verifier's graph nested with its own Context) -> ``review``
+(with the ``review`` setting on, a fact-checker's decision on each claim's verdict, one interrupt
+per claim in text order; a pass-through otherwise) -> ``aggregate`` (per-sentence marks,
+numbered citations, counts, text-level verdict).
 
 Each verification branch is a LangGraph task: its result is saved when it finishes, and the
 verifier's own steps are checkpointed in the branch's namespace (the verifier inherits the run's
@@ -34,6 +36,7 @@ from factdebate.graphs.verifiers import verifiers_of
 from factdebate.nodes.check_text.aggregate_claims import aggregate_claims
 from factdebate.nodes.check_text.collect_claims import collect_claims, route_after_collect_claims
 from factdebate.nodes.check_text.extract_claims import extract_claims
+from factdebate.nodes.check_text.review_claims import review_claims
 from factdebate.nodes.check_text.split_text import route_sentences, split_text_node
 from factdebate.nodes.check_text.state import (
     CheckTextContext,
@@ -62,7 +65,9 @@ def build_check_text(turns: Turns = "visible") -> StateGraph[
     g.add_edge("extract_claims", "collect_claims")
     g.add_conditional_edges("collect_claims", route_after_collect_claims,
                             ["verify_claim", "aggregate"])
-    g.add_edge("verify_claim", "aggregate")
+    g.add_node("review", review_claims)
+    g.add_edge("verify_claim", "review")
+    g.add_edge("review", "aggregate")
     g.add_edge("aggregate", END)
     return g
 

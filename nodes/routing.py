@@ -37,7 +37,7 @@ END: Final = cast(Literal["__end__"], langgraph.graph.END)
 ROUTING_KNOBS = (
     "max_rounds", "debaters", "num_debaters", "knowledge_sources", "t_max", "samples", "drafts",
     "consolidation_rounds", "reflection_rounds", "orderly_view", "multi_answer_drafts", "agents",
-    "max_steps", "max_follow_ups",
+    "max_steps", "max_follow_ups", "review",
 )
 """Context fields some router reads (the only ones recorded; no URL, path or credential)."""
 

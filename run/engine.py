@@ -17,12 +17,13 @@ import asyncio
 import os
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
-from langgraph.types import StateSnapshot
+from langgraph.types import Command, StateSnapshot
 
 from factdebate.core import trace_filter
 from factdebate.core.context import Context, masked_context
@@ -79,13 +80,17 @@ async def run_graph(
     config_extra: dict[str, Any] | None = None,
     store: BaseStore | None = None,
     progress: Progress | None = None,
+    review_decision: Any = None,
 ) -> dict[str, Any]:
     """Run (or resume) ``framework`` on one input; return the result object of the output contract.
 
     ``item`` is the graph's input (``{"claim": ...}`` for a verifier, ``{"text": ...}`` for
     ``check_text``). ``resume=True`` continues ``thread_id`` after :func:`check_resumable`;
     ``"auto"`` resumes the thread if it holds a checkpoint and starts it otherwise (the evaluation
-    runner's per-item threads). ``config_extra`` adds run-config keys (``metadata`` and
+    runner's per-item threads). ``review_decision`` (with ``resume=True``) is the reviewer's
+    decision a run stopped at its ``review`` step resumes with (``Command(resume=...)``,
+    nodes/review.py); a run that stopped there carries the step's payload as
+    ``pending_review`` in its result. ``config_extra`` adds run-config keys (``metadata`` and
     ``configurable`` are merged; ``callbacks``, ``run_id``, ``tags``, ``run_name`` are set).
     ``store`` is the LangGraph store the nodes see as ``runtime.store`` (MERMAID's memory).
     ``progress`` receives the streamed node updates (without it the graph is invoked). A run
@@ -137,8 +142,14 @@ async def run_graph(
                              "check --thread-id and --checkpoint-db, or drop --resume")
         if progress is not None:
             progress.seed(snapshot.values)
+        if pending_review(snapshot.interrupts) is not None and not getattr(ctx, "review", True):
+            ctx = replace(ctx, review=True)  # a run stopped for its review resumes as one
+        if review_decision is not None and not snapshot.interrupts:
+            raise InputError(f"thread {thread_id!r} is not waiting for a review",
+                             "drop the review decision, or name the thread a review stopped")
         if unfinished(snapshot):
-            await _advance(graph, None, config, ctx, progress)
+            start = None if review_decision is None else Command(resume=review_decision)
+            await _advance(graph, start, config, ctx, progress)
         values = (await graph.aget_state(config)).values
     else:
         if not fresh_ok and not known_new and (await graph.aget_state(config)).created_at:
@@ -148,7 +159,21 @@ async def run_graph(
         if not values or INTERRUPT in values:  # streamed, or stopped early: the checkpoint
             values = (await graph.aget_state(config)).values or values
     settle_after_first_claim()  # the warm heap frozen once (run/heap.py)
-    return result_object(name, values, ctx, thread_id=thread_id, prompt_version=prompt_version)
+    result = result_object(name, values, ctx, thread_id=thread_id, prompt_version=prompt_version)
+    if getattr(ctx, "review", False) or resume:
+        pending = pending_review((await graph.aget_state(config)).interrupts)
+        if pending is not None:
+            result["pending_review"] = pending
+    return result
+
+
+def pending_review(interrupts: Any) -> dict[str, Any] | None:
+    """The payload of the ``review`` step a run stopped at (nodes/review.py), or None."""
+    for item in interrupts or ():
+        value = getattr(item, "value", None)
+        if isinstance(value, dict) and value.get("kind") == "review":
+            return value
+    return None
 
 
 async def _advance(graph: Any, payload: Any, config: dict[str, Any], ctx: Context,
@@ -276,6 +301,7 @@ def run_local(
     config_extra: dict[str, Any] | None = None,
     progress: Progress | None = None,
     what: str = "the run",
+    review_decision: Any = None,
 ) -> dict[str, Any]:
     """:func:`run_graph` on the local SQLite checkpoint and memory databases (``verify``, ``check``).
 
@@ -294,7 +320,7 @@ def run_local(
                 open_sqlite_store(default_memory_db()) as store:
             return await run_graph(framework, item, ctx, checkpointer=saver, thread_id=thread_id,
                                    resume=resume, config_extra=config_extra, store=store,
-                                   progress=progress)
+                                   progress=progress, review_decision=review_decision)
 
     try:
         return run_async(run())

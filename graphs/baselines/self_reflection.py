@@ -3,7 +3,8 @@
 Paper: MADAM-RAG (arXiv:2504.13079) §5.1 "1) prompt LLM to generate an initial answer; 2) prompt LLM
 to review its previous answer and produce feedback; 3) prompt LLM to answer the question again with
 the feedback. We conduct two rounds of self-reflection"; prompts in App. E. Graph: prepare ->
-gather_evidence -> answer -> (review -> refine) x ``reflection_rounds`` (default 2).
+gather_evidence -> answer -> (critique -> refine) x ``reflection_rounds`` (default 2); the
+feedback step is the node ``critique`` (``review`` is the shared reviewer step, graphs/finish.py).
 
 Deviations: answers as JSON (label or {answers, explanation}); feedback as JSON {feedback}. With
 no item documents the evidence is one retrieval for the claim (the Tool-MAD setting).
@@ -33,15 +34,15 @@ def build_self_reflection(turns: Turns = "visible") -> StateGraph:
     # the first answer does not decide: its refinement does (its citations are the verdict's)
     g.add_node("answer", single_answer("reflect_answer", stop=None, counts_round=False,
                                        decides=False))
-    g.add_node("review", review)
+    g.add_node("critique", review)
     g.add_node("refine", refine)
     add_cite_verdict(g)  # graphs/finish.py: the verdict's cited evidence, then END
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "gather_evidence")
     g.add_edge("gather_evidence", "answer")
-    g.add_edge("answer", "review")
-    g.add_edge("review", "refine")
-    g.add_conditional_edges("refine", route_after_refine, {"review": "review", END: CITE_VERDICT})
+    g.add_edge("answer", "critique")
+    g.add_edge("critique", "refine")
+    g.add_conditional_edges("refine", route_after_refine, {"critique": "critique", END: CITE_VERDICT})
     return g
 
 

@@ -99,7 +99,7 @@ async def refine(state: BaselineState, runtime: Runtime[SelfReflectionContext]) 
 
 def route_after_refine(
     state: BaselineState, ctx: SelfReflectionContext | None = None
-) -> Literal["review", "__end__"]:
+) -> Literal["critique", "__end__"]:
     """Another reflection round until ``reflection_rounds`` are done (counted from the turns)."""
     rounds = run_context(state, SelfReflectionContext, ctx).reflection_rounds
-    return END if rounds_used(state, steps_done(state, REVIEW)) >= rounds else "review"
+    return END if rounds_used(state, steps_done(state, REVIEW)) >= rounds else "critique"

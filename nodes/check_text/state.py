@@ -26,7 +26,7 @@ from factdebate.core.context import JudgedContext, knob
 from factdebate.core.errors import ConfigError
 from factdebate.core.labels import LABEL_SETS, NEI
 from factdebate.core.schema_docs import described
-from factdebate.core.state import Evidence, RoundScore, Turn, add_ledger
+from factdebate.core.state import Evidence, ReviewRecord, RoundScore, Turn, add_ledger
 
 MAX_TEXT_CHARS = 20_000
 """Documented size limit of a checked text (about 3,000 words): each sentence costs one
@@ -40,8 +40,9 @@ TextVerdict = Literal["contains refuted claims", "all supported", "unverifiable 
                       "no check-worthy claims"]
 
 _OWN_FIELDS = ("framework", "verifier_settings", "max_claims", "extraction_model",
-               "citations_per_claim", "prompt_set")
-"""Fields of ``CheckTextContext`` that are not handed on to the verifier's Context."""
+               "citations_per_claim", "prompt_set", "review")
+"""Fields of ``CheckTextContext`` that are not handed on to the verifier's Context (``review``:
+the text check reviews each claim itself, in text order, nodes/check_text/review_claims.py)."""
 
 
 @dataclass(kw_only=True)
@@ -238,6 +239,9 @@ class ClaimResult(TypedDict):
     """The verifier's caveats for this claim."""
     ledger: dict[str, Any]
     """LLM calls and tokens of this claim's debate."""
+    review: NotRequired[ReviewRecord | None]
+    """The fact-checker's decision on this claim's verdict when the text check's ``review`` is on
+    (nodes/check_text/review_claims.py)."""
 
 
 def merge_results(left: dict[str, ClaimResult] | None,

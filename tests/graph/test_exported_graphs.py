@@ -37,32 +37,32 @@ CLAIM = "The Eiffel Tower is in Paris."
 TURN = ("debate_turn:formulate_query", "debate_turn:retrieve", "debate_turn:respond",
         "debate_turn:score")
 DESIGN_NODES = {  # what each framework's docstring says it runs, as get_graph(xray=True) draws it
-    "tool_mad": {"prepare", "open_round", *TURN, "check_consensus", "judge", "cite_verdict"},
+    "tool_mad": {"prepare", "open_round", *TURN, "check_consensus", "judge", "cite_verdict", "review"},
     "mermaid": {"decompose", "recall_memory", "execute_step", "call_tool", "force_answer",
-                "update_memory", "cite_verdict"},
+                "update_memory", "cite_verdict", "review"},
     "madke": {"prepare", "gather_knowledge", "open_round", "debater_turn:select_knowledge",
-              "debater_turn:speak", "judge_consensus", "summarize", "cite_verdict"},
+              "debater_turn:speak", "judge_consensus", "summarize", "cite_verdict", "review"},
     "madam_rag": {"prepare", "gather_documents", "open_round", "answer_from_document",
-                  "aggregate", "check_convergence", "cite_verdict"},
-    "check_text": {"split_text", "extract_claims", "collect_claims", "verify_claim", "aggregate"},
-    "standard": {"prepare", "answer", "cite_verdict"},
-    "cot": {"prepare", "answer", "cite_verdict"},
-    "no_rag": {"prepare", "answer", "cite_verdict"},
-    "rag": {"prepare", "gather_evidence", "answer", "cite_verdict"},
-    "concat_rag": {"prepare", "gather_evidence", "answer", "cite_verdict"},
-    "self_consistency": {"prepare", "sample", "vote", "cite_verdict"},
-    "react": {"prepare", "react_step", "react_tool", "answer", "cite_verdict"},
+                  "aggregate", "check_convergence", "cite_verdict", "review"},
+    "check_text": {"split_text", "extract_claims", "collect_claims", "verify_claim", "review", "aggregate"},
+    "standard": {"prepare", "answer", "cite_verdict", "review"},
+    "cot": {"prepare", "answer", "cite_verdict", "review"},
+    "no_rag": {"prepare", "answer", "cite_verdict", "review"},
+    "rag": {"prepare", "gather_evidence", "answer", "cite_verdict", "review"},
+    "concat_rag": {"prepare", "gather_evidence", "answer", "cite_verdict", "review"},
+    "self_consistency": {"prepare", "sample", "vote", "cite_verdict", "review"},
+    "react": {"prepare", "react_step", "react_tool", "answer", "cite_verdict", "review"},
     "mad": {"prepare", "open_round", "affirmative", "negative", "moderate", "judge",
-            "cite_verdict"},
-    "multi_agent_debate": {"prepare", "open_round", "debate_turn:respond", "vote", "cite_verdict"},
-    "self_reflection": {"prepare", "gather_evidence", "answer", "review", "refine",
-                        "cite_verdict"},
+            "cite_verdict", "review"},
+    "multi_agent_debate": {"prepare", "open_round", "debate_turn:respond", "vote", "cite_verdict", "review"},
+    "self_reflection": {"prepare", "gather_evidence", "answer", "critique", "refine",
+                        "cite_verdict", "review"},
     "astute_rag": {"prepare", "gather_evidence", "generate_passages", "consolidate", "answer",
-                   "cite_verdict"},
+                   "cite_verdict", "review"},
     "speculative_rag": {"prepare", "gather_evidence", "draft_branch:draft",
                         "draft_branch:verify_draft", "select_draft", "aggregate_drafts",
-                        "cite_verdict"},
-    "self_ask": {"prepare", "follow_up", "answer_follow_up", "answer", "cite_verdict"},
+                        "cite_verdict", "review"},
+    "self_ask": {"prepare", "follow_up", "answer_follow_up", "answer", "cite_verdict", "review"},
 }
 
 
@@ -123,10 +123,10 @@ def test_xray_draws_every_node_the_graph_runs(graph_id: str):
     assert isinstance(graph, DebateGraph)
     assert drawn(graph) == DESIGN_NODES[graph_id]
     # each drawn node (a turn's node and its turn) is one its module's docstring names; the
-    # shared last node, cite_verdict, is named by graphs/finish.py, which adds it
+    # shared last nodes, cite_verdict and review, are named by graphs/finish.py, which adds them
     doc = importlib.import_module(graph_module(graph_id)).__doc__ or ""
     unnamed = [n for n in drawn(graph) for part in n.split(":")
-               if part not in doc and not (part == "cite_verdict" and part in finish.__doc__)]
+               if part not in doc and not (part in ("cite_verdict", "review") and part in finish.__doc__)]
     assert not unnamed, unnamed
     assert drawn(build_framework(graph_id).compile()) == DESIGN_NODES[graph_id]  # Python default
 
@@ -217,8 +217,10 @@ def test_sync_invoke_stream_and_batch_reach_a_verdict(graph_id: str, index_env: 
     out = graph.invoke(input_for(graph_id), context=context)
     assert reached_verdict(graph_id, out), (graph_id, out.get("label"), out.get("flags"))
     updates = list(graph.stream(input_for(graph_id), context=context, stream_mode="updates"))
-    assert updates and list(updates[-1]) == ["cite_verdict" if graph_id != "check_text"
+    assert updates and list(updates[-1]) == ["review" if graph_id != "check_text"
                                              else "aggregate"]
+    if graph_id != "check_text":  # review off: the verdict passes the review step unchanged
+        assert list(updates[-2]) == ["cite_verdict"] and updates[-1]["review"] is None
     outs = graph.batch([input_for(graph_id), input_for(graph_id, "Berlin is in France.")],
                        context=context)
     assert len(outs) == 2 and all(reached_verdict(graph_id, o) for o in outs)
@@ -327,7 +329,8 @@ async def test_other_modes_keep_their_top_level_shape_when_messages_are_flattene
         context=static("scripted:agree"), stream_mode=["updates", "messages"])]
     updates = [data for mode, data in chunks if mode == "updates"]
     assert [next(iter(u)) for u in updates] == [
-        "prepare", "open_round", "debate_turn", "debate_turn", "check_consensus", "cite_verdict"]
+        "prepare", "open_round", "debate_turn", "debate_turn", "check_consensus", "cite_verdict",
+        "review"]
     assert any(mode == "messages" and meta["langgraph_node"] == "respond"
                for mode, (msg, meta) in ((m, d) for m, d in chunks if m == "messages"))
 

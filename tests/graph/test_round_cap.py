@@ -115,7 +115,7 @@ LOOPS: dict[str, Loop] = {
                   {"stopped_by": ""}),
     "self_ask": Loop({"max_follow_ups": CAP}, "follow_up", "answer_follow_up",
                      steps((QUESTION,)), {"stopped_by": ""}),
-    "self_reflection": Loop({"reflection_rounds": CAP}, "review", "refine", steps(REVIEW)),
+    "self_reflection": Loop({"reflection_rounds": CAP}, "critique", "refine", steps(REVIEW)),
     "astute_rag": Loop({"consolidation_rounds": CAP}, "consolidate", "consolidate",
                        steps(CONSOLIDATE)),
 }

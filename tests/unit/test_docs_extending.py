@@ -44,7 +44,7 @@ BIN = Path(sys.executable).parent
 FACTDEBATE = BIN / "factdebate"
 FILE_BLOCK = re.compile(r"<!-- file: (?P<path>\S+) -->\n```\w*\n(?P<body>.*?)\n```\n", re.DOTALL)
 CLAIM = "The Eiffel Tower is located in Paris."
-NODES = ["prepare", "gather_evidence", "advocate", "skeptic", "judge", "cite_verdict"]
+NODES = ["prepare", "gather_evidence", "advocate", "skeptic", "judge", "cite_verdict", "review"]
 PAGE_FILES = {"my_protocol/graph.py", "my_protocol/__init__.py", "try_it.py", "langgraph.json",
               "my_protocol/prompts/devils_advocate/prompts.yaml", "test_my_protocol.py",
               "claims.jsonl"}
