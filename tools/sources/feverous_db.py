@@ -31,15 +31,13 @@ skipped and counted. Time: one pass over the table in rowid order.
 from __future__ import annotations
 
 import re
-import sqlite3
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from factdebate.core import input_limits, json_input
-from factdebate.tools.sources.base import Cursor, Page, SourceError, skipped_page
-from factdebate.tools.sources.files import sqlite_rows
+from factdebate.tools.sources.base import Page, SourceError, skipped_page
+from factdebate.tools.sources.files import SqliteTable
 
 WIKI_URL = "https://en.wikipedia.org/wiki/"
 FETCH_ROWS = 500
@@ -53,50 +51,23 @@ def unlink(text: str) -> str:
     return _LINK.sub(lambda m: m.group(2) if m.group(1) is not None else m.group(3), text)
 
 
-class FeverousDbSource:
+class FeverousDbSource(SqliteTable):
     """The ``wiki`` table of ``feverous_wikiv1.db``, in rowid order."""
 
     name = "feverous-db"
+    table, key, body, what = "wiki", "id", "data", "a FEVEROUS database"
+    fetch_rows = FETCH_ROWS
 
     def __init__(self, path: Path) -> None:
         """Open the database read-only and check that it has FEVEROUS' table.
 
         Raises:
-            SourceError: Not an SQLite file, or no table ``wiki(id, data)``.
+            SourceError: A zip (the download: the message says the ``unzip`` command), not an
+                SQLite file, or no table ``wiki(id, data)``.
         """
-        self.path = path
         if zipfile.is_zipfile(path):
             raise SourceError(str(path), zip_refusal(path))
-        try:
-            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-            tables = [r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        except sqlite3.DatabaseError as exc:
-            raise SourceError(str(path), f"not an SQLite database ({exc})") from exc
-        columns = {r[1] for r in self._db.execute("PRAGMA table_info(wiki)")} if "wiki" in tables \
-            else set()
-        if not {"id", "data"} <= columns:
-            raise SourceError(str(path), "not a FEVEROUS database: it has no table wiki(id, data) "
-                              f"(tables: {', '.join(tables) or 'none'})")
-        self._last = self._db.execute("SELECT max(rowid) FROM wiki").fetchone()[0] or 0
-
-    def files(self) -> list[Path]:
-        """The database file."""
-        return [self.path]
-
-    def total(self) -> int:
-        """The highest rowid (progress runs over row ids)."""
-        return int(self._last)
-
-    def done(self, cursor: Cursor) -> int:
-        """Row ids before ``cursor``."""
-        return int(cursor.get("rowid", 0))
-
-    def read(self, cursor: Cursor | None) -> Iterator[tuple[Page, Cursor]]:
-        """Pages from ``cursor`` (the last row id read) on."""
-        last = int((cursor or {}).get("rowid", 0))
-        for rowid, title, data in sqlite_rows(self._db, str(self.path), "wiki", "id", "data", last,
-                                              FETCH_ROWS):
-            yield self._page(rowid, title, data), {"rowid": rowid}
+        super().__init__(path)
 
     def _page(self, rowid: int, title: Any, data: Any) -> Page:
         where = f"{self.path} row {rowid}"

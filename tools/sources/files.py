@@ -299,3 +299,68 @@ def sqlite_rows(db: Any, label: str, table: str, key: str, body: str, after: int
             raise SourceError(f"{label} after row {last}", f"cannot be read ({exc})") from exc
         if count < batch:
             return
+
+
+class SqliteTable:
+    """A reader over one table of an SQLite dump (FEVEROUS' ``wiki``, HoVer's ``documents``):
+    opened read-only and checked, progress over row ids, rows streamed by :func:`sqlite_rows`.
+
+    A subclass sets :attr:`table`, :attr:`key` and :attr:`body` (its columns), :attr:`what` (the
+    release named in a refusal) and :attr:`text_factory` (``bytes`` to read text that may not be
+    UTF-8 and decide per row), and turns rows into pages in ``_page``.
+    """
+
+    table = ""
+    key = ""
+    body = ""
+    what = ""
+    text_factory: Any = str
+    fetch_rows = 500
+
+    def __init__(self, path: Path) -> None:
+        """Open ``path`` read-only and check that it has :attr:`table` with its two columns.
+
+        Raises:
+            SourceError: Not an SQLite file, or not that table.
+        """
+        import sqlite3
+
+        self.path = path
+        try:
+            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            self._db.text_factory = self.text_factory
+            tables = [_text(r[0]) for r in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")]
+            columns = {_text(r[1]) for r in self._db.execute(f'PRAGMA table_info("{self.table}")')}
+        except sqlite3.DatabaseError as exc:
+            raise SourceError(str(path), f"not an SQLite database ({exc})") from exc
+        if not {self.key, self.body} <= columns:
+            raise SourceError(str(path), f"not {self.what}: it has no table {self.table}("
+                              f"{self.key}, {self.body}) (tables: {', '.join(tables) or 'none'})")
+        self._last = self._db.execute(f'SELECT max(rowid) FROM "{self.table}"').fetchone()[0] or 0
+
+    def files(self) -> list[Path]:
+        """The database file."""
+        return [self.path]
+
+    def total(self) -> int:
+        """The highest rowid (progress runs over row ids)."""
+        return int(self._last)
+
+    def done(self, cursor: Cursor) -> int:
+        """Row ids before ``cursor``."""
+        return int(cursor.get("rowid", 0))
+
+    def read(self, cursor: Cursor | None) -> Iterator[tuple[Any, Cursor]]:
+        """Pages from ``cursor`` (the last row id read) on."""
+        last = int((cursor or {}).get("rowid", 0))
+        for rowid, key, body in sqlite_rows(self._db, str(self.path), self.table, self.key,
+                                            self.body, last, self.fetch_rows):
+            yield self._page(rowid, key, body), {"rowid": rowid}
+
+    def _page(self, rowid: int, key: Any, body: Any) -> Any:
+        raise NotImplementedError
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

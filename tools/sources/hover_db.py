@@ -44,15 +44,12 @@ counted. Time: one pass over the table in rowid order.
 from __future__ import annotations
 
 import re
-import sqlite3
 import unicodedata
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from factdebate.core import input_limits
-from factdebate.tools.sources.base import Cursor, Page, SourceError, skipped_page
-from factdebate.tools.sources.files import sqlite_rows
+from factdebate.tools.sources.base import Page, skipped_page
+from factdebate.tools.sources.files import SqliteTable
 
 WIKI_URL = "https://en.wikipedia.org/wiki/"
 FETCH_ROWS = 500
@@ -140,49 +137,13 @@ def _ends_sentence(text: str, match: re.Match[str]) -> bool:
     return True
 
 
-class HoverDbSource:
+class HoverDbSource(SqliteTable):
     """The ``documents`` table of ``wiki_wo_links.db``, in rowid order."""
 
     name = "hover-wiki"
-
-    def __init__(self, path: Path) -> None:
-        """Open the database read-only and check that it has HoVer's table.
-
-        Raises:
-            SourceError: Not an SQLite file, or no table ``documents(id, text)``.
-        """
-        self.path = path
-        try:
-            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-            self._db.text_factory = bytes  # a row that is not UTF-8 is skipped, not fatal
-            tables = [r[0].decode() for r in self._db.execute(
-                "SELECT name FROM sqlite_master WHERE type='table'")]
-            columns = {r[1].decode() for r in self._db.execute("PRAGMA table_info(documents)")}
-        except sqlite3.DatabaseError as exc:
-            raise SourceError(str(path), f"not an SQLite database ({exc})") from exc
-        if not {"id", "text"} <= columns:
-            raise SourceError(str(path), "not HoVer's wiki_wo_links.db: it has no table "
-                              f"documents(id, text) (tables: {', '.join(tables) or 'none'})")
-        self._last = self._db.execute("SELECT max(rowid) FROM documents").fetchone()[0] or 0
-
-    def files(self) -> list[Path]:
-        """The database file."""
-        return [self.path]
-
-    def total(self) -> int:
-        """The highest rowid (progress runs over row ids)."""
-        return int(self._last)
-
-    def done(self, cursor: Cursor) -> int:
-        """Row ids before ``cursor``."""
-        return int(cursor.get("rowid", 0))
-
-    def read(self, cursor: Cursor | None) -> Iterator[tuple[Page, Cursor]]:
-        """Pages from ``cursor`` (the last row id read) on."""
-        last = int((cursor or {}).get("rowid", 0))
-        for rowid, title, text in sqlite_rows(self._db, str(self.path), "documents", "id", "text",
-                                              last, FETCH_ROWS):
-            yield self._page(rowid, title, text), {"rowid": rowid}
+    table, key, body, what = "documents", "id", "text", "HoVer's wiki_wo_links.db"
+    text_factory = bytes  # a row that is not UTF-8 is skipped, not fatal
+    fetch_rows = FETCH_ROWS
 
     def _page(self, rowid: int, raw_id: Any, raw_text: Any) -> Page:
         where = f"{self.path} row {rowid}"
