@@ -11,8 +11,9 @@ retry loop, sleeps between attempts or reads ``Retry-After`` itself
   tool calls: a longer wait is not worth holding a debate for).
 - :func:`call_with_retries_blocking` - the same policy for blocking code outside an event loop:
   a provider's embedding requests (``tools/embeddings_provider.py``), which an index build sends
-  from its one thread. The caller chooses what is retried, caps the doubling delay and may be
-  told of each wait (a build counts its retries and waited seconds); bulk builds cap
+  from its one thread, and a reviewer's decision sent to LangSmith as feedback
+  (``tools/review_feedback.py``). The caller chooses what is retried, caps the doubling delay
+  and may be told of each wait (a build counts its retries and waited seconds); bulk builds cap
   ``Retry-After`` higher than debates do, since waiting out a rate limit costs less than
   stopping a long build.
 - :func:`wait_for_admission` - ``eval --server`` while the LangGraph server refuses an item's run

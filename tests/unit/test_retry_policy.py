@@ -38,7 +38,8 @@ NOT_RETRIES = {
 CALLERS = {
     "call_with_retries": {"nodes/llm.py"},  # with_retries: nodes, retrieval, MCP tools, summaries
     "call_with_retries_blocking": {"tools/embeddings_provider.py",  # index builds' embeddings
-                                   "evaluation/data_fetch.py"},  # data fetch's downloads
+                                   "evaluation/data_fetch.py",  # data fetch's downloads
+                                   "tools/review_feedback.py"},  # a reviewer's LangSmith feedback
     "wait_for_admission": {"evaluation/executors.py"},
     "rate_limit_retrying": {"evaluation/items.py"},
     "header_retry_after": {"tools/tavily_search.py", "tools/wikipedia_live.py"},  # maxlag
