@@ -35,7 +35,8 @@ def _say(line: str) -> None:
 def export_reviewed_command(
     run_dir: Annotated[Path, typer.Argument(help="An eval run folder (its results.jsonl).")],
     out_file: Annotated[Path, typer.Option(
-        "--out", help="Dataset file to write (JSON lines, the shared record schema).")],
+        "--out", help="Dataset file to write (JSON lines, the shared record schema).",
+        show_default="required")],
 ) -> None:
     """Write the reviewed claims of RUN_DIR as a dataset whose gold labels are the reviewers'.
 
@@ -58,14 +59,15 @@ def export_claimreview_command(
     source: Annotated[str, typer.Argument(
         help="A thread id (with --server or the checkpoint file), or an eval run folder.")],
     org: Annotated[str | None, typer.Option(
-        help="Name of the organisation publishing the reviews (ClaimReview author).")] = None,
+        help="Name of the organisation publishing the reviews (ClaimReview author).",
+        show_default="required")] = None,
     url: Annotated[str | None, typer.Option(
-        help="URL of the page the reviews are published on.")] = None,
+        help="URL of the page the reviews are published on.", show_default="required")] = None,
     appearance: Annotated[list[str], typer.Option(
         help="URL where the claim appeared (repeatable; the first is its first appearance).",
         show_default="none")] = [],  # noqa: B006
     claim_author: Annotated[str | None, typer.Option(
-        help="Who made the claim (itemReviewed author).")] = None,
+        help="Who made the claim (itemReviewed author).", show_default="not named")] = None,
     server: Annotated[str | None, typer.Option(
         help="LangGraph server holding THREAD (API key: $FACTDEBATE_API_KEY).",
         show_default="the local checkpoint file")] = None,

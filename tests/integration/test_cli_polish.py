@@ -20,7 +20,8 @@ FACTDEBATE = Path(sys.executable).parent / "factdebate"
 DATA = os.environ.get("FACTDEBATE_DATA_DIR")
 TQDM_BAR = re.compile(r"\d+/\d+ \[\d\d:\d\d")  # "103/103 [00:00<00:00, ...]"
 COMMANDS = [("verify",), ("index",), ("bench",), ("eval",), ("compare",), ("ls", "context"),
-            ("search",), ("ls", "indexes"), ("data", "fetch"), ("data", "list")]
+            ("search",), ("ls", "indexes"), ("data", "fetch"), ("data", "list"),
+            ("export", "reviewed"), ("export", "claimreview")]
 
 
 def command(path: tuple[str, ...]) -> click.Command:
