@@ -18,6 +18,8 @@ reviews needs a checkpointer (the CLI, the LangGraph server and Studio have one)
 
 from __future__ import annotations
 
+from typing import Any
+
 from langgraph.graph import END, StateGraph
 
 from factdebate.nodes.cite_verdict import SeenPassages, make_cite_verdict
@@ -29,6 +31,14 @@ REVIEW = "review"
 """Name of the final node: the reviewer's decision on the verdict (a pass-through when off)."""
 
 
+def framework_of_context(ctx: Any) -> str:
+    """The registered framework whose Context class ``ctx`` is, when only one has it."""
+    from factdebate.graphs.registry import FRAMEWORKS, context_class
+
+    names = [name for name in FRAMEWORKS.names() if context_class(name) is type(ctx)]
+    return names[0] if len(names) == 1 else ""
+
+
 def add_cite_verdict(g: StateGraph, seen: SeenPassages | None = None,
                      framework: str = "") -> StateGraph:
     """Add ``cite_verdict`` -> ``review`` -> END to ``g``; returns ``g``.
@@ -37,7 +47,7 @@ def add_cite_verdict(g: StateGraph, seen: SeenPassages | None = None,
     recalled memory, the item's documents), so they are listed as retrieved when not cited.
     ``framework`` names the graph in the review's payload (else the run's metadata names it)."""
     g.add_node(CITE_VERDICT, make_cite_verdict(seen))
-    g.add_node(REVIEW, make_review(framework))
+    g.add_node(REVIEW, make_review(framework, framework_of_context))
     g.add_edge(CITE_VERDICT, REVIEW)
     g.add_edge(REVIEW, END)
     return g

@@ -245,6 +245,10 @@ def framework_of(config: RunnableConfig | None, default: str = "") -> str:
     return default or str(meta.get("framework") or meta.get("graph_id") or "")
 
 
+FrameworkName = Callable[[Any], str]
+"""The framework a run's Context belongs to ("" when it cannot tell)."""
+
+
 def review_state(state: Mapping[str, Any], framework: str) -> dict[str, Any]:
     """Ask for the review of a finished debate ``state``; returns its state update."""
     draft = draft_of(state)
@@ -264,9 +268,10 @@ def review_on(state: Mapping[str, Any], ctx: Any) -> bool:
     return bool(getattr(ctx, "review", False) or (state.get("routing") or {}).get("review"))
 
 
-def make_review(framework: str = "") -> Callable[..., dict[str, Any]]:
-    """The ``review`` node; ``framework`` names the graph in the payload (else the run's
-    metadata names it)."""
+def make_review(framework: str = "",
+                by_context: FrameworkName | None = None) -> Callable[..., dict[str, Any]]:
+    """The ``review`` node; ``framework`` names the graph in the payload, else the run's
+    metadata, else ``by_context`` (the framework of the run's Context class)."""
 
     def review(state: dict[str, Any], runtime: Runtime[Any],
                config: RunnableConfig) -> dict[str, Any]:
@@ -276,7 +281,10 @@ def make_review(framework: str = "") -> Callable[..., dict[str, Any]]:
         require_checkpointer(config)
         from factdebate.tools.review_feedback import log_review_feedback
 
-        update = review_state(state, framework_of(config, framework))
+        name = framework_of(config, framework)
+        if not name and by_context is not None:
+            name = by_context(runtime.context)
+        update = review_state(state, name)
         # the decision as LangSmith feedback when tracing is on; a fault is a note, never raised
         return {**update, "flags": log_review_feedback(config, update["review"])}
 

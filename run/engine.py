@@ -144,7 +144,7 @@ async def run_graph(
             progress.seed(snapshot.values)
         if pending_review(snapshot.interrupts) is not None and not getattr(ctx, "review", True):
             ctx = replace(ctx, review=True)  # a run stopped for its review resumes as one
-        if review_decision is not None and not snapshot.interrupts:
+        if review_decision is not None and pending_review(snapshot.interrupts) is None:
             raise InputError(f"thread {thread_id!r} is not waiting for a review",
                              "drop the review decision, or name the thread a review stopped")
         if unfinished(snapshot):

@@ -26,6 +26,7 @@ from factdebate.nodes.review import (
     require_checkpointer,
     shown_passage,
 )
+from factdebate.tools.review_feedback import log_review_feedback
 
 
 def claim_draft(result: ClaimResult) -> dict[str, Any]:
@@ -72,4 +73,6 @@ def review_claims(state: CheckTextState, runtime: Runtime[CheckTextContext],
                 update["retrieved_evidence"]
         new["review"] = record
         reviewed[key] = new  # type: ignore[assignment]
-    return {"results": reviewed}
+    # each decision as LangSmith feedback when tracing is on; a fault is a note, never raised
+    notes = [n for r in reviewed.values() for n in log_review_feedback(config, r.get("review"))]
+    return {"results": reviewed, "flags": notes}

@@ -221,3 +221,10 @@ async def test_check_text_without_review_passes_through():
     out = await run.start({"text": TEXT})
     assert "__interrupt__" not in out
     assert all(c.get("review") is None for c in out["check"]["claims"])
+
+
+async def test_a_plain_python_run_names_its_framework_from_its_context():
+    """No engine or server metadata: the framework whose Context class the run has."""
+    run = Run("madke")
+    run.config = {"configurable": {"thread_id": "plain"}}
+    assert run.pending(await run.start())["framework"] == "madke"
