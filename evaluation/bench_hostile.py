@@ -16,6 +16,7 @@ the exit code is 1 when a case misses its expectation.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -87,34 +88,39 @@ def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         httpd.server_close()
 
 
-class _Quiet(BaseHTTPRequestHandler):
-    def log_message(self, *args: Any) -> None:
-        pass
+class QuietHandler(BaseHTTPRequestHandler):
+    """A stand-in's handler base: no request log; :meth:`reply` sends a whole body with its
+    length, :meth:`stream` a large one a MiB at a time; a client that stops reading (at its
+    limit) ends the write quietly. The tests' loopback stand-ins use it too."""
 
-    def _reply(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    def log_message(self, *args: Any) -> None:
+        """Silent."""
+
+    def reply(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        """``status`` with ``headers`` and ``body`` (``Content-Length`` set)."""
         self.send_response(status)
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
 
-    def _stream(self, head: bytes, size: int, tail: bytes) -> None:
+    def stream(self, head: bytes, size: int, tail: bytes, *, length: bool = True,
+               content_type: str = "application/json") -> None:
+        """200 with ``head``, ``size`` bytes of ``a`` (whole MiBs) and ``tail``; ``length``:
+        announce the total in ``Content-Length`` (else the body ends with the connection)."""
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(head) + size + len(tail)))
+        self.send_header("Content-Type", content_type)
+        if length:
+            self.send_header("Content-Length", str(len(head) + size + len(tail)))
         self.end_headers()
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self.wfile.write(head)
             chunk = b"a" * (1 << 20)
             for _ in range(size >> 20):
                 self.wfile.write(chunk)
             self.wfile.write(tail)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
 
 
 def _gzip_of_spaces(size: int) -> bytes:
@@ -129,36 +135,36 @@ def _wiki(mode: str, elsewhere: str = "") -> type[BaseHTTPRequestHandler]:
     """A MediaWiki Action API stand-in whose page fetch is hostile (``mode``)."""
     bomb = _gzip_of_spaces(1 << 30) if mode == "bomb" else b""
 
-    class Wiki(_Quiet):
+    class Wiki(QuietHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             params = {k: v[-1] for k, v in parse_qs(urlparse(self.path).query).items()}
             if params.get("list") == "search":
                 body = {"batchcomplete": True, "query": {"search": [{"title": "Hostile page"}]}}
-                return self._reply(200, json.dumps(body).encode(),
+                return self.reply(200, json.dumps(body).encode(),
                                    {"Content-Type": "application/json"})
             if mode == "extract":
                 head = b'{"query": {"pages": [{"title": "Hostile page", "extract": "'
-                return self._stream(head, BIG, b'"}]}}')
+                return self.stream(head, BIG, b'"}]}}')
             if mode == "bomb":
-                return self._reply(200, bomb, {"Content-Type": "application/json",
+                return self.reply(200, bomb, {"Content-Type": "application/json",
                                                "Content-Encoding": "gzip"})
-            return self._reply(302, b"", {"Location": f"{elsewhere}/w/api.php?{urlparse(self.path).query}"})
+            return self.reply(302, b"", {"Location": f"{elsewhere}/w/api.php?{urlparse(self.path).query}"})
 
     return Wiki
 
 
-class _Counting(_Quiet):
+class _Counting(QuietHandler):
     hits: list[str] = []
 
     def do_GET(self) -> None:  # noqa: N802
         _Counting.hits.append(self.path)
-        self._reply(200, b"{}")
+        self.reply(200, b"{}")
 
 
 def _provider(mode: str) -> type[BaseHTTPRequestHandler]:
     """An OpenAI-compatible stand-in: NaN embeddings, or a 300 MB chat completion."""
 
-    class Provider(_Quiet):
+    class Provider(QuietHandler):
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             if self.path.endswith("/embeddings"):
@@ -167,9 +173,9 @@ def _provider(mode: str) -> type[BaseHTTPRequestHandler]:
                         for i in range(len(inputs))]
                 reply = {"object": "list", "model": "e", "data": data,
                          "usage": {"prompt_tokens": 1, "total_tokens": 1}}
-                return self._reply(200, json.dumps(reply).encode(),
+                return self.reply(200, json.dumps(reply).encode(),
                                    {"Content-Type": "application/json"})
-            return self._stream(b'{"id": "c", "object": "chat.completion", "pad": "', BIG, b'"}')
+            return self.stream(b'{"id": "c", "object": "chat.completion", "pad": "', BIG, b'"}')
 
     return Provider
 

@@ -10,11 +10,11 @@ import asyncio
 import gzip
 import json
 import resource
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from factdebate.core.errors import ConfigError
+from factdebate.evaluation.bench_hostile import QuietHandler
 from factdebate.tools.web_apis import MediaWikiClient, RedirectRefused, ReplyTooLarge
 from tests.integration.loopback import serve_http
 
@@ -23,61 +23,33 @@ BOMB = gzip.compress(b"\0" * (256 << 20), compresslevel=9)  # ~256 KB on the wir
 received: list[str] = []  # paths the *other* listener was asked for
 
 
-class Wiki(BaseHTTPRequestHandler):
+class Wiki(QuietHandler):
     """``/ok``: a small JSON reply; ``/big``: 64 MiB; ``/bomb``: a gzip bomb; ``/away``: a
     redirect to the listener in ``Wiki.elsewhere``; ``/home``: a redirect to ``/ok``."""
 
     elsewhere = ""
 
-    def log_message(self, *args):  # quiet
-        pass
-
     def do_GET(self):  # noqa: N802 - the stdlib's name
         path = self.path.split("?")[0]
         if path == "/ok":
             body = json.dumps({"query": {"search": [{"title": "Paris"}]}}).encode()
-            self._reply(200, body, {"Content-Type": "application/json"})
+            self.reply(200, body, {"Content-Type": "application/json"})
         elif path == "/big":
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            chunk = b"a" * (1 << 20)
-            try:
-                for _ in range(BIG >> 20):
-                    self.wfile.write(chunk)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client stopped reading at its limit
+            self.stream(b"", BIG, b"", length=False)
         elif path == "/bomb":
-            self._reply(200, BOMB, {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+            self.reply(200, BOMB, {"Content-Type": "application/json", "Content-Encoding": "gzip"})
         elif path == "/away":
-            self._reply(302, b"", {"Location": f"{Wiki.elsewhere}/stolen?srsearch=claim"})
+            self.reply(302, b"", {"Location": f"{Wiki.elsewhere}/stolen?srsearch=claim"})
         elif path == "/home":
-            self._reply(301, b"", {"Location": "/ok"})
+            self.reply(301, b"", {"Location": "/ok"})
         else:
-            self._reply(404, b"{}", {})
-
-    def _reply(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-        self.send_response(status)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+            self.reply(404, b"{}", {})
 
 
-class Elsewhere(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
+class Elsewhere(QuietHandler):
     def do_GET(self):  # noqa: N802
         received.append(self.path)
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
+        self.reply(200, b"{}")
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,15 @@ product's (``load_model("openai:...")`` with a base URL, ``ProviderEmbeddings``)
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import resource
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from factdebate.core.bounded_http import ReplyTooLarge
+from factdebate.evaluation.bench_hostile import QuietHandler
 from tests.integration.loopback import serve_http
 
 COMPLETION = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
@@ -23,13 +24,10 @@ COMPLETION = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m
 BOMB = gzip.compress(b" " * (128 << 20), compresslevel=9)  # ~128 KB on the wire
 
 
-class Provider(BaseHTTPRequestHandler):
+class Provider(QuietHandler):
     """``mode`` (set per test) picks the reply: ok, ok-gzip, huge, bomb, stream."""
 
     mode = "ok"
-
-    def log_message(self, *args):
-        pass
 
     def do_POST(self):  # noqa: N802 - http.server's name
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -40,43 +38,25 @@ class Provider(BaseHTTPRequestHandler):
                 "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
             if mode == "huge":
                 body = body[:-1] + b', "pad": "' + b"x" * (8 << 20) + b'"}'
-            return self._send(body, {})
+            return self.reply(200, body, {"Content-Type": "application/json"})
         if mode in ("ok", "ok-gzip"):
             body = json.dumps(COMPLETION).encode()
             if mode == "ok-gzip":
-                return self._send(gzip.compress(body), {"Content-Encoding": "gzip"})
-            return self._send(body, {})
+                return self.reply(200, gzip.compress(body), {"Content-Encoding": "gzip"})
+            return self.reply(200, body, {"Content-Type": "application/json"})
         if mode == "bomb":
-            return self._send(BOMB, {"Content-Encoding": "gzip"})
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream" if mode == "stream"
-                         else "application/json")
+            return self.reply(200, BOMB, {"Content-Encoding": "gzip"})
+        if mode == "huge":
+            return self.stream(b'{"id": "c1", "pad": "', 64 << 20, b"", length=False)
+        chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                 "choices": [{"index": 0, "delta": {"content": "word "}}]}
+        line = f"data: {json.dumps(chunk)}\n\n".encode()
+        self.send_response(200)  # an endless stream of chunks
+        self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        try:
-            if mode == "huge":
-                self.wfile.write(b'{"id": "c1", "pad": "')
-                for _ in range(64):
-                    self.wfile.write(b"x" * (1 << 20))
-            else:  # an endless stream of chunks
-                chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1,
-                         "model": "m", "choices": [{"index": 0, "delta": {"content": "word "}}]}
-                line = f"data: {json.dumps(chunk)}\n\n".encode()
-                for _ in range(200_000):
-                    self.wfile.write(line)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
-    def _send(self, body: bytes, headers: dict[str, str]) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            for _ in range(200_000):
+                self.wfile.write(line)
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import time
 import zlib
-from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from factdebate.evaluation.bench_hostile import QuietHandler
 from factdebate.evaluation.bench_soak import tree_rss_mb
 from tests.integration.loopback import serve_http
 from tests.integration.servers import needs_langgraph, start_langgraph_dev, stop_server, tiny_index, warm_home
@@ -34,63 +34,34 @@ def _bomb(size: int) -> bytes:
 BOMB = _bomb(1 << 30)
 
 
-class Wiki(BaseHTTPRequestHandler):
+class Wiki(QuietHandler):
     """``mode``: ok (a small page), extract (300 MB), bomb, redirect (to ``elsewhere``)."""
 
     mode = "ok"
     elsewhere = ""
 
-    def log_message(self, *args):
-        pass
-
     def do_GET(self):  # noqa: N802 - http.server's name
         params = {k: v[-1] for k, v in parse_qs(urlparse(self.path).query).items()}
         if params.get("list") == "search":
-            return self._send(json.dumps({"query": {"search": [{"title": "Eiffel Tower"}]}}).encode())
+            return self.reply(200, json.dumps({"query": {"search": [{"title": "Eiffel Tower"}]}})
+                              .encode())
         if Wiki.mode == "ok":
             page = {"title": "Eiffel Tower", "revisions": [{"revid": 1}],
                     "extract": "The Eiffel Tower is in Paris. It was completed in 1889."}
-            return self._send(json.dumps({"query": {"pages": [page]}}).encode())
+            return self.reply(200, json.dumps({"query": {"pages": [page]}}).encode())
         if Wiki.mode == "bomb":
-            return self._send(BOMB, {"Content-Encoding": "gzip"})
+            return self.reply(200, BOMB, {"Content-Encoding": "gzip"})
         if Wiki.mode == "redirect":
-            return self._send(b"", status=302,
-                              headers={"Location": f"{Wiki.elsewhere}/w/api.php?{urlparse(self.path).query}"})
-        self.send_response(200)  # a 300 MB extract, streamed without a length
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        try:
-            self.wfile.write(b'{"query": {"pages": [{"title": "Eiffel Tower", "extract": "')
-            chunk = b"a" * (1 << 20)
-            for _ in range(BIG >> 20):
-                self.wfile.write(chunk)
-            self.wfile.write(b'"}]}}')
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
-    def _send(self, body: bytes, headers: dict[str, str] | None = None, status: int = 200):
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+            return self.reply(302, b"", {"Location": f"{Wiki.elsewhere}/w/api.php?"
+                                                     f"{urlparse(self.path).query}"})
+        self.stream(b'{"query": {"pages": [{"title": "Eiffel Tower", "extract": "', BIG, b'"}]}}',
+                    length=False)  # a 300 MB extract, streamed without a length
 
 
-class Elsewhere(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
+class Elsewhere(QuietHandler):
     def do_GET(self):  # noqa: N802
         hits_elsewhere.append(self.path)
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
+        self.reply(200, b"{}")
 
 
 def _run(url: str) -> dict:
