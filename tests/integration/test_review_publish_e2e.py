@@ -104,3 +104,36 @@ def test_eval_with_review_then_reviewers_then_export(tmp_path: Path) -> None:
     assert (record["id"], record["label"], record["review"]["reviewer"]) == ("desk-1", "REFUTES",
                                                                              "bo")
     assert record["review"]["changed"]["label"] == ["SUPPORTS", "REFUTES"]
+
+
+def test_cli_review_traced_then_claimreview(tmp_path: Path) -> None:
+    """All through the installed command: ``verify --set review=true`` waits for the reviewer,
+    ``verify --resume --review-decision edit`` records the decision (traced: LangSmith feedback
+    from that process), ``export claimreview`` publishes the reviewer's verdict."""
+    home, db = tmp_path / "home", tmp_path / "checkpoints.sqlite"
+    base = ["verify", CLAIM, "--framework", "standard", "--model", "scripted:agree",
+            "--set", "review=true", "--thread-id", "desk-2", "--checkpoint-db", str(db), "--json"]
+    with langsmith_capture() as (url, state):
+        traced = {"LANGSMITH_TRACING": "true", "LANGSMITH_ENDPOINT": url,
+                  "LANGSMITH_API_KEY": "ls-test-key", "LANGSMITH_PROJECT": "fact-desk"}
+        stopped = run_cli(base, home, unset=(), env=traced)
+        assert stopped.returncode == 0, stopped.stderr[-3000:]
+        resumed = run_cli([*base, "--resume", "--review-decision", "edit", "--review-label",
+                           "REFUTES", "--reviewer", "ana", "--review-note", "atlas says no"],
+                          home, unset=(), env=traced)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    result = json.loads(resumed.stdout)
+    assert result["label"] == "REFUTES" and result["review"]["decision"] == "edit"
+    feedback = [f for f in state.feedback if f["key"] == "review"]
+    assert [(f["value"], f["score"], f["comment"], f.get("correction")) for f in feedback] == [
+        ("REFUTES", 0, "atlas says no", {"label": "REFUTES"})]
+    assert feedback[0]["run_id"] in state.runs()  # a root run the resumed process traced
+    assert state.runs()[feedback[0]["run_id"]].get("parent_run_id") is None
+
+    published = run_cli(["export", "claimreview", "desk-2", "--checkpoint-db", str(db), "--org",
+                         "Fact Desk", "--url", "https://desk.example/paris"], home)
+    assert published.returncode == 0, published.stderr[-2000:]
+    review = json.loads(published.stdout)
+    assert (review["reviewRating"]["alternateName"], review["reviewRating"]["ratingValue"]) \
+        == ("False", 1)
+    assert check_claim_review(review) == []
