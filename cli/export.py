@@ -37,6 +37,9 @@ def export_reviewed_command(
     out_file: Annotated[Path, typer.Option(
         "--out", help="Dataset file to write (JSON lines, the shared record schema).",
         show_default="required")],
+    server: Annotated[str | None, typer.Option(
+        help="LangGraph server of an 'eval --server' run: the reviewed threads are read there "
+        "(API key: $FACTDEBATE_API_KEY).", show_default="the run's checkpoint file")] = None,
 ) -> None:
     """Write the reviewed claims of RUN_DIR as a dataset whose gold labels are the reviewers'.
 
@@ -46,7 +49,7 @@ def export_reviewed_command(
     from factdebate.evaluation.reviewed import export_reviewed
 
     try:
-        chosen = export_reviewed(run_dir, out_file)
+        chosen = export_reviewed(run_dir, out_file, server)
     except FactDebateError as exc:
         fail(exc)
         return
@@ -69,7 +72,8 @@ def export_claimreview_command(
     claim_author: Annotated[str | None, typer.Option(
         help="Who made the claim (itemReviewed author).", show_default="not named")] = None,
     server: Annotated[str | None, typer.Option(
-        help="LangGraph server holding THREAD (API key: $FACTDEBATE_API_KEY).",
+        help="LangGraph server holding THREAD, or the threads of an 'eval --server' RUN_DIR "
+        "(API key: $FACTDEBATE_API_KEY).",
         show_default="the local checkpoint file")] = None,
     checkpoint_db: Annotated[Path | None, typer.Option(
         help="SQLite checkpoint file holding THREAD.",
@@ -110,12 +114,13 @@ def _verdicts(source: str, server: str | None, checkpoint_db: Path | None) -> li
 
     path = Path(source)
     if path.is_dir():
-        if server or checkpoint_db:
-            raise InputError(f"{source} is a run folder; --server and --checkpoint-db name where "
-                             "a thread is", "drop them, or name a thread id")
+        if checkpoint_db:
+            raise InputError(f"{source} is a run folder, which holds its own checkpoint file; "
+                             "--checkpoint-db names the file of a thread",
+                             "drop --checkpoint-db, or name a thread id")
         from factdebate.evaluation.reviewed import read_run_rows
 
-        record, rows = read_run_rows(path)
+        record, rows = read_run_rows(path, server)
         return cr.verdicts_of_rows(rows, str(record.get("task") or "fever"))
     if not source.strip():
         raise InputError("export claimreview needs a thread id or a run folder",

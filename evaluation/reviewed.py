@@ -125,16 +125,19 @@ def reviewed_record(row: dict[str, Any], review: dict[str, Any], task: str) -> d
     }
 
 
-def read_run_rows(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_run_rows(run_dir: Path, server: str | None = None
+                  ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``run.json`` and the rows of a run folder, each with its reviewer's decision.
 
     A row written before its thread was reviewed (an eval run with ``review`` on records the
     verdict when the run stops for the reviewer) takes the decision, and the reviewer's label,
-    rationale and evidence, from the thread's final state in the run's checkpoint file
-    (``RUN_DIR/checkpoints.sqlite``) when it holds one.
+    rationale and evidence, from the thread's final state: on the LangGraph ``server`` the run
+    used (``eval --server``; its thread ids are ``executors.server_thread_id`` of the rows'), else
+    in the run's checkpoint file (``RUN_DIR/checkpoints.sqlite``) when it holds one.
 
     Raises:
         InputError: ``run_dir`` is not a run folder (one line naming the problem).
+        BackendUnavailableError: ``server`` does not answer or refuses the key.
     """
     if not run_dir.is_dir():
         raise InputError(f"{run_dir} is not a run folder (no such directory)",
@@ -147,12 +150,42 @@ def read_run_rows(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     db = run_dir / CHECKPOINTS
     waiting = [str(r["thread_id"]) for r in rows if r.get("status") == "ok"
                and review_of(r) is None and r.get("thread_id")]
-    if waiting and db.is_file():
+    if waiting and (server or db.is_file()):
         from factdebate.run.claims import run_async
 
-        states = run_async(thread_states(db, waiting))
+        states = run_async(server_thread_states(server, waiting) if server
+                           else thread_states(db, waiting))
         rows = [with_thread_review(r, states.get(str(r.get("thread_id")))) for r in rows]
     return record, rows
+
+
+async def server_thread_states(url: str, threads: list[str]) -> dict[str, dict[str, Any]]:
+    """Thread id -> final state values of an eval run's item threads on a LangGraph server
+    (API key ``$FACTDEBATE_API_KEY`` or ``$LANGGRAPH_API_KEY``); threads it lacks left out."""
+    import httpx
+    from langgraph_sdk import get_client
+
+    from factdebate.core.errors import BackendUnavailableError
+    from factdebate.core.settings import mask_url
+    from factdebate.evaluation.executors import server_thread_id
+
+    key = os.environ.get("FACTDEBATE_API_KEY") or os.environ.get("LANGGRAPH_API_KEY")
+    client = get_client(url=url, api_key=key)
+    found: dict[str, dict[str, Any]] = {}
+    for thread in threads:
+        try:
+            state = await client.threads.get_state(server_thread_id(thread))
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code in (404, 422):
+                continue
+            raise BackendUnavailableError(
+                f"server {mask_url(url)} refused the state of thread {thread!r} (HTTP "
+                f"{exc.response.status_code})", "check --server and FACTDEBATE_API_KEY") from exc
+        except httpx.TransportError as exc:
+            raise BackendUnavailableError(f"server {mask_url(url)} does not answer ({exc})",
+                                          "check --server") from exc
+        found[thread] = dict(state.get("values") or {})
+    return found
 
 
 def with_thread_review(row: dict[str, Any], values: dict[str, Any] | None) -> dict[str, Any]:
@@ -180,15 +213,16 @@ async def thread_states(db: Path, threads: list[str]) -> dict[str, dict[str, Any
     return found
 
 
-def export_reviewed(run_dir: Path, out: Path) -> Selection:
+def export_reviewed(run_dir: Path, out: Path, server: str | None = None) -> Selection:
     """Write the reviewed records of ``run_dir`` to ``out`` (JSON lines); returns the selection.
+    ``server`` is the LangGraph server of an ``eval --server`` run (:func:`read_run_rows`).
 
     Raises:
         InputError: ``run_dir`` is not a run folder, or none of its rows has a published review
             (nothing is written).
         StorageError: ``out`` cannot be written.
     """
-    record, rows = read_run_rows(run_dir)
+    record, rows = read_run_rows(run_dir, server)
     task = str(record.get("task") or "fever")
     chosen = select_reviewed(rows, task)
     if not chosen.kept:

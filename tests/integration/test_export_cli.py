@@ -195,3 +195,34 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     not_run = run_cli(["export", "reviewed", str(tmp_path), "--out", str(tmp_path / "x.jsonl")],
                       home)
     assert "is not a run folder (no run.json)" in one_error_line(not_run)
+
+
+def test_reviewed_threads_of_a_server_run(tmp_path: Path) -> None:
+    """An ``eval --server`` run's rows were written before review; the reviewers' decisions are
+    read from its threads on the server."""
+    from factdebate.evaluation.executors import server_thread_id
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    rows = [row(1, "SUPPORTS", None), row(2, "SUPPORTS", None)]
+    (folder / "run.json").write_text(json.dumps({"run_id": "r1", "framework": "no_rag",
+                                                 "task": "fever", "server": "http://x",
+                                                 "item_ids": ["fever-1", "fever-2"]}))
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    states = {server_thread_id("r1:fever-1"): {"claim": "Claim number 1.", "label": "REFUTES",
+                                               "rationale": "edited", "task": "fever",
+                                               "review": review("edit", new="REFUTES")}}
+    data = tmp_path / "reviewed.jsonl"
+    with langgraph_standin(states) as (url, keys):
+        done = run_cli(["export", "reviewed", str(folder), "--out", str(data), "--server", url],
+                       tmp_path / "home", env={"FACTDEBATE_API_KEY": "desk-key"})
+        published = run_cli(["export", "claimreview", str(folder), "--server", url, "--org",
+                             "Fact Desk", "--url", "https://desk.example/r1"], tmp_path / "home")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "wrote 1 reviewed claim(s) of 2 row(s)" in done.stderr and "1 unreviewed" in done.stderr
+    assert [json.loads(line)["label"] for line in data.read_text().splitlines()] == ["REFUTES"]
+    assert set(keys[:2]) == {"desk-key"}
+    assert published.returncode == 0, published.stderr[-2000:]
+    review_ld = json.loads(published.stdout)
+    assert review_ld["reviewRating"]["alternateName"] == "False"
+    assert review_ld["reviewRating"]["ratingExplanation"] == "edited"
