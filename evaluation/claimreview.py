@@ -31,7 +31,6 @@ REFUTES                   False         1
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -303,9 +302,12 @@ def check_claim_review(obj: Any) -> list[str]:
 
 
 def dumps(reviews: list[dict[str, Any]]) -> str:
-    """The JSON-LD text: one object, or a list of them."""
+    """The JSON-LD text: one object, or a list of them; no control character raw (the same JSON
+    value, safe to print to a terminal)."""
+    from factdebate.core.control_chars import json_text
+
     data: Any = reviews[0] if len(reviews) == 1 else reviews
-    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    return json_text(data, indent=2) + "\n"
 
 
 # -- reading the verdicts ------------------------------------------------------------------------

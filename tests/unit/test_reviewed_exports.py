@@ -208,3 +208,11 @@ def test_the_check_finds_missing_and_malformed_properties() -> None:
 def test_publisher_needs_org_and_url(org: str | None, url: str | None, message: str) -> None:
     with pytest.raises(InputError, match=message):
         cr.publisher(org, url)
+
+
+def test_jsonld_text_has_no_raw_control_character() -> None:
+    rows = [{**row("fever-1", "SUPPORTS", review("approve")), "claim": "a\x1b[31m b\x9b c"}]
+    reviews, _ = cr.claim_reviews(cr.verdicts_of_rows(rows, "fever"), PUB)
+    text = cr.dumps(reviews)
+    assert "\x1b" not in text and "\x9b" not in text
+    assert json.loads(text)["claimReviewed"] == "a\x1b[31m b\x9b c"  # the same value
