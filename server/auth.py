@@ -40,7 +40,7 @@ from langgraph_sdk import Auth
 
 from factdebate.core.errors import ConfigError
 from factdebate.server import logs
-from factdebate.server.identities import KeyRing, load_keyring
+from factdebate.server.identities import KeyRing, Teams, load_keyring, load_teams
 from factdebate.server.limits import (
     RUNS_ENV,
     Limits,
@@ -111,6 +111,22 @@ def _configuration() -> tuple[KeyRing, Limits]:
 
 auth = Auth()
 KEYS, LIMITS = _configuration()
+
+
+def _teams() -> Teams:
+    """The operator's teams (``FACTDEBATE_TEAMS``); in the server, a bad value stops the start
+    with one line, as a bad key does."""
+    try:
+        return load_teams(identities=KEYS.identities)
+    except ConfigError as exc:
+        if not _in_server():
+            raise
+        print(f"factdebate: the server cannot start: {exc}", file=sys.stderr, flush=True)
+        os._exit(exc.exit_code)
+
+
+TEAMS = _teams()
+"""Who reviews whose threads (:mod:`factdebate.server.review_queue`)."""
 ADMISSION = RunAdmission()
 LEDGER = ledger(LIMITS.bytes_per_user)
 OWNER = "owner"

@@ -128,3 +128,59 @@ def load_keyring(env: Mapping[str, str] | None = None) -> KeyRing:
                               "give every identity its own key")
     secrets_filter.register(*(key for _, key in pairs))  # no reply or log line shows a key
     return KeyRing(tuple((digest, identity) for digest, identity in owners.items()))
+
+
+TEAMS_ENV = "FACTDEBATE_TEAMS"
+"""``team:identity,identity;team:identity,...``: identities that share a review queue."""
+
+
+@dataclass(frozen=True)
+class Teams:
+    """Teams of identities (``FACTDEBATE_TEAMS``): a member reviews the threads of the team."""
+
+    members: tuple[tuple[str, frozenset[str]], ...] = ()
+
+    def reviewers_of(self, identity: str) -> frozenset[str]:
+        """The owners whose threads ``identity`` may review: itself and every teammate of every
+        team it belongs to."""
+        out = {identity}
+        for _, team in self.members:
+            if identity in team:
+                out |= team
+        return frozenset(out)
+
+
+def load_teams(env: Mapping[str, str] | None = None,
+               identities: list[str] | None = None) -> Teams:
+    """The teams of ``FACTDEBATE_TEAMS`` in ``env`` (default ``os.environ``); none when unset.
+
+    ``identities``, when given, are the configured ones: a member that is not one is refused (a
+    misspelt name would silently leave a reviewer out).
+
+    Raises:
+        ConfigError: A malformed team, a team named twice, a member that is not a short name,
+            reserved, or (given ``identities``) not configured.
+    """
+    env = os.environ if env is None else env
+    teams: dict[str, frozenset[str]] = {}
+    for n, item in enumerate(env.get(TEAMS_ENV, "").split(";"), 1):
+        if not item.strip():
+            continue
+        where = f"{TEAMS_ENV} team {n}"
+        name, sep, rest = item.partition(":")
+        name = name.strip()
+        members = [m.strip() for m in rest.split(",") if m.strip()]
+        if not sep or not _IDENTITY.fullmatch(name) or not members:
+            raise ConfigError(f"{where}: expected 'team:identity,identity'",
+                              "write teams as desk1:alice,bob;desk2:carol")
+        if name in teams:
+            raise ConfigError(f"{where}: team {name!r} is named twice", "merge its members")
+        for member in members:
+            if not _IDENTITY.fullmatch(member) or member in RESERVED_IDENTITIES:
+                raise ConfigError(f"{where}: {member!r} is not an identity of this server",
+                                  "use the identities of FACTDEBATE_API_KEYS")
+            if identities is not None and member not in identities:
+                raise ConfigError(f"{where}: {member!r} has no API key on this server",
+                                  "give it a key in FACTDEBATE_API_KEYS, or remove it")
+        teams[name] = frozenset(members)
+    return Teams(tuple(teams.items()))

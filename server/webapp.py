@@ -12,7 +12,10 @@ Two small JSON routes the server API does not offer, under ``/app/api/``:
 * ``GET /app/api/options``: the frameworks with the fields a run may set and the operator's model
   allow-list (what the pickers show);
 * ``GET /app/api/evals[/results|/transcript]``: evaluation run folders under the operator's
-  ``FACTDEBATE_RUNS_DIR`` (:mod:`factdebate.server.evals_browser`).
+  ``FACTDEBATE_RUNS_DIR`` (:mod:`factdebate.server.evals_browser`);
+* ``GET /app/api/reviews`` and ``POST /app/api/reviews/{thread_id}``: the caller's (and their
+  team's) runs waiting for review, and a reviewer's decision on one
+  (:mod:`factdebate.server.review_queue`).
 
 and one for ``eval --server`` clients: ``GET /factdebate/index``, the identity of the index this
 server's runs search (the operator's ``FACTDEBATE_INDEX_DIR``/``FACTDEBATE_MILVUS_URI``), as
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -53,11 +57,12 @@ from factdebate.core.context import Context, allowed_models_from_env, run_fields
 from factdebate.core.settings import choices_of, default_of, field_types
 from factdebate.evaluation.index_identity import INDEX_ROUTE, index_identity, public_identity
 from factdebate.graphs.registry import FRAMEWORKS, context_class
-from factdebate.server import evals_browser
-from factdebate.server.auth import LIMITS, authenticate
+from factdebate.server import evals_browser, review_queue
+from factdebate.server.auth import LIMITS, TEAMS, authenticate
 from factdebate.server.egress import EgressFilter
 from factdebate.server.guard import ServerGuard
 from factdebate.server.lifespan import lifespan
+from factdebate.server.loopback import loopback
 from factdebate.testing.script import SCENARIOS
 
 STATIC = Path(__file__).with_name("static")
@@ -99,7 +104,7 @@ def api(handler: Any) -> Any:
             body = await handler(request, who)
         except Denied as exc:
             return JSONResponse({"detail": exc.detail}, exc.status, headers=_NO_STORE)
-        except evals_browser.Refused as exc:
+        except (evals_browser.Refused, review_queue.Refused) as exc:
             return JSONResponse({"detail": exc.detail}, exc.status, headers=_NO_STORE)
         return JSONResponse(body, headers=_NO_STORE)
 
@@ -183,6 +188,25 @@ async def evals_transcript(request: Request, who: str) -> dict[str, Any]:
     return await evals_browser.transcript(params.get("run", ""), params.get("item", ""))
 
 
+@api
+async def reviews(request: Request, who: str) -> dict[str, Any]:
+    """The runs waiting for the caller's review (theirs and their team's), oldest first
+    (``?limit=&offset=``)."""
+    limit, offset = review_queue.page_params(request.query_params)
+    return await review_queue.list_queue(loopback(), TEAMS.reviewers_of(who), limit, offset)
+
+
+@api
+async def review_decision(request: Request, who: str) -> dict[str, Any]:
+    """Resume one run waiting for review with the reviewer's decision; answers its outcome."""
+    thread_id = review_queue.check_thread_id(request.path_params["thread_id"])
+    try:  # the body's size is bounded by the server's request limit (server.guard)
+        body = json.loads(await request.body() or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise review_queue.Refused(422, "body: not JSON") from None
+    return await review_queue.resume(loopback(), thread_id, body, TEAMS.reviewers_of(who), who)
+
+
 def served_index() -> dict[str, Any]:
     """The identity of the index this server's runs search, as much of it as a client may know."""
     return public_identity(index_identity(Context()))
@@ -207,6 +231,8 @@ app = Starlette(routes=[
     Route("/app/api/evals", evals_list, methods=["GET"]),
     Route("/app/api/evals/results", evals_results, methods=["GET"]),
     Route("/app/api/evals/transcript", evals_transcript, methods=["GET"]),
+    Route("/app/api/reviews", reviews, methods=["GET"]),
+    Route("/app/api/reviews/{thread_id}", review_decision, methods=["POST"]),
     Route(INDEX_ROUTE, index, methods=["GET"]),
     Mount("/app", StaticFiles(directory=STATIC, html=True), name="app"),
 ], lifespan=lifespan,  # the index is found or built before the first request

@@ -57,6 +57,8 @@ export const api = {
     "POST", `/threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(runId)}/cancel?action=interrupt`),
   assistants: () => call("POST", "/assistants/search", { limit: 100 }),
   evals: () => call("GET", "/app/api/evals"),
+  reviews: (limit, offset) => call("GET", `/app/api/reviews?limit=${limit}&offset=${offset}`),
+  decideReview: (threadId, body) => call("POST", `/app/api/reviews/${encodeURIComponent(threadId)}`, body),
   evalResults: (run) => call("GET", `/app/api/evals/results?run=${encodeURIComponent(run)}`),
   transcript: (run, item) => call(
     "GET", `/app/api/evals/transcript?run=${encodeURIComponent(run)}&item=${encodeURIComponent(item)}`),

@@ -4,6 +4,7 @@ import { h } from "./dom.js";
 import { showEvals } from "./evals.js";
 import { showHistory } from "./history.js";
 import { RunPane } from "./pane.js";
+import { showReviews } from "./reviews.js";
 
 const $ = (sel) => document.querySelector(sel);
 let options = null;
@@ -61,6 +62,7 @@ function showTab(name) {
   }
   if (name === "history") showHistory($("#history"), { titleOf, onOpen: openThread });
   if (name === "evals") showEvals($("#evals"));
+  if (name === "reviews") showReviews($("#reviews"));
 }
 
 function tabKeys(event) {
@@ -105,7 +107,7 @@ function renderSettings() {
   const box = $("#settings-fields");
   box.replaceChildren();
   for (const f of fw?.fields || []) {
-    if (f.model || f.kind === "dict" || f.name === "framework") continue;
+    if (f.model || f.kind === "dict" || f.name === "framework" || f.name === "review") continue;
     const id = `set-${f.name}`;
     let input;
     if (f.choices) {
@@ -141,6 +143,7 @@ function specFor(graph, subject, extra = {}) {
   const text = mode() === "text";
   const context = { ...settingsContext(), ...extra };
   if (model) context.debater_model = model;
+  if ($("#review-first").checked) context.review = true; // the run waits in the review queue
   if (text) context.framework = $("#framework").value;
   return {
     mode: text ? "text" : "claim", graph, model,

@@ -60,6 +60,7 @@ export class RunPane {
     else if (event === "values" && data && typeof data === "object") this.state = data;
     else if (event === "updates" && data && typeof data === "object") {
       for (const [node, update] of Object.entries(data)) {
+        if (node === "__interrupt__") this.waitingReview = (update || []).some((i) => i?.value?.kind === "review");
         if (node.startsWith("__")) continue;
         this.steps.push(node);
         mergeUpdate(this.state, update);
@@ -89,6 +90,7 @@ export class RunPane {
   async run(input) {
     this.running = true;
     this.stopping = false;
+    this.waitingReview = false;
     this.showError("");
     this.stopBtn.disabled = false;
     this.resumeBtn.disabled = true;
@@ -98,6 +100,7 @@ export class RunPane {
         (event, data) => this.onEvent(event, data));
       this.running = false;
       if (this.stopping) this.stopped();
+      else if (this.waitingReview) { this.render(true); this.setStatus("waiting for review", "review"); }
       else { this.render(true); this.setStatus("done", "done"); }
     } catch (err) {
       this.running = false;
