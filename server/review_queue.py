@@ -10,9 +10,9 @@ Two JSON routes of the web page (:mod:`factdebate.server.webapp`), both for the 
 * ``POST /app/api/reviews/{thread_id}`` with the resume value ``{"decision", "label",
   "rationale", "evidence_ids", "reviewer", "note"}``: the shape is checked here (422 naming the
   field; the node checks it again), the run is resumed with ``Command(resume=value)`` and the
-  answer is its outcome: ``status`` ``done`` with the final ``label`` and ``review``, ``waiting``
-  with the node's ``error`` (it refused the value and asks again), or ``error`` with the run's
-  failure.
+  answer is its outcome (:func:`outcome`): ``done`` with the final ``label`` and ``review``,
+  ``next`` (a text check's next claim waits), ``waiting`` with the node's ``error`` (it refused
+  the value and asks again), or ``error`` with the run's failure.
 
 Who may review what: the owner of a thread (``metadata.owner``, stamped by
 :mod:`factdebate.server.auth`) and, when the operator groups identities into teams
@@ -258,13 +258,18 @@ async def resume(client: Any, thread_id: str, body: Any, reviewers_of: Collectio
     value = check_resume(body, [str(x) for x in payload.get("labels") or []])
     metadata = thread.get("metadata") or {}
     runs = await client.runs.list(thread_id, limit=1)
-    assistant = (runs[0].get("assistant_id") if runs else None) or metadata.get(
-        "assistant_id") or metadata.get("graph_id")
+    last = dict(runs[0]) if runs else {}
+    assistant = last.get("assistant_id") or metadata.get("assistant_id") or metadata.get(
+        "graph_id")
     if not assistant:
         raise Refused(409, f"thread {thread_id} has no run to resume")
+    # the resume goes on with the stopped run's Context (checked by the server's policy when
+    # that run was made): a text check's review step reads ``review`` from it
+    context = (last.get("kwargs") or {}).get("context")
     try:
         result = await client.runs.wait(
             thread_id, assistant, command={"resume": value}, raise_error=False,
+            context=context if isinstance(context, dict) and context else None,
             metadata={OWNER: metadata.get(OWNER), "reviewed_by": reviewer_identity},
             multitask_strategy="reject")
     except Exception as exc:  # noqa: BLE001  # the server's own API refused the run
@@ -273,16 +278,20 @@ async def resume(client: Any, thread_id: str, body: Any, reviewers_of: Collectio
                           "applied; reload the queue") from None
         raise Refused(502, f"the resume could not start ({type(exc).__name__})") from None
     failure = result.get("__error__") if isinstance(result, Mapping) else None
-    return outcome(await client.threads.get(thread_id), thread_id, failure)
+    return {**outcome(await client.threads.get(thread_id), thread_id, failure),
+            "decision": value["decision"], "reviewer": value["reviewer"]}
 
 
 def outcome(thread: Mapping[str, Any], thread_id: str, failure: Any = None) -> dict[str, Any]:
-    """What a resume led to: ``done`` (final label and review), ``waiting`` (the node refused
-    the value: its ``error``), or ``error`` (the run failed: its message, one line)."""
+    """What a resume led to: ``done`` (the run finished: final label and review), ``next`` (the
+    decision was taken and the thread waits for its next review: a text check's next claim, in
+    ``item``), ``waiting`` (the node refused the value: its ``error``, the same draft in
+    ``item``), or ``error`` (the run failed: its message, one line)."""
     values = thread.get("values") if isinstance(thread.get("values"), Mapping) else {}
     again = review_payload(thread)
     if again is not None:
-        return {"thread_id": thread_id, "status": "waiting", "error": str(again.get("error") or ""),
+        error = str(again.get("error") or "")
+        return {"thread_id": thread_id, "status": "waiting" if error else "next", "error": error,
                 "item": queue_item(thread, again)}
     if thread.get("status") == "idle":
         return {"thread_id": thread_id, "status": "done", "label": values.get("label"),

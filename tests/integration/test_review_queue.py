@@ -230,3 +230,29 @@ def test_the_queue_is_oldest_first_and_paged(server: str):
     assert ids(page)[-2:] == [first, second] and page["total"] == len(page["items"])
     one = queue(server, "dave", limit=1, offset=page["total"] - 1)
     assert ids(one) == [second] and one["total"] == page["total"]
+
+
+def test_a_text_checks_claims_are_reviewed_one_after_another(server: str):
+    with client(server, "carol") as c:
+        thread = c.post("/threads", json={}).json()["thread_id"]
+        done = c.post(f"/threads/{thread}/runs/wait", json={
+            "assistant_id": "check_text",
+            "input": {"text": "The Eiffel Tower is in Paris. The Louvre is in Paris."},
+            "context": {"debater_model": "scripted:check_text", "framework": "tool_mad",
+                        "review": True, "scoring_mode": "none"}})
+        assert done.status_code == 200, done.text
+    (first,) = [i for i in queue(server, "carol")["items"] if i["thread_id"] == thread]
+    assert first["framework"] == "tool_mad"
+    r = decide(server, "alice", thread, {"decision": "approve", "reviewer": "Al"})  # teammate
+    out = r.json()
+    assert out["status"] == "next" and out["decision"] == "approve", r.text
+    assert out["item"]["claim"] != first["claim"] and out["item"]["error"] == ""
+    (second,) = [i for i in queue(server, "carol")["items"] if i["thread_id"] == thread]
+    assert second["claim"] == out["item"]["claim"]
+    out = decide(server, "carol", thread, {"decision": "reject", "reviewer": "Cy"}).json()
+    assert out["status"] == "done" and out["reviewer"] == "Cy", out
+    assert thread not in ids(queue(server, "carol"))
+    with client(server, "carol") as c:
+        claims = c.get(f"/threads/{thread}/state").json()["values"]["check"]["claims"]
+    decisions = {cl["claim"]: cl["review"]["decision"] for cl in claims if cl.get("review")}
+    assert decisions == {first["claim"]: "approve", second["claim"]: "reject"}

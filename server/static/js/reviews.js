@@ -30,10 +30,9 @@ function evidenceOf(evidence) {
 }
 
 function outcomeText(result) {
-  if (result.status === "done") {
-    const review = result.review || {};
-    return `${review.decision || "decided"} by ${review.reviewer || "?"}: final label ${result.label ?? "none"}`;
-  }
+  const who = `${result.decision} by ${result.reviewer}`;
+  if (result.status === "done") return `${who}: final label ${result.label ?? "none"}`;
+  if (result.status === "next") return `${who}: the text's next claim waits in the queue`;
   return result.error || "the run did not finish";
 }
 
@@ -69,14 +68,16 @@ function itemView(item, onDone) {
     buttons.forEach((b) => { b.disabled = true; });
     try {
       const result = await api.decideReview(item.thread_id, body);
-      if (result.status === "done") {
+      if (result.status === "done" || result.status === "next") {
         el.classList.add("reviewed");
-        el.dataset.outcome = result.review?.decision || "done";
-        outcome.replaceChildren(labelChip(result.label ?? null), ` ${outcomeText(result)}`);
+        el.dataset.outcome = result.decision;
+        const chip = result.status === "done" ? labelChip(result.label ?? null) : "";
+        outcome.replaceChildren(chip, ` ${outcomeText(result)}`);
         outcome.hidden = false;
         editBox.hidden = true;
+        note.remove();
         for (const b of buttons) b.remove();
-        onDone();
+        onDone(result);
         return;
       }
       errorLine.textContent = outcomeText(result);
@@ -121,6 +122,19 @@ export async function showReviews(root) {
   const describe = () => {
     status.textContent = total ? `${total} waiting for review, oldest first` : "Nothing waits for review.";
   };
+  // An item's view; once decided it leaves the queue with its outcome, and a text check's next
+  // claim (same thread) takes its place.
+  function view(item) {
+    const el = itemView(item, (result) => {
+      if (result.status === "next") el.replaceWith(view(result.item));
+      else { total -= 1; el.remove(); }
+      decided.prepend(el);
+      decidedBox.hidden = false;
+      more.hidden = list.children.length >= total;
+      describe();
+    });
+    return el;
+  }
   async function load() {
     let page;
     try {
@@ -133,14 +147,7 @@ export async function showReviews(root) {
     const shown = new Set([...list.children].map((el) => el.dataset.thread));
     for (const item of page.items) {
       if (shown.has(item.thread_id)) continue;
-      const el = itemView(item, () => {
-        total -= 1;
-        decided.prepend(el); // out of the queue, with its outcome
-        decidedBox.hidden = false;
-        more.hidden = list.children.length >= total;
-        describe();
-      });
-      list.append(el);
+      list.append(view(item));
     }
     more.hidden = list.children.length >= total;
     describe();

@@ -83,6 +83,10 @@ def test_the_review_payload_of_a_thread():
     assert review_payload(waiting) == payload
     assert review_payload({**waiting, "status": "idle"}) is None
     assert review_payload({"status": "interrupted", "interrupts": {}}) is None
+    refused = {**waiting, "interrupts": {"t": [{"value": {**payload, "error": "no label"}}]}}
+    assert outcome(refused, "t")["status"] == "waiting"
+    assert outcome(refused, "t")["error"] == "no label"
+    assert outcome(waiting, "t")["status"] == "next"  # a fresh ask: the next claim of a text
     done = {"status": "idle", "values": {"label": "REFUTES", "review": {"decision": "edit"}}}
     assert outcome(done, "t") == {"thread_id": "t", "status": "done", "label": "REFUTES",
                                   "review": {"decision": "edit"}}
