@@ -44,6 +44,8 @@ MAX_RATIONALE_CHARS = 20_000
 MAX_EVIDENCE_IDS = 200
 MAX_EVIDENCE_ID_CHARS = 500
 OWNER = "owner"
+FIELDS = ("thread_id", "created_at", "updated_at", "metadata", "status", "interrupts")
+"""What the queue reads of a thread (its values may be large and are not shown)."""
 _UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
                    r"[0-9a-fA-F]{12}")
 
@@ -146,7 +148,7 @@ async def list_queue(client: Any, reviewers_of: Collection[str], limit: int,
         while seen < SCAN_CAP:
             batch = await client.threads.search(
                 metadata={OWNER: owner}, status="interrupted", limit=min(PAGE, SCAN_CAP - seen),
-                offset=seen, sort_by="created_at", sort_order="asc")
+                offset=seen, sort_by="created_at", sort_order="asc", select=list(FIELDS))
             for thread in batch:
                 # the search filters by owner; checked again, as the resume checks it
                 if (thread.get("metadata") or {}).get(OWNER) != owner:

@@ -117,6 +117,11 @@ def test_an_edit_the_graph_refuses_shows_its_error_on_the_item(page, server):
                                            "label": "REFUTES", "evidence_ids": ["nope"]})
     assert refused.json()["status"] == "waiting", refused.text
     sign_in(page, server)
+    page.click("#tab-history")  # reopened from the history: waiting, decided in the queue
+    page.click(f".history button[data-thread='{thread}']")
+    page.wait_for_selector(".pane[data-status=review]")
+    assert page.locator(".pane .status").inner_text() == "waiting for review"
+    assert page.locator(".pane .resume").is_disabled()
     page.click("#tab-reviews")
     item = page.locator(f".review-queue .review-item[data-thread='{thread}']")
     item.wait_for()

@@ -150,6 +150,12 @@ export class RunPane {
     this.setStatus(thread.status === "busy" ? "running elsewhere" : kind, kind);
     if (thread.status === "error") this.showError("the last run of this thread failed; Resume retries it from its last step");
     this.resumeBtn.disabled = !(thread.status === "interrupted" || thread.status === "error");
+    const pending = Object.values(thread.interrupts || {}).flat();
+    if (thread.status === "interrupted" && pending.some((i) => i?.value?.kind === "review")) {
+      this.render(true);
+      this.setStatus("waiting for review", "review"); // decided in the Review queue tab
+      this.resumeBtn.disabled = true;
+    }
   }
 }
 
