@@ -21,11 +21,14 @@ A thread anyone else names is "not found" (404), exactly as a missing one: its e
 shows. The server's in-process client (:mod:`factdebate.server.loopback`) reads the threads and
 starts the resume, so the ownership check is this module's: every read and write here first
 checks the owner against the caller's reviewers' set. The resumed run is stamped with the
-thread's owner (its runs stay the owner's) and ``reviewed_by`` the caller.
+thread's owner (its runs stay the owner's) and ``reviewed_by`` the caller. One decision at a
+time per thread: a second one while the first is applied is 409 (in this process by a lock, across
+replicas by langgraph-api's refusal of a second run on a busy thread).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -46,6 +49,8 @@ MAX_EVIDENCE_ID_CHARS = 500
 OWNER = "owner"
 FIELDS = ("thread_id", "created_at", "updated_at", "metadata", "status", "interrupts")
 """What the queue reads of a thread (its values may be large and are not shown)."""
+_DECIDING: dict[str, asyncio.Lock] = {}
+"""Threads a decision is being applied to in this process: a second one at once is 409."""
 _UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
                    r"[0-9a-fA-F]{12}")
 
@@ -252,6 +257,27 @@ async def resume(client: Any, thread_id: str, body: Any, reviewers_of: Collectio
             wait for review (or is running), 422 for a body of the wrong shape.
     """
     thread_id = check_thread_id(thread_id)
+    await _visible_thread(client, thread_id, reviewers_of)  # 404 before anything else
+    lock = _DECIDING.setdefault(thread_id, asyncio.Lock())
+    if lock.locked():  # no await since the check: another decision holds it now
+        raise _busy(thread_id)
+    try:
+        async with lock:
+            return await _decide(client, thread_id, body, reviewers_of, reviewer_identity)
+    finally:
+        if not lock.locked() and _DECIDING.get(thread_id) is lock:
+            del _DECIDING[thread_id]
+
+
+def _busy(thread_id: str) -> Refused:
+    return Refused(409, f"thread {thread_id} is busy: another decision is being applied; "
+                   "reload the queue")
+
+
+async def _decide(client: Any, thread_id: str, body: Any, reviewers_of: Collection[str],
+                  reviewer_identity: str) -> dict[str, Any]:
+    """:func:`resume` with the thread's decision lock held: the thread is read again, so a
+    decision that finished meanwhile is seen (409, not waiting for review)."""
     thread = await _visible_thread(client, thread_id, reviewers_of)
     payload = review_payload(thread)
     if payload is None:
@@ -275,9 +301,8 @@ async def resume(client: Any, thread_id: str, body: Any, reviewers_of: Collectio
             metadata={OWNER: metadata.get(OWNER), "reviewed_by": reviewer_identity},
             multitask_strategy="reject")
     except Exception as exc:  # noqa: BLE001  # the server's own API refused the run
-        if _status_of(exc) == 409:
-            raise Refused(409, f"thread {thread_id} is busy: another decision is being "
-                          "applied; reload the queue") from None
+        if _status_of(exc) == 409:  # a run on the thread (another replica's decision)
+            raise _busy(thread_id) from None
         raise Refused(502, f"the resume could not start ({type(exc).__name__})") from None
     failure = result.get("__error__") if isinstance(result, Mapping) else None
     return {**outcome(await client.threads.get(thread_id), thread_id, failure),

@@ -256,3 +256,21 @@ def test_a_text_checks_claims_are_reviewed_one_after_another(server: str):
         claims = c.get(f"/threads/{thread}/state").json()["values"]["check"]["claims"]
     decisions = {cl["claim"]: cl["review"]["decision"] for cl in claims if cl.get("review")}
     assert decisions == {first["claim"]: "approve", second["claim"]: "reject"}
+
+
+def test_two_decisions_at_once_one_is_applied(server: str):
+    import concurrent.futures
+
+    thread = review_run(server, "alice")
+    bodies = [{"decision": "approve", "reviewer": "first"},
+              {"decision": "reject", "reviewer": "second"}]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(lambda b: decide(server, "carol", thread, b), bodies))
+    codes = sorted(r.status_code for r in answers)
+    assert codes == [200, 409], [r.text for r in answers]
+    (won,) = [r.json() for r in answers if r.status_code == 200]
+    (lost,) = [r.json() for r in answers if r.status_code == 409]
+    assert "busy" in lost["detail"] or "not waiting for review" in lost["detail"]
+    with client(server, "alice") as c:
+        review = c.get(f"/threads/{thread}/state").json()["values"]["review"]
+    assert review["reviewer"] == won["reviewer"] == won["review"]["reviewer"]

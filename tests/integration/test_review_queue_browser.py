@@ -87,6 +87,9 @@ def test_a_run_from_the_page_waits_in_the_queue_and_is_approved(page, server, tm
     assert "Eiffel Tower" in item.locator(".review-evidence").inner_text()
     assert "round" in item.locator(".review-summary").inner_text()
     page.screenshot(path=tmp_path / "queue.png", full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing wider than it
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     thread = item.get_attribute("data-thread")
     item.locator("button.approve").click()  # no reviewer name yet: asked for it
