@@ -7,6 +7,7 @@ Two JSON routes of the web page (:mod:`factdebate.server.webapp`), both for the 
   interrupt's payload (claim, framework, draft, labels, error). ``limit`` is 1 to
   :data:`MAX_LIMIT` (default :data:`DEFAULT_LIMIT`), ``offset`` 0 to :data:`MAX_OFFSET`;
   ``total`` counts the whole queue (at most :data:`SCAN_CAP` threads per owner are looked at).
+* ``GET /app/api/reviews/{thread_id}``: one thread's entry (409 when it does not wait for review);
 * ``POST /app/api/reviews/{thread_id}`` with the resume value ``{"decision", "label",
   "rationale", "evidence_ids", "reviewer", "note"}``: the shape is checked here (422 naming the
   field; the node checks it again), the run is resumed with ``Command(resume=value)`` and the
@@ -267,6 +268,22 @@ async def resume(client: Any, thread_id: str, body: Any, reviewers_of: Collectio
     finally:
         if not lock.locked() and _DECIDING.get(thread_id) is lock:
             del _DECIDING[thread_id]
+
+
+async def get_item(client: Any, thread_id: str, reviewers_of: Collection[str]) -> dict[str, Any]:
+    """One thread's entry of the queue.
+
+    Raises:
+        Refused: 404 for a thread the caller may not review (or none), 409 for one that does not
+            wait for review, 422 for an id that is not a UUID.
+    """
+    thread_id = check_thread_id(thread_id)
+    thread = await _visible_thread(client, thread_id, reviewers_of)
+    payload = review_payload(thread)
+    if payload is None:
+        raise Refused(409, f"thread {thread_id} is not waiting for review "
+                      f"(status {thread.get('status')})")
+    return queue_item(thread, payload)
 
 
 def _busy(thread_id: str) -> Refused:

@@ -13,8 +13,8 @@ Two small JSON routes the server API does not offer, under ``/app/api/``:
   allow-list (what the pickers show);
 * ``GET /app/api/evals[/results|/transcript]``: evaluation run folders under the operator's
   ``FACTDEBATE_RUNS_DIR`` (:mod:`factdebate.server.evals_browser`);
-* ``GET /app/api/reviews`` and ``POST /app/api/reviews/{thread_id}``: the caller's (and their
-  team's) runs waiting for review, and a reviewer's decision on one
+* ``GET /app/api/reviews[/{thread_id}]`` and ``POST /app/api/reviews/{thread_id}``: the caller's
+  (and their team's) runs waiting for review, and a reviewer's decision on one
   (:mod:`factdebate.server.review_queue`).
 
 and one for ``eval --server`` clients: ``GET /factdebate/index``, the identity of the index this
@@ -197,6 +197,13 @@ async def reviews(request: Request, who: str) -> dict[str, Any]:
 
 
 @api
+async def review_item(request: Request, who: str) -> dict[str, Any]:
+    """One run waiting for the caller's review."""
+    return await review_queue.get_item(loopback(), request.path_params["thread_id"],
+                                       TEAMS.reviewers_of(who))
+
+
+@api
 async def review_decision(request: Request, who: str) -> dict[str, Any]:
     """Resume one run waiting for review with the reviewer's decision; answers its outcome."""
     thread_id = review_queue.check_thread_id(request.path_params["thread_id"])
@@ -232,6 +239,7 @@ app = Starlette(routes=[
     Route("/app/api/evals/results", evals_results, methods=["GET"]),
     Route("/app/api/evals/transcript", evals_transcript, methods=["GET"]),
     Route("/app/api/reviews", reviews, methods=["GET"]),
+    Route("/app/api/reviews/{thread_id}", review_item, methods=["GET"]),
     Route("/app/api/reviews/{thread_id}", review_decision, methods=["POST"]),
     Route(INDEX_ROUTE, index, methods=["GET"]),
     Mount("/app", StaticFiles(directory=STATIC, html=True), name="app"),

@@ -111,12 +111,18 @@ def test_a_review_is_seen_and_decided_by_its_owner_and_team_only(server: str):
     assert "SUPPORTS" in item["labels"] and item["draft"]["summary"]
     assert item["created_at"] and item["updated_at"]
 
-    # bob (and dave) get the same answer as for a thread that does not exist: never 403
+    with client(server, "carol") as c:  # one entry, for the owner's team
+        assert c.get(f"/app/api/reviews/{alices}").json() == item
+
+    # bob gets the same answer as for a thread that does not exist: never 403
     approve = {"decision": "approve", "reviewer": "mallory"}
     for thread in (alices, str(uuid.uuid4())):
         r = decide(server, "bob", thread, approve)
         assert r.status_code == 404, r.text
         assert r.json() == {"detail": f"Thread {thread} not found"}
+        with client(server, "bob") as c:
+            r = c.get(f"/app/api/reviews/{thread}")
+        assert r.status_code == 404 and r.json() == {"detail": f"Thread {thread} not found"}
     for other in ("bob", "carol"):  # a team shares the queue, not the server API's threads
         with client(server, other) as c:
             assert c.get(f"/threads/{alices}").status_code == 404
@@ -136,6 +142,9 @@ def test_a_review_is_seen_and_decided_by_its_owner_and_team_only(server: str):
         assert any(r["metadata"].get("reviewed_by") == "carol" for r in runs)
     again = decide(server, "alice", alices, approve)
     assert again.status_code == 409 and "not waiting for review" in again.json()["detail"]
+    with client(server, "alice") as c:
+        assert c.get(f"/app/api/reviews/{alices}").status_code == 409
+        assert c.get("/app/api/reviews/not-a-uuid").status_code == 422
 
     r = decide(server, "alice", bobs, approve)  # the other way round, outside the team
     assert r.status_code == 404 and r.json() == {"detail": f"Thread {bobs} not found"}
