@@ -47,7 +47,7 @@ def review_claims(state: CheckTextState, runtime: Runtime[CheckTextContext],
                   config: RunnableConfig) -> dict[str, Any]:
     """Each verified claim's verdict reviewed in text order when ``review`` is on."""
     ctx = runtime.context
-    if not ctx.review:
+    if not (ctx.review or state.get("review_on")):  # recorded: a resume without a Context
         return {}
     results = state.get("results") or {}
     keys = [c["key"] for c in state.get("claims") or [] if c["key"] in results]

@@ -99,7 +99,8 @@ def split_text_node(lookup: Callable[[str], Any]) -> Callable[..., dict[str, Any
         raw = state.get("text")
         text = clean_text(raw if raw is not None else state.get("claim"))
         return fresh_claim(CheckTextState, {"text": text, "task": task,
-                                            "sentences": split_sentences(text)})
+                                            "sentences": split_sentences(text),
+                                            "review_on": bool(ctx.review)})
 
     return split_text
 

@@ -287,6 +287,9 @@ class CheckTextState(CheckTextInput):
     """LLM calls and tokens of extraction and every debate."""
     flags: Annotated[list[str], operator.add]
     """Caveats (unreadable extraction replies, skipped claims, the verifiers' flags)."""
+    review_on: bool
+    """The run asked for a reviewer's decision on each claim (the Context's ``review``, recorded
+    by ``split_text`` so a resume that sends no Context still reviews every claim)."""
 
 
 @described  # docstrings -> Studio field descriptions

@@ -228,3 +228,19 @@ async def test_a_plain_python_run_names_its_framework_from_its_context():
     run = Run("madke")
     run.config = {"configurable": {"thread_id": "plain"}}
     assert run.pending(await run.start())["framework"] == "madke"
+
+
+async def test_check_text_resumed_without_its_context_still_reviews_every_claim():
+    """A server client resumes with ``Command(resume=...)`` alone: the run's Context is then the
+    defaults (review off), and the recorded ``review_on`` keeps every claim's review."""
+    run = Run("check_text", verifier_settings={"max_rounds": 1})
+    first = run.pending(await run.start({"text": TEXT}))
+    defaults = context_for("check_text", False, verifier_settings={"max_rounds": 1})
+    out = await run.graph.ainvoke(Command(resume={"decision": "approve", "reviewer": "ana"}),
+                                  run.config, context=defaults)
+    second = run.pending(out)  # the second claim still waits for its reviewer
+    assert second["claim"] != first["claim"]
+    out = await run.graph.ainvoke(Command(resume={"decision": "reject", "reviewer": "ana"}),
+                                  run.config, context=defaults)
+    reviews = [c["review"]["decision"] for c in out["check"]["claims"] if c.get("review")]
+    assert reviews == ["approve", "reject"]
