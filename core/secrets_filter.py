@@ -38,6 +38,8 @@ Where it applies - every way out passes through one of these, and each calls :fu
   ``factdebate.graphs.exported.NODE_ERRORS``;
 * LangSmith traces (``factdebate.core.trace_filter``): every run the process posts - inputs,
   outputs, error, metadata, extra, events;
+* LangSmith feedback of a reviewer's decision (``factdebate.tools.review_feedback``): its fields
+  and the text of a fault in sending it;
 * log lines of the server process (``factdebate.server.logs``): every record's message, its
   arguments and its rendered traceback;
 * the CLI's consoles (``factdebate.cli.output``);

@@ -281,7 +281,8 @@ def _tool_mad_shaped(state: type, turn_state: type, turn_output: type,
     """Tool-MAD's shape (graphs/tool_mad.py) over the given schemas and node functions:
     ``turn_nodes`` (formulate_query, retrieve, respond, score) in a ``checkpointer=False`` turn
     subgraph invoked by a node as ``graphs/turns.py`` does; ``nodes`` are prepare, open_round,
-    check_consensus, judge and cite_verdict."""
+    check_consensus, judge, cite_verdict and review (ours' last step, ``graphs/finish.py``: with
+    the Context's ``review`` off it writes nothing, but it is a step and a checkpoint)."""
     turn = StateGraph(turn_state, output_schema=turn_output)
     order = ("formulate_query", "retrieve", "respond", "score")
     for name in order:
@@ -297,7 +298,7 @@ def _tool_mad_shaped(state: type, turn_state: type, turn_output: type,
     for name in ("prepare", "open_round"):
         g.add_node(name, nodes[name])
     g.add_node("debate_turn", debate_turn)
-    for name in ("check_consensus", "judge", "cite_verdict"):
+    for name in ("check_consensus", "judge", "cite_verdict", "review"):
         g.add_node(name, nodes[name])
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "open_round")
@@ -306,7 +307,8 @@ def _tool_mad_shaped(state: type, turn_state: type, turn_output: type,
     g.add_conditional_edges("check_consensus", route_after_check,
                             ["open_round", "judge", "cite_verdict"])
     g.add_edge("judge", "cite_verdict")
-    g.add_edge("cite_verdict", END)
+    g.add_edge("cite_verdict", "review")
+    g.add_edge("review", END)
     return g
 
 
@@ -366,12 +368,15 @@ def build_floor_graph(model: Any, scripts: dict[str, Script]) -> Any:
     def cite_verdict(state: FloorState) -> dict[str, Any]:
         return {}
 
+    def review(state: FloorState) -> dict[str, Any]:
+        return {}
+
     return _tool_mad_shaped(
         FloorState, FloorTurnState, FloorOutput,
         {"formulate_query": formulate_query, "retrieve": retrieve, "respond": respond,
          "score": score},
         {"prepare": prepare, "open_round": open_round, "check_consensus": check_consensus,
-         "judge": judge, "cite_verdict": cite_verdict},
+         "judge": judge, "cite_verdict": cite_verdict, "review": review},
         route_debaters, _route_after_check(scripts))
 
 
@@ -439,12 +444,15 @@ def build_wide_floor_graph(model: Any, scripts: dict[str, Script], ctx: Any) -> 
     def cite_verdict(state: Any) -> dict[str, Any]:
         return written(state, "cite_verdict")
 
+    def review(state: Any) -> dict[str, Any]:
+        return written(state, "review")
+
     return _tool_mad_shaped(
         DebateState, DebaterState, DebateRecord,
         {"formulate_query": formulate_query, "retrieve": retrieve, "respond": respond,
          "score": score},
         {"prepare": prepare, "open_round": open_round, "check_consensus": check_consensus,
-         "judge": judge, "cite_verdict": cite_verdict},
+         "judge": judge, "cite_verdict": cite_verdict, "review": review},
         route_debaters, _route_after_check(scripts))
 
 
@@ -478,7 +486,7 @@ async def record_writes(setup: Setup, claim: str) -> dict[tuple[str, str, int], 
                         writes[(name, turn["agent"], turn["round"])] = step
             elif node != "debate_turn":  # the turn's own output is what its nodes wrote
                 round_ = counts[node] + (1 if node == "open_round" else 0)
-                if node in ("check_consensus", "judge", "cite_verdict"):
+                if node in ("check_consensus", "judge", "cite_verdict", "review"):
                     round_ = counts["open_round"]
                 counts[node] += 1
                 writes[(node, "", round_)] = update

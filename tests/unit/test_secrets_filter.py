@@ -101,6 +101,7 @@ CALL_SITES = {
     "nodes/mermaid/call_tool.py": "a MERMAID tool's fault in the run's flags",
     "server/egress.py": "everything the LangGraph server sends (its edge, EgressFilter)",
     "server/logs.py": "every line the server's log handlers write (after every formatter)",
+    "tools/review_feedback.py": "a reviewer's decision sent to LangSmith as feedback, and its faults",
 }
 
 
