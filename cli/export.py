@@ -80,11 +80,15 @@ def export_claimreview_command(
         show_default="$FACTDEBATE_HOME/checkpoints.sqlite")] = None,
     out_file: Annotated[Path | None, typer.Option(
         "--out", help="JSON-LD file to write.", show_default="stdout")] = None,
+    unreviewed: Annotated[bool, typer.Option(
+        "--unreviewed", help="Also export verdicts no reviewer decided, marked as unreviewed "
+        "machine verdicts in the markup (never rejected ones).")] = False,
 ) -> None:
     """Write schema.org ClaimReview JSON-LD of the reviewed verdicts of THREAD or RUN_DIR.
 
     Only verdicts a reviewer approved or edited are published; unreviewed and rejected ones are
-    left out and counted. Ratings: SUPPORTS True (5), REFUTES False (1), NOT ENOUGH INFO
+    left out and counted; --unreviewed exports the unreviewed ones too, marked as such in the
+    markup. Ratings: SUPPORTS True (5), REFUTES False (1), NOT ENOUGH INFO
     Unproven (3), CONFLICTING Mixed (3), on a 1-5 scale.
     """
     from factdebate.evaluation import claimreview as cr
@@ -92,7 +96,7 @@ def export_claimreview_command(
     try:
         pub = cr.publisher(org, url, appearance, claim_author)
         verdicts = _verdicts(source, server, checkpoint_db)
-        reviews, chosen = cr.claim_reviews(verdicts, pub)
+        reviews, chosen = cr.claim_reviews(verdicts, pub, unreviewed=unreviewed)
         text = cr.dumps(reviews)
         if out_file is None:
             sys.stdout.write(text)
@@ -104,6 +108,10 @@ def export_claimreview_command(
         fail(exc)
         return
     where = f" to {out_file}" if out_file else ""
+    machine = sum(1 for r in reviews if r.get("reviewBody") == cr.UNREVIEWED_NOTE)
+    if machine:
+        _say(f"warning: {machine} of the ClaimReview(s) are UNREVIEWED machine verdicts "
+             "(--unreviewed); their markup says so (reviewBody)")
     _say(f"wrote {len(reviews)} ClaimReview(s) of {chosen.rows} verdict(s){where} "
          f"({chosen.left_out_line()}; a verdict is published only once a reviewer approved or "
          "edited it)")

@@ -1,7 +1,8 @@
 """Reviewed verdicts as schema.org ``ClaimReview`` JSON-LD, the markup fact-check indexes read.
 
 ``factdebate export claimreview THREAD|RUN_DIR --org NAME --url URL`` writes one ``ClaimReview``
-per verdict a reviewer approved or edited; a machine verdict is never published unreviewed, and a
+per verdict a reviewer approved or edited; a machine verdict is published unreviewed only with
+``--unreviewed`` (its markup then says so: ``reviewBody`` :data:`UNREVIEWED_NOTE`), and a
 rejected one never at all (:func:`collect` counts what it left out and why). The properties
 (schema.org/ClaimReview; Google's fact-check markup reads the same ones):
 
@@ -60,6 +61,10 @@ REQUIRED = ("@context", "@type", "claimReviewed", "reviewRating", "url")
 """Properties a ClaimReview must have (Google's fact-check markup: claimReviewed, reviewRating,
 url)."""
 RECOMMENDED = ("author", "datePublished", "itemReviewed")
+UNREVIEWED_NOTE = ("Unreviewed machine verdict: no person reviewed this rating; it is the "
+                   "automated claim checker's.")
+"""What the markup of an unreviewed verdict says (``reviewBody``, and first in the rating's
+``ratingExplanation``); its author is the publishing organisation, never a reviewer."""
 RATING_REQUIRED = ("@type", "alternateName")
 RATING_RECOMMENDED = ("ratingValue", "bestRating", "worstRating")
 
@@ -162,15 +167,24 @@ def verdicts_of_state(values: dict[str, Any], thread: str, task: str = "fever") 
                     task=task, extra=values)]
 
 
-def collect(verdicts: list[Verdict]) -> tuple[list[tuple[Verdict, str]], Selection]:
+def collect(verdicts: list[Verdict], *, unreviewed: bool = False,
+            ) -> tuple[list[tuple[Verdict, str]], Selection]:
     """The publishable verdicts with their reviewer's label, and what was left out, counted:
-    ``unreviewed``, ``rejected``, ``no_rating`` (a label set without ratings, or no label)."""
+    ``unreviewed``, ``rejected``, ``no_rating`` (a label set without ratings, or no label).
+    With ``unreviewed`` the verdicts no reviewer decided are kept too, with the machine's label
+    (:func:`claim_review` marks them); rejected ones never are."""
     chosen = Selection(rows=len(verdicts))
     kept: list[tuple[Verdict, str]] = []
     for v in verdicts:
         decision = (v.review or {}).get("decision")
-        if v.review is None:
+        if v.review is None and not unreviewed:
             chosen.left_out["unreviewed"] += 1
+        elif v.review is None:
+            label = _rated_label(v)
+            if label is None:
+                chosen.left_out["no_rating"] += 1
+            else:
+                kept.append((v, label))
         elif decision == "reject":
             chosen.left_out["rejected"] += 1
         elif decision not in PUBLISHED:
@@ -223,12 +237,14 @@ def claim_review(v: Verdict, label: str, pub: Publisher, *, anchor: str = "") ->
     first = v.extra.get("first_appearance")
     if appearances:
         item["appearance"] = [{"@type": "CreativeWork", "url": a} for a in appearances]
-        item["firstAppearance"] = {"@type": "CreativeWork",
-                                   "url": str(first) if first else appearances[0]}
+        item["firstAppearance"] = {"@type": "CreativeWork", "url": str(first) if first and
+                                   _http_url(str(first)) else appearances[0]}
     author = pub.claim_author or str(v.extra.get("claim_author") or "")
     if author:
         item["author"] = {"@type": "Person", "name": author}
     review = v.review or {}
+    if v.review is None:  # only with --unreviewed: the markup itself says so
+        rating["ratingExplanation"] = f"{UNREVIEWED_NOTE} {v.rationale}".strip()
     published = {
         "@context": SCHEMA_CONTEXT, "@type": "ClaimReview",
         "url": pub.url + (f"#{anchor}" if anchor and "#" not in pub.url else ""),
@@ -239,6 +255,11 @@ def claim_review(v: Verdict, label: str, pub: Publisher, *, anchor: str = "") ->
     at = str(review.get("at") or "")
     if at:
         published["datePublished"] = at[:10]
+    elif v.review is None:
+        from datetime import UTC, datetime
+
+        published["datePublished"] = datetime.now(UTC).date().isoformat()
+        published["reviewBody"] = UNREVIEWED_NOTE
     citations = _cited_urls(v)
     if citations:
         published["citation"] = citations
@@ -251,13 +272,15 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def claim_reviews(verdicts: list[Verdict], pub: Publisher) -> tuple[list[dict[str, Any]], Selection]:
-    """The ``ClaimReview`` objects of the publishable verdicts and what was left out.
+def claim_reviews(verdicts: list[Verdict], pub: Publisher, *, unreviewed: bool = False,
+                  ) -> tuple[list[dict[str, Any]], Selection]:
+    """The ``ClaimReview`` objects of the publishable verdicts and what was left out
+    (``unreviewed``: :func:`collect`).
 
     Raises:
         InputError: none is publishable (the line says how many were left out and why).
     """
-    kept, chosen = collect(verdicts)
+    kept, chosen = collect(verdicts, unreviewed=unreviewed)
     if not kept:
         raise InputError(f"no reviewed verdict to publish ({len(verdicts)} verdict(s); "
                          f"{chosen.left_out_line()})",

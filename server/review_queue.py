@@ -244,6 +244,11 @@ async def _visible_thread(client: Any, thread_id: str, reviewers_of: Collection[
     return dict(thread)
 
 
+visible_thread = _visible_thread
+"""The thread when the caller may review it; else the 404 of a missing thread (the check other
+routes of a thread reuse, e.g. :mod:`factdebate.server.claimreview_route`)."""
+
+
 def _status_of(exc: Exception) -> int | None:
     response = getattr(exc, "response", None)
     return getattr(response, "status_code", None)

@@ -1,7 +1,8 @@
 """The debate in the browser: a page at ``/app`` served by the LangGraph server itself.
 
 Mounted through ``langgraph.json`` ``http.app`` (langgraph-api puts these routes before its own,
-so only ``/app``, ``/app/...`` and ``/factdebate/index`` are claimed here; ``/ui`` is
+so only ``/app``, ``/app/...``, ``/factdebate/index`` and ``/factdebate/claimreview/...`` are
+claimed here; ``/ui`` is
 langgraph-api's). The page is static (``server/static/``: HTML, CSS and ES modules, no CDN) and
 talks to the server's own API (threads, runs, streaming) with the user's API key in
 ``x-api-key``, so the same auth handlers and ownership filters apply: there is no second backend
@@ -22,7 +23,9 @@ server's runs search (the operator's ``FACTDEBATE_INDEX_DIR``/``FACTDEBATE_MILVU
 ``factdebate.evaluation.index_identity.public_identity`` gives it: corpus name and SHA-256,
 passages, embedding model, index kinds and parameters, build time, ``status`` (ok, absent,
 damaged); never the index folder, the Milvus URI or a credential. ``eval`` records it in
-``run.json``.
+``run.json``; and ``GET /factdebate/claimreview/{thread_id}``, the reviewed verdict of one of the
+caller's (or their team's) threads as ClaimReview JSON-LD
+(:mod:`factdebate.server.claimreview_route`).
 
 langgraph-api does not run its auth handlers on custom routes unless ``http.enable_custom_route_auth``
 is set, and that would also lock the page itself (a browser cannot send a header when it opens a
@@ -55,9 +58,10 @@ from starlette.staticfiles import StaticFiles
 
 from factdebate.core.context import Context, allowed_models_from_env, run_fields
 from factdebate.core.settings import choices_of, default_of, field_types
+from factdebate.evaluation.claimreview import dumps
 from factdebate.evaluation.index_identity import INDEX_ROUTE, index_identity, public_identity
 from factdebate.graphs.registry import FRAMEWORKS, context_class
-from factdebate.server import evals_browser, review_queue
+from factdebate.server import claimreview_route, evals_browser, review_queue
 from factdebate.server.auth import LIMITS, TEAMS, authenticate
 from factdebate.server.egress import EgressFilter
 from factdebate.server.guard import ServerGuard
@@ -102,9 +106,12 @@ def api(handler: Any) -> Any:
         try:
             who = await identity_of(request)
             body = await handler(request, who)
+            if isinstance(body, Response):  # a route with its own media type
+                body.headers.update(_NO_STORE)
+                return body
         except Denied as exc:
             return JSONResponse({"detail": exc.detail}, exc.status, headers=_NO_STORE)
-        except (evals_browser.Refused, review_queue.Refused) as exc:
+        except (evals_browser.Refused, review_queue.Refused) as exc:  # claimreview_route's too
             return JSONResponse({"detail": exc.detail}, exc.status, headers=_NO_STORE)
         return JSONResponse(body, headers=_NO_STORE)
 
@@ -214,6 +221,16 @@ async def review_decision(request: Request, who: str) -> dict[str, Any]:
     return await review_queue.resume(loopback(), thread_id, body, TEAMS.reviewers_of(who), who)
 
 
+@api
+async def claimreview(request: Request, who: str) -> Response:
+    """The reviewed verdict of one of the caller's (or their team's) threads as ClaimReview
+    JSON-LD; the publisher is the operator's setting."""
+    reviews = await claimreview_route.claim_reviews_of(
+        loopback(), request.path_params["thread_id"], TEAMS.reviewers_of(who),
+        request.query_params)
+    return Response(dumps(reviews), media_type=claimreview_route.MEDIA_TYPE)
+
+
 def served_index() -> dict[str, Any]:
     """The identity of the index this server's runs search, as much of it as a client may know."""
     return public_identity(index_identity(Context()))
@@ -242,6 +259,7 @@ app = Starlette(routes=[
     Route("/app/api/reviews/{thread_id}", review_item, methods=["GET"]),
     Route("/app/api/reviews/{thread_id}", review_decision, methods=["POST"]),
     Route(INDEX_ROUTE, index, methods=["GET"]),
+    Route(claimreview_route.ROUTE, claimreview, methods=["GET"]),
     Mount("/app", StaticFiles(directory=STATIC, html=True), name="app"),
 ], lifespan=lifespan,  # the index is found or built before the first request
     middleware=[Middleware(EgressFilter),  # outermost: every byte sent passes the secret filter
