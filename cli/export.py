@@ -112,9 +112,10 @@ def export_claimreview_command(
     if machine:
         _say(f"warning: {machine} of the ClaimReview(s) are UNREVIEWED machine verdicts "
              "(--unreviewed); their markup says so (reviewBody)")
+    rule = ("a rejected verdict is never published" if unreviewed else
+            "a verdict is published only once a reviewer approved or edited it")
     _say(f"wrote {len(reviews)} ClaimReview(s) of {chosen.rows} verdict(s){where} "
-         f"({chosen.left_out_line()}; a verdict is published only once a reviewer approved or "
-         "edited it)")
+         f"({chosen.left_out_line()}; {rule})")
 
 
 def _verdicts(source: str, server: str | None, checkpoint_db: Path | None) -> list:
