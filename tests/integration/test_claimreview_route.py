@@ -92,3 +92,27 @@ async def test_an_unreviewed_verdict_is_409(server: str):
         got = alice.get(f"/factdebate/claimreview/{thread}")
     assert got.status_code == 409
     assert "not reviewed" in got.json()["detail"]
+
+
+def test_a_text_check_is_one_claimreview_per_reviewed_claim(server: str):
+    with user_client(server, KEYS["alice"], timeout=180) as alice:
+        thread = alice.post("/threads", json={}).json()["thread_id"]
+        done = alice.post(f"/threads/{thread}/runs/wait", json={
+            "assistant_id": "check_text",
+            "input": {"text": "The Eiffel Tower is in Paris. The Louvre is in Paris."},
+            "context": {"debater_model": "scripted:check_text", "framework": "tool_mad",
+                        "review": True, "scoring_mode": "none"}})
+        assert done.status_code == 200, done.text
+        first = alice.post(f"/app/api/reviews/{thread}",
+                           json={"decision": "approve", "reviewer": "ana"}).json()
+        assert first["status"] == "next", first
+        second = alice.post(f"/app/api/reviews/{thread}", json={
+            "decision": "edit", "label": "REFUTES", "reviewer": "ana"}).json()
+        assert second["status"] == "done", second
+        got = alice.get(f"/factdebate/claimreview/{thread}")
+    assert got.status_code == 200, got.text
+    reviews = got.json()
+    assert isinstance(reviews, list) and len(reviews) == 2
+    assert [r["reviewRating"]["alternateName"] for r in reviews][1] == "False"
+    assert schema_problems(reviews) == []
+    assert all(cr.check_claim_review(r) == [] for r in reviews)
