@@ -232,9 +232,10 @@ def check_resume(value: Any, labels: Collection[str]) -> dict[str, Any]:
     return out
 
 
-async def _visible_thread(client: Any, thread_id: str, reviewers_of: Collection[str],
+async def visible_thread(client: Any, thread_id: str, reviewers_of: Collection[str],
                           ) -> dict[str, Any]:
-    """The thread when the caller may review it; else the 404 of a missing thread."""
+    """The thread when the caller may review it; else the 404 of a missing thread (the check the
+    other routes of a thread reuse, e.g. :mod:`factdebate.server.claimreview_route`)."""
     try:
         thread = await client.threads.get(thread_id)
     except Exception:  # noqa: BLE001  # not found, or not a thread id: the same answer
@@ -242,11 +243,6 @@ async def _visible_thread(client: Any, thread_id: str, reviewers_of: Collection[
     if (thread.get("metadata") or {}).get(OWNER) not in set(reviewers_of):
         raise not_found(thread_id)
     return dict(thread)
-
-
-visible_thread = _visible_thread
-"""The thread when the caller may review it; else the 404 of a missing thread (the check other
-routes of a thread reuse, e.g. :mod:`factdebate.server.claimreview_route`)."""
 
 
 def _status_of(exc: Exception) -> int | None:
@@ -263,7 +259,7 @@ async def resume(client: Any, thread_id: str, body: Any, reviewers_of: Collectio
             wait for review (or is running), 422 for a body of the wrong shape.
     """
     thread_id = check_thread_id(thread_id)
-    await _visible_thread(client, thread_id, reviewers_of)  # 404 before anything else
+    await visible_thread(client, thread_id, reviewers_of)  # 404 before anything else
     lock = _DECIDING.setdefault(thread_id, asyncio.Lock())
     if lock.locked():  # no await since the check: another decision holds it now
         raise _busy(thread_id)
@@ -283,7 +279,7 @@ async def get_item(client: Any, thread_id: str, reviewers_of: Collection[str]) -
             wait for review, 422 for an id that is not a UUID.
     """
     thread_id = check_thread_id(thread_id)
-    thread = await _visible_thread(client, thread_id, reviewers_of)
+    thread = await visible_thread(client, thread_id, reviewers_of)
     payload = review_payload(thread)
     if payload is None:
         raise Refused(409, f"thread {thread_id} is not waiting for review "
@@ -300,7 +296,7 @@ async def _decide(client: Any, thread_id: str, body: Any, reviewers_of: Collecti
                   reviewer_identity: str) -> dict[str, Any]:
     """:func:`resume` with the thread's decision lock held: the thread is read again, so a
     decision that finished meanwhile is seen (409, not waiting for review)."""
-    thread = await _visible_thread(client, thread_id, reviewers_of)
+    thread = await visible_thread(client, thread_id, reviewers_of)
     payload = review_payload(thread)
     if payload is None:
         raise Refused(409, f"thread {thread_id} is not waiting for review "
