@@ -1,8 +1,9 @@
-"""Fixtures shared by integration tests: a small real index over the shared corpus."""
+"""Fixtures shared by integration tests: a small real index over the shared corpus, the page's browser."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,28 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
         from tests.integration.milvus_server import pause_shared
 
         pause_shared()
+
+
+# -- the web page's browser (tests/integration/chromium.py) --------------------------------------
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """One Chromium for the module (Playwright's own download is not used: Debian's binary)."""
+    from tests.integration.chromium import CHROMIUM, playwright_api
+
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    """A fresh 1280x900 page on the module's ``server``; a script error in it fails the test."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield pg
+    context.close()
+    assert not errors, errors  # no script error in the page

@@ -5,20 +5,15 @@ approves it and sees the outcome; a decision the graph refuses shows its error o
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from tests.integration.chromium import needs_chromium
 from tests.integration.servers import serving, users_env
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed "
-                                     "(pip install -e '.[dev]')")
-CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it as root: "
-    "apt-get install chromium)")
+pytestmark = needs_chromium
 
 ALICE = "alice-key-0123456789"
 HOSTILE = 'The Eiffel Tower <img src=x onerror="window.__pwned=1"> stands in Paris.'
@@ -29,26 +24,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("review-page")
     with serving(work, users_env(work, {"alice": ALICE})) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(60_000)
-    errors: list[str] = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield pg
-    context.close()
-    assert not errors, errors  # no script error in the page
 
 
 def sign_in(page, url: str) -> None:

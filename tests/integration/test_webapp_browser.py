@@ -20,14 +20,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.integration.chromium import needs_chromium
 from tests.integration.servers import start_langgraph_dev, stop_server, warm_home
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed "
-                                     "(pip install -e '.[dev]')")
-CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it as root: "
-    "apt-get install chromium)")
+pytestmark = needs_chromium
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789ab"
 CORPUS = [
@@ -93,26 +89,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path 
         yield {"url": url, "runs": runs, "work": work}
     finally:
         stop_server(proc)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(60_000)
-    errors: list[str] = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield pg
-    context.close()
-    assert not errors, errors  # no script error in the page
 
 
 def sign_in(page, server, key: str) -> None:
