@@ -45,11 +45,10 @@ from factdebate.core.state import Evidence
 
 USER_AGENT = "factdebate/0.1 (claim verification research; MERMAID tools)"
 TIMEOUT_S = 20.0
-MAX_REPLY_ENV = "FACTDEBATE_LIVE_MAX_REPLY_BYTES"
-DEFAULT_MAX_REPLY_BYTES = 8 << 20
+DEFAULT_MAX_REPLY_BYTES = input_limits.LIMITS_BY_NAME["live_reply_bytes"].default
 """Largest decoded reply body of a live source (a whole Wikipedia article's JSON is well under
-1 MiB; the longest pages' extracts stay under 2 MiB); ``core/input_limits`` holds it."""
-MAX_REDIRECTS = 3
+1 MiB; the longest pages' extracts stay under 2 MiB), as ``core/input_limits`` states it."""
+MAX_REDIRECTS = input_limits.LIMITS_BY_NAME["live_redirects"].default
 """Redirects followed, each only within the configured base URL's scheme, host and port."""
 
 
