@@ -351,7 +351,8 @@ def index(
 @app.command()
 def bench(
     names: Annotated[list[str], typer.Argument(
-        help="overhead | scaling | retrieval | index | embedded | floor | tokens | soak | corpus")],
+        help="overhead | scaling | retrieval | index | embedded | floor | profile | tokens | soak | "
+        "corpus | hostile")],
     out_raw: Annotated[str, typer.Option(
         "--out", help="Folder for <bench>.json and work files.")] = "bench-results",
     data_dir_raw: Annotated[str | None, typer.Option(

@@ -255,6 +255,11 @@ class Context:
         False, "Stop before the verdict is final for a fact-checker's review: the run interrupts "
         "at the 'review' node with the draft verdict and is resumed with the reviewer's decision "
         "(approve, edit or reject); needs a checkpointer.")
+    inner_checkpoints: bool = knob(
+        False, "Write a checkpoint after every node inside a debater's turn in this run, so "
+        "that its state can be read, edited and forked there afterwards (Studio's time travel "
+        "inside a turn). Without it a run writes them only when it needs them: when it has a "
+        "breakpoint inside a turn or resumes a paused run; the CLI never writes them.")
 
     def __post_init__(self) -> None:
         named_dir = self.index_dir  # before the environment fills it: a folder the caller named

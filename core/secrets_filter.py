@@ -149,11 +149,26 @@ def environment_secrets(env: Mapping[str, str]) -> set[str]:
     return {s.strip() for s in found if len(s.strip()) >= MIN_SECRET_CHARS}
 
 
+_known: tuple[tuple[tuple[str, str], ...], frozenset[str], frozenset[str]] | None = None
+"""The last answer of :func:`known_secrets`: (environment, registrations, secrets)."""
+
+
 def known_secrets() -> frozenset[str]:
-    """Every secret the process knows now (environment + registered)."""
+    """Every secret the process knows now (environment + registered).
+
+    Called for every log record and every filtered reply, so the answer is kept until the
+    environment (compared in full, each call) or the registered secrets change: a secret set in
+    ``os.environ`` at any time is known from the next call on."""
+    global _known
+    environment = tuple(os.environ.items())
     with _lock:
-        registered = set(_registered)
-    return frozenset(environment_secrets(os.environ) | registered)
+        kept, registered = _known, frozenset(_registered)
+    if kept is not None and kept[1] == registered and kept[0] == environment:
+        return kept[2]
+    secrets = frozenset(environment_secrets(dict(environment)) | registered)
+    with _lock:
+        _known = (environment, registered, secrets)
+    return secrets
 
 
 def _base64_cores(data: bytes) -> set[str]:
@@ -502,17 +517,20 @@ class StreamRedactor:
         return redact(text[:cut], known)
 
 
-def redact_value(value: Any, depth: int = 0) -> Any:
-    """``value`` (str, or dicts/lists/tuples of them) with :func:`redact` applied to every string."""
+def redact_value(value: Any, depth: int = 0, known: Forms | None = None) -> Any:
+    """``value`` (str, or dicts/lists/tuples of them) with :func:`redact` applied to every string
+    (the forms of the known secrets looked up once for the whole value)."""
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, known)
     if depth > 20:
         return value
+    if isinstance(value, Mapping | list | tuple) and known is None:
+        known = known_forms()
     if isinstance(value, Mapping):
-        return {k: redact_value(v, depth + 1) for k, v in value.items()}
+        return {k: redact_value(v, depth + 1, known) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(redact_value(v, depth + 1) for v in value) if isinstance(
-            value, list) else tuple(redact_value(v, depth + 1) for v in value)
+        return type(value)(redact_value(v, depth + 1, known) for v in value) if isinstance(
+            value, list) else tuple(redact_value(v, depth + 1, known) for v in value)
     return value
 
 

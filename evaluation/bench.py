@@ -370,6 +370,19 @@ def bench_floor(work_dir: Path, *, claims: int = 16, rounds: int = 3, seed: int 
     return {**result, "peak_rss_mb": peak_rss_mb()}
 
 
+@BENCHES.decorator("profile")
+def bench_profile(work_dir: Path, *, claims: int = 24, latency: float | None = None,
+                  seed: int = 13, **_: Any) -> dict[str, Any]:
+    """CPU per claim of the CLI, the server and the server with inner checkpoints, and where
+    it goes by owner under py-spy (``bench_profile.py``)."""
+    from factdebate.evaluation.bench_profile import run_profile_bench
+
+    return {**run_profile_bench(work_dir, work_dir.parent, demo_index(work_dir),
+                                _claims(DEMO_CLAIMS, claims, seed),
+                                latency=0.2 if latency is None else latency),
+            "peak_rss_mb": peak_rss_mb()}
+
+
 @BENCHES.decorator("tokens")
 def bench_tokens(work_dir: Path, *, claims: int = 5, rounds: int = 3, seed: int = 13,
                  frameworks: list[str] | None = None, **_: Any) -> dict[str, Any]:

@@ -43,7 +43,11 @@ quarter may exceed the first quarter's by at most 10 %; no errors; no lost runs 
 p99 run latency (request to final reply, queueing included) are reported beside them. The growth
 budgets are judged from a soak of ``GROWTH_JUDGED_FROM_S`` seconds with ``MIN_QUARTER_SAMPLES``
 samples in each quarter (a shorter run reports the growth, not judged: memory and checkpoints
-still climb while the server warms up); errors and losses are judged at any duration.
+still climb while the server warms up); errors and losses are judged at any duration. Two more
+budgets are judged at any duration: the server's CPU per claim at most 1.3 x the CLI lean
+variant's, and the p50 run latency at most 1.10 x the critical path of the ``agree`` episode (the
+longest chain of the scripted model's calls in one claim run alone, times its latency; 3 in 4
+episodes are ``agree``, so the median run is one).
 """
 
 from __future__ import annotations
@@ -222,6 +226,29 @@ def soak_budgets(figures: dict[str, Any], duration_s: float,
                                        "no_lost_runs"), strict=True):
         entry["legacy"] = legacy
     return entries
+
+
+SERVER_OVER_LEAN_BUDGET = 1.3
+"""Largest server CPU per claim over the CLI lean variant's (the same claims, one run)."""
+P50_OVER_CRITICAL_BUDGET = 1.10
+"""Largest p50 run latency over the critical path of the mix's ``agree`` episode."""
+
+
+def cpu_budgets(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The server's CPU per claim against the CLI lean variant's, and the p50 run latency against
+    the critical path of the scripted ``agree`` episode (3 in 4 episodes: the median run's)."""
+    why_cpu = "" if result.get("server_cpu_over_lean") is not None else \
+        "not measured (a CPU phase failed; see the errors)"
+    why_p50 = "" if result.get("run_latency_p50_over_critical_path") is not None else \
+        "not measured (no runs, or the lean phase failed)"
+    return [
+        budget("server_cpu_over_lean", f"server CPU per claim <= {SERVER_OVER_LEAN_BUDGET} x the "
+               "CLI lean variant's", result.get("server_cpu_over_lean"), "<=",
+               SERVER_OVER_LEAN_BUDGET, unit="x", why_not_judged=why_cpu),
+        budget("p50_over_critical_path", f"p50 run latency <= {P50_OVER_CRITICAL_BUDGET} x the "
+               "critical path of the agree episode", result.get("run_latency_p50_over_critical_path"),
+               "<=", P50_OVER_CRITICAL_BUDGET, unit="x", why_not_judged=why_p50),
+    ]
 
 
 def summarize(samples: list[dict[str, Any]], latencies: list[tuple[float, float]], *,
@@ -570,7 +597,11 @@ async def _server_cpu_per_claim(pid: int, user: User, tally: Tally, load: Load,
 async def _lean_cpu_per_claim(index: Path, db: Path, load: Load, claims: list[str],
                               concurrency: int = 4) -> dict[str, Any]:
     """This process's CPU seconds per claim of the CLI's lean Tool-MAD (``run_graph``, the SQLite
-    saver of CLI runs), the same model and claims; one untimed warm-up claim first."""
+    saver of CLI runs), the same model and claims; one untimed warm-up claim first, then one
+    alone whose model calls' longest chain is the critical path of the mix's ``agree`` episode
+    (the model's latency per call on that chain)."""
+    from factdebate.core.models import load_model
+    from factdebate.evaluation.bench import longest_chain
     from factdebate.nodes.tool_mad.state import ToolMadContext
     from factdebate.run.claims import open_sqlite_saver
     from factdebate.run.engine import run_graph
@@ -586,10 +617,15 @@ async def _lean_cpu_per_claim(index: Path, db: Path, load: Load, claims: list[st
                     raise RuntimeError(f"lean run of {claim!r} has no label: {out}")
 
         await one(claims[0])
+        model = load_model(ctx.debater_model)  # the scripted double: one instance per spec
+        model.reset()
+        await one(claims[0])  # alone: its calls' timeline gives the episode's critical path
+        chain = longest_chain(model.timeline)
         cpu0, t0 = time.process_time(), time.monotonic()
         await asyncio.gather(*(one(c) for c in claims))
         cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
-    return {"lean_cpu_s_per_claim": round(cpu / len(claims), 4), "lean_wall_s": round(wall, 2)}
+    return {"lean_cpu_s_per_claim": round(cpu / len(claims), 4), "lean_wall_s": round(wall, 2),
+            "critical_path_calls": chain, "critical_path_s": round(chain * load.latency, 3)}
 
 
 # --- the server --------------------------------------------------------------------------------
@@ -697,7 +733,8 @@ def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s
             lean = run_async(_lean_cpu_per_claim(index, work / "lean.sqlite", load, timed))
         except Exception as exc:  # noqa: BLE001  # the soak's figures are kept, the failure counted
             tally.error("lean CPU phase", exc)
-            lean = {"lean_cpu_s_per_claim": None, "lean_wall_s": None}
+            lean = {"lean_cpu_s_per_claim": None, "lean_wall_s": None,
+                    "critical_path_calls": None, "critical_path_s": None}
         progress.end()
     samples = out.pop("samples")
     figures = summarize(samples, tally.latencies, duration_s=duration_s, warmup_s=warmup_s,
@@ -723,7 +760,11 @@ def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s
                    "and threads"),
         "samples": samples,
     }
-    result["budgets"] = soak_budgets(figures, duration_s)
+    critical = lean.get("critical_path_s")
+    p50 = figures.get("run_latency_p50_s")
+    result["run_latency_p50_over_critical_path"] = (round(p50 / critical, 3)
+                                                    if p50 and critical else None)
+    result["budgets"] = [*soak_budgets(figures, duration_s), *cpu_budgets(result)]
     result["budget_met"] = legacy_met(True, result["budgets"])
     print(summary_text(result), file=sys.stderr, flush=True)
     return result

@@ -52,7 +52,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import RetryPolicy
+from langgraph.types import Command, RetryPolicy
 
 from factdebate.core import trace_filter
 from factdebate.core.errors import ConfigError
@@ -65,14 +65,23 @@ from factdebate.graphs.first_use import (
 )
 from factdebate.graphs.variants import Turns, check_turns
 
-__all__ = ["BREAKPOINTS_KEY", "NODE_ERRORS", "DebateBuilder", "DebateGraph", "Turns",
-           "check_turns", "new_builder", "node_names", "split_breakpoints", "turn_breakpoints"]
+__all__ = ["BREAKPOINTS_KEY", "NODE_ERRORS", "TURN_CHECKPOINTS_KEY", "DebateBuilder", "DebateGraph",
+           "Turns", "check_turns", "new_builder", "node_names", "split_breakpoints",
+           "turn_breakpoints", "turn_checkpoints_wanted"]
 
 BREAKPOINTS_KEY = "factdebate_inner_breakpoints"
 """``configurable`` key carrying a run's breakpoints on nodes inside turns to the turn nodes:
 ``{"before": [names], "after": [names]}``, names plain or qualified (``debate_turn:respond``)."""
 
 ALL = "*"
+
+TURN_CHECKPOINTS_KEY = "__factdebate_turn_checkpoints"
+"""``configurable`` key :class:`DebateGraph` sets (True) on a run whose visible turns write their
+inner checkpoints: a run with a breakpoint inside a turn, a resumed run (input ``None`` or a
+``Command``) and a run whose Context sets ``inner_checkpoints``. Any other run's turns write none
+(graphs/turns.py). The ``__`` prefix keeps it out of run metadata and traces. A client that sets it
+itself (langgraph-api copies a run's ``context`` into ``configurable``) gets what the public
+``inner_checkpoints`` knob gives: more checkpoints for its own run, nothing else."""
 
 
 def _redacted_not_retried(exc: Exception) -> bool:
@@ -182,6 +191,11 @@ def turn_breakpoints(config: RunnableConfig, turn: str, inner: frozenset[str]
     return mine(wanted.get("before") or ()), mine(wanted.get("after") or ())
 
 
+def turn_checkpoints_wanted(config: RunnableConfig) -> bool:
+    """True when this run's visible turns write their inner checkpoints (:data:`TURN_CHECKPOINTS_KEY`)."""
+    return bool((config.get("configurable") or {}).get(TURN_CHECKPOINTS_KEY))
+
+
 def _stream_modes(graph: CompiledStateGraph, stream_mode: Any) -> list[str]:
     mode = stream_mode if stream_mode is not None else graph.stream_mode
     return [mode] if isinstance(mode, str) else list(mode)
@@ -224,6 +238,11 @@ class DebateGraph(CompiledStateGraph):
             config = {**(config or {})}
             config["configurable"] = {**(config.get("configurable") or {}), BREAKPOINTS_KEY: {
                 "before": inner_before, "after": inner_after}}
+        if (inner_before or inner_after or input is None or isinstance(input, Command)
+                or (ctx is not None and ctx.inner_checkpoints)):
+            config = {**(config or {})}  # the turns write inner checkpoints (graphs/turns.py)
+            config["configurable"] = {**(config.get("configurable") or {}),
+                                      TURN_CHECKPOINTS_KEY: True}
         modes = _stream_modes(self, stream_mode)
         flat = "messages" in modes and not subgraphs
         chunks = super().astream(

@@ -6,16 +6,26 @@ Speculative RAG's ``draft_branch`` and Du et al.'s ``debate_turn`` are fanned ou
 ``turns`` (graphs/exported.py) and passes it here:
 
 * ``turns="visible"`` - what langgraph.json exports, what ``build_<x>()`` gives by default and
-  what Studio, the LangGraph server and Python users run. The turn is compiled without a
-  checkpointer of its own, so it inherits the parent's: ``get_graph(xray=True)`` draws its nodes
+  what Studio, the LangGraph server and Python users run. The turn is compiled twice from the same
+  nodes: once without a checkpointer of its own, so it inherits the parent's, and once with
+  ``checkpointer=False``. ``get_graph(xray=True)`` draws the first one's nodes
   (``debate_turn:formulate_query`` ... ``debate_turn:score``; LangGraph finds the compiled turn in
-  the node function's closure), each node inside a turn writes a checkpoint, and the turn runs
-  with the run's breakpoints on its nodes as its own ``interrupt_before``/``interrupt_after``
-  (carried in ``configurable`` by ``DebateGraph``): the run pauses inside the turn, both parallel
-  turns alike, its state inspectable and editable at the turn's checkpoint namespace, and resumes
-  there (a static breakpoint does not fire twice at the same checkpoint). Cost: 50 checkpoints
-  per 3-round Tool-MAD claim instead of 14, ~12% more CPU per claim (ad-hoc A/B: scripted model
-  without latency, SQLite saver, ``durability="sync"``).
+  the node function's closure and skips the one without checkpointing). A run that needs the
+  turn's inner checkpoints runs the first: a run with a breakpoint on a node inside the turn
+  (the run's breakpoints reach the turn as its own ``interrupt_before``/``interrupt_after``,
+  carried in ``configurable`` by ``DebateGraph``), a resumed run (input ``None`` or a
+  ``Command``: it may continue inside a turn) and a run whose Context sets
+  ``inner_checkpoints``; there each node inside a turn writes a checkpoint, the run pauses inside
+  the turn, both parallel turns alike, its state inspectable and editable at the turn's
+  checkpoint namespace, and resumes there (a static breakpoint does not fire twice at the same
+  checkpoint). Every other run - a new claim with no breakpoint inside a turn, most server and
+  Studio runs - runs the second and writes the lean variant's checkpoints (the parent's
+  supersteps only), for state nobody reads unless they asked to stop or look inside a turn
+  (checkpoints per claim of each: ``factdebate bench profile``, BENCHMARKS.md). What such a run
+  gives up is what the lean variant gives up: a turn that fails (a provider error) is redone from
+  its first node when the run is resumed, and its state inside is not kept for inspection; set
+  ``inner_checkpoints`` to keep it. A resumed run writes inner checkpoints in every turn it runs,
+  not only in the one it paused in.
 * ``turns="lean"`` - what the CLI and ``eval`` compile (``run/claims.py``). The turn is compiled
   with ``checkpointer=False``: the parent still checkpoints every superstep and saves each
   finished turn's writes, so a resumed run continues at the turn boundary and only redoes a turn
@@ -49,7 +59,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
 
-from factdebate.graphs.exported import NODE_ERRORS, Turns, check_turns, turn_breakpoints
+from factdebate.graphs.exported import (
+    NODE_ERRORS,
+    Turns,
+    check_turns,
+    turn_breakpoints,
+    turn_checkpoints_wanted,
+)
 from factdebate.nodes.progress import turns_finished
 
 TURN_DURABILITY = "exit"
@@ -81,12 +97,18 @@ def turn_node(subgraph: StateGraph, name: str, *, turns: Turns) -> Any:
             return out
     else:
         compiled = subgraph.compile(name=name)
+        # the same nodes without inner checkpoints, for the runs that need none (module doc);
+        # get_graph(xray=True) finds ``compiled`` (it skips subgraphs without checkpointing)
+        unsaved = subgraph.compile(name=name, checkpointer=False)
         inner = frozenset(subgraph.nodes)
 
         async def run_turn(state: Any, config: RunnableConfig) -> Any:
             before, after = turn_breakpoints(config, name, inner)
-            out = await compiled.ainvoke(state, config, interrupt_before=before,
-                                         interrupt_after=after)
+            if before or after or turn_checkpoints_wanted(config):
+                out = await compiled.ainvoke(state, config, interrupt_before=before,
+                                             interrupt_after=after)
+            else:
+                out = await unsaved.ainvoke(state, config, durability=TURN_DURABILITY)
             turns_finished(name, (out or {}).get("turns") or ())
             return out
 

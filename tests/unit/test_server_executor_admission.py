@@ -121,8 +121,9 @@ async def test_a_run_never_admitted_is_one_readable_error(monkeypatch: pytest.Mo
 
 
 async def test_a_thread_deleted_while_its_runs_are_counted_is_skipped(monkeypatch):
-    """``active_runs`` lists the runs of each busy thread the search found; a thread its user
-    deleted meanwhile answers 404 there and has no run left to count - never a refused run."""
+    """``active_runs`` lists the runs of each busy thread the search found and counts the pending
+    and running ones; a thread its user deleted meanwhile answers 404 there and has no run left
+    to count - never a refused run."""
     import httpx
     from langgraph_sdk.errors import NotFoundError
 
@@ -133,12 +134,13 @@ async def test_a_thread_deleted_while_its_runs_are_counted_is_skipped(monkeypatc
             return [{"thread_id": "gone"}, {"thread_id": "busy"}] if kwargs["offset"] == 0 else []
 
     class Runs:
-        async def list(self, thread_id, status, limit):
+        async def list(self, thread_id, limit):
             if thread_id == "gone":
                 request = httpx.Request("GET", f"http://server/threads/{thread_id}/runs")
                 raise NotFoundError("Thread not found", response=httpx.Response(404, request=request),
                                     body=None)
-            return [{"run_id": f"{thread_id}-{status}"}]
+            return [{"run_id": f"{thread_id}-{status}", "status": status}  # newest first
+                    for status in ("pending", "running", "success", "error")][:limit]
 
     class Client:
         threads, runs = Threads(), Runs()

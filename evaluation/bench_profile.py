@@ -1,0 +1,396 @@
+"""``factdebate bench profile``: where the CPU of a claim goes, by owner, on each path users take.
+
+The same Tool-MAD claims (the scripted test double with a provider's latency, the demo index) run
+on three paths, each measured twice - once for its CPU seconds per claim (nothing attached), once
+under ``py-spy record --gil`` (raw collapsed stacks, 250 Hz, the thread holding the GIL: Python
+work on any thread; native work that releases the GIL, such as SQLite or ONNX Runtime, shows as
+its caller's absence):
+
+* ``cli_lean`` - the CLI's path: ``run_graph`` with the lean turns and the SQLite saver of CLI
+  runs, in a subprocess of its own (``python -m factdebate.evaluation.bench_profile --cli``);
+* ``server`` - a real ``langgraph dev`` (the graphs ``langgraph.json`` exports: visible turns),
+  each claim a new thread, ``runs.wait``, the thread deleted: the CPU of the server's process tree;
+* ``server_inner_checkpoints`` - the same server and claims with ``inner_checkpoints`` set in the
+  run's context: every node inside a turn writes a checkpoint, as every server run did before the
+  visible turns wrote them only on demand (graphs/turns.py).
+
+Each profile's samples are grouped by **owner**: a sample belongs to the innermost frame of its
+stack that has one (a standard-library frame - ``json``, ``re``, ``asyncio`` - counts for the code
+that called it), in the order of :data:`OWNERS`: checkpoint serialisation and writes, LangGraph's
+loop, LangChain callbacks and tracing, the rest of LangChain, our filters, our reducers and state,
+our nodes and tools, the scripted model and the real compute (embeddings, Milvus Lite, numpy), the
+HTTP/SSE layer (langgraph-api, Starlette, uvicorn), and the event loop with nothing else on the
+stack. Checkpoints per claim are counted in this process on an ``InMemorySaver`` (every namespace)
+for the exported graph and for the lean one, over the same claims - the server's own saver is not
+readable from outside.
+
+Figures: CPU seconds per claim of each path and the ratios ``server / cli_lean`` (budget <= 1.3)
+and ``server_inner_checkpoints / cli_lean``; per path the owner shares and seconds per claim; the
+profiles are kept as ``OUT/profile-<path>.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from factdebate.evaluation.bench_budgets import budget, overall
+from factdebate.evaluation.bench_floor import _frame_name
+
+SERVER_OVER_LEAN_BUDGET = 1.3
+"""Largest server CPU per claim over the CLI's lean variant's (the same claims, one run)."""
+PATHS = ("cli_lean", "server", "server_inner_checkpoints")
+GRAPH = "tool_mad"
+
+OWNERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("checkpoints", ("factdebate/run/checkpoint", "factdebate/evaluation/checkpointers",
+                     "checkpoint/", "serde/", "sqlite/", "memory/", "aiosqlite/", "ormsgpack/",
+                     "langgraph_runtime_inmem/checkpoint", "langgraph_checkpoint")),
+    ("langgraph_loop", ("pregel/", "_internal/", "channels/", "graph/", "managed/", "func/",
+                        "runtime", "types.py", "langgraph/")),
+    ("langchain_callbacks_tracing", ("langchain_core/callbacks/", "langchain_core/tracers/",
+                                     "langsmith/")),
+    ("langchain_other", ("langchain_core/", "langchain/", "langchain_openai/", "pydantic/",
+                         "pydantic_core/", "tenacity/")),
+    ("filters", ("factdebate/core/secrets_filter", "factdebate/core/trace_filter",
+                 "factdebate/core/control", "factdebate/core/egress", "factdebate/core/redact",
+                 "factdebate/server/egress")),
+    ("our_state", ("factdebate/nodes/state", "/state.py", "factdebate/core/reducers",
+                   "factdebate/nodes/reducers")),
+    ("model_double_and_compute", ("factdebate/testing/", "testing/", "numpy/", "onnxruntime/",
+                                  "tokenizers/", "transformers/", "torch/", "pymilvus/", "grpc/",
+                                  "milvus_lite/", "sentence_transformers/", "tantivy/")),
+    ("our_nodes_tools", ("factdebate/",)),
+    ("http_sse", ("langgraph_api/", "langgraph_runtime_inmem/", "starlette/", "uvicorn/",
+                  "sse_starlette/", "httptools/", "h11/", "anyio/", "orjson/", "structlog/",
+                  "langgraph_license/", "langgraph_sdk/", "httpx/", "httpcore/", "watchfiles/",
+                  "jsonschema_rs/", "blockbuster/", "cloudpickle/")),
+)
+"""Owner -> path prefixes (or parts) of its frames as ``_frame_name`` names them (langgraph's
+own modules appear without ``langgraph/``; the checkout's files as ``factdebate/...``). The first
+owner whose pattern a frame matches owns it; a frame no owner matches (the standard library,
+anything else) passes the sample on to its caller."""
+
+EVENT_LOOP = "event_loop_only"
+"""The owner of a sample whose whole stack is the standard library (asyncio's loop, threads)."""
+
+
+def frame_owner(frame: str) -> str | None:
+    """The owner (:data:`OWNERS`) of one raw py-spy frame, or None (standard library, other)."""
+    name, package = _frame_name(frame)
+    if package == "stdlib":
+        return None
+    path = name.rsplit(" (", 1)[-1].rstrip(")")
+    if package == "langgraph":
+        path = "langgraph/" + path if not path.startswith("langgraph") else path
+        for owner, parts in OWNERS[:1]:
+            if any(p in path for p in parts):
+                return owner
+        return "langgraph_loop"
+    for owner, parts in OWNERS:
+        if owner == "langgraph_loop":
+            continue
+        if any(path.startswith(p) or ("/" in p and p.startswith("/") and p in path)
+               for p in parts):
+            return owner
+    return None
+
+
+def owners_of(path: Path) -> dict[str, Any]:
+    """Samples of a py-spy raw profile by owner: ``{"samples": n, "shares": {owner: share}}``,
+    each sample counted once, for the innermost frame that has an owner."""
+    counts: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = [f for f in stack.split(";") if " (" in f]
+        if not frames:
+            continue
+        n = int(count)
+        total += n
+        owner = next((o for o in map(frame_owner, reversed(frames)) if o), EVENT_LOOP)
+        counts[owner] += n
+    names = [o for o, _ in OWNERS] + [EVENT_LOOP]
+    return {"samples": total,
+            "shares": {o: round(counts[o] / total, 4) if total else 0.0 for o in names}}
+
+
+def _spy() -> list[str]:
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    return [spy, "record", "--gil", "-r", "250", "-f", "raw", "--subprocesses"]
+
+
+def _context(index: Path | None, latency: float, rounds: int, inner: bool = False
+             ) -> dict[str, Any]:
+    ctx: dict[str, Any] = {"debater_model": f"scripted:agree?latency={latency:g}",
+                           "max_rounds": rounds}
+    if index is not None:  # the server's index is the operator's (FACTDEBATE_INDEX_DIR)
+        ctx["index_dir"] = str(index)
+    if inner:
+        ctx["inner_checkpoints"] = True
+    return ctx
+
+
+# --- the CLI path: a subprocess of its own ------------------------------------------------------
+async def _cli_claims(index: Path, db: Path, claims: Sequence[str], latency: float, rounds: int,
+                      concurrency: int, spy: list[str] | None, profile: Path | None
+                      ) -> dict[str, Any]:
+    from factdebate.nodes.tool_mad.state import ToolMadContext
+    from factdebate.run.claims import open_sqlite_saver
+    from factdebate.run.engine import run_graph
+
+    ctx = ToolMadContext(**_context(index, latency, rounds))
+    gate = asyncio.Semaphore(concurrency)
+    async with open_sqlite_saver(db) as saver:
+        async def one(claim: str) -> None:
+            async with gate:
+                out = await run_graph(GRAPH, {"claim": claim}, ctx, checkpointer=saver)
+                if "label" not in out:
+                    raise RuntimeError(f"lean run of {claim!r} has no label")
+
+        for claim in claims[:2]:  # warm-up: imports, the index opened, caches filled
+            await one(claim)
+        recorder = None
+        if spy and profile:
+            recorder = subprocess.Popen([*spy, "-o", str(profile), "--pid", str(os.getpid())])
+            await asyncio.sleep(1.0)
+        cpu0, t0 = time.process_time(), time.monotonic()
+        await asyncio.gather(*(one(c) for c in claims))
+        cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
+        if recorder is not None:
+            recorder.send_signal(signal.SIGINT)
+            recorder.wait(timeout=120)
+    return {"cpu_s_per_claim": round(cpu / len(claims), 4), "wall_s": round(wall, 2)}
+
+
+def _cli_path(index: Path, work: Path, claims: Sequence[str], latency: float, rounds: int,
+              concurrency: int, profile: Path | None) -> dict[str, Any]:
+    """``cli_lean`` in a subprocess (its own interpreter, as the CLI runs)."""
+    out = work / ("cli-profiled.json" if profile else "cli.json")
+    command = [sys.executable, "-m", "factdebate.evaluation.bench_profile", "--cli",
+               "--index", str(index), "--work", str(work), "--latency", str(latency),
+               "--rounds", str(rounds), "--concurrency", str(concurrency),
+               "--claims-json", json.dumps(list(claims)), "--out-json", str(out)]
+    if profile:
+        command += ["--spy-json", json.dumps(_spy()), "--profile", str(profile)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    if proc.returncode != 0 or not out.is_file():
+        raise RuntimeError(f"cli_lean subprocess: exit {proc.returncode}: "
+                           f"{proc.stderr.strip()[-600:]}")
+    return json.loads(out.read_text())
+
+
+# --- the server paths ---------------------------------------------------------------------------
+async def _server_claims(url: str, key: str, pid: int, claims: Sequence[str],
+                         context: dict[str, Any], concurrency: int) -> dict[str, Any]:
+    from langgraph_sdk import get_client
+
+    from factdebate.evaluation.bench_soak import tree_cpu_s
+
+    client = get_client(url=url, api_key=key)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(claim: str) -> None:
+        async with gate:
+            thread = await client.threads.create()
+            out = await client.runs.wait(thread["thread_id"], GRAPH, input={"claim": claim},
+                                         context=context)
+            if not isinstance(out, dict) or "label" not in out:
+                raise RuntimeError(f"server run of {claim!r} failed: {str(out)[:300]}")
+            await client.threads.delete(thread["thread_id"])
+
+    cpu0, t0 = tree_cpu_s(pid), time.monotonic()
+    await asyncio.gather(*(one(c) for c in claims))
+    cpu, wall = tree_cpu_s(pid) - cpu0, time.monotonic() - t0
+    return {"cpu_s_per_claim": round(cpu / len(claims), 4), "wall_s": round(wall, 2)}
+
+
+def _server_paths(index: Path, work: Path, out_dir: Path, claims: Sequence[str], latency: float,
+                  rounds: int, concurrency: int, profile: bool) -> dict[str, dict[str, Any]]:
+    """``server`` and ``server_inner_checkpoints`` on one ``langgraph dev``: a warm-up of each,
+    then each measured, then each profiled."""
+    from factdebate.evaluation.bench_soak import User, server_env
+    from factdebate.evaluation.langgraph_dev import start_langgraph_dev, stop_langgraph_dev
+    from factdebate.run.claims import run_async
+
+    server_work = work / "server"
+    shutil.rmtree(server_work, ignore_errors=True)
+    server_work.mkdir(parents=True)
+    server_index = server_work / "index"  # Milvus Lite opens a folder in one process at a time
+    shutil.copytree(index, server_index)
+    user = User("profile", secrets.token_urlsafe(24))
+    env = server_env(server_work, [user], server_index)
+    proc, url = start_langgraph_dev(server_work, env)
+    contexts = {"server": _context(None, latency, rounds),
+                "server_inner_checkpoints": _context(None, latency, rounds, inner=True)}
+    figures: dict[str, dict[str, Any]] = {}
+    try:
+        for ctx in contexts.values():  # warm-up (imports, the index, the model double)
+            run_async(_server_claims(url, user.key, proc.pid, claims[:2], ctx, concurrency))
+        # measured in halves in the order A B B A: a drift of the server over time (its
+        # in-memory store, background work a window leaves to the next) falls on both alike
+        halves = (claims[:len(claims) // 2], claims[len(claims) // 2:])
+        spent = {path: [0.0, 0.0] for path in contexts}
+        for turn, half in enumerate(halves):
+            order = list(contexts.items())
+            for path, ctx in (order if turn % 2 == 0 else order[::-1]):
+                got = run_async(_server_claims(url, user.key, proc.pid, half, ctx, concurrency))
+                spent[path][0] += got["cpu_s_per_claim"] * len(half)
+                spent[path][1] += got["wall_s"]
+        figures = {path: {"cpu_s_per_claim": round(cpu / len(claims), 4), "wall_s": round(wall, 2)}
+                   for path, (cpu, wall) in spent.items()}
+        if profile:
+            for path, ctx in contexts.items():
+                target = out_dir / f"profile-{path}.txt"
+                target.unlink(missing_ok=True)
+                recorder = subprocess.Popen([*_spy(), "-o", str(target), "--pid", str(proc.pid)])
+                time.sleep(1.0)
+                run_async(_server_claims(url, user.key, proc.pid, claims, ctx, concurrency))
+                recorder.send_signal(signal.SIGINT)
+                recorder.wait(timeout=120)
+                figures[path]["profile"] = target
+    finally:
+        stop_langgraph_dev(proc)
+    return figures
+
+
+# --- checkpoints per claim ----------------------------------------------------------------------
+async def _checkpoints(index: Path, claims: Sequence[str], latency: float, rounds: int
+                       ) -> dict[str, Any]:
+    """Checkpoints per claim (every namespace) of the exported graph without and with
+    ``inner_checkpoints``, and of the lean graph, on an ``InMemorySaver``."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from factdebate.graphs.registry import build_framework
+    from factdebate.nodes.tool_mad.state import ToolMadContext
+
+    out: dict[str, Any] = {}
+    for path, turns, inner in (("cli_lean", "lean", False), ("server", "visible", False),
+                               ("server_inner_checkpoints", "visible", True)):
+        saver = InMemorySaver()
+        graph = build_framework(GRAPH, turns=turns).compile(checkpointer=saver)
+        ctx = ToolMadContext(**_context(index, 0.0, rounds, inner=inner))
+        for i, claim in enumerate(claims):
+            await graph.ainvoke({"claim": claim}, {"configurable": {"thread_id": f"t{i}"}},
+                                context=ctx)
+        stored = sum(len(per_ns) for per_thread in saver.storage.values()
+                     for per_ns in per_thread.values())
+        out[path] = round(stored / len(claims), 1)
+    return out
+
+
+# --- the benchmark ------------------------------------------------------------------------------
+def run_profile_bench(work_dir: Path, out_dir: Path, index: Path, claims: Sequence[str], *,
+                      latency: float = 0.2, rounds: int = 1, concurrency: int = 4,
+                      profile: bool = True) -> dict[str, Any]:
+    """The three paths (module docstring) on ``claims``: CPU per claim, checkpoints per claim,
+    the profiles by owner; ``claims[:2]`` are also each path's warm-up."""
+    from factdebate.run.claims import run_async
+
+    work = work_dir / "profile"
+    work.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures: dict[str, dict[str, Any]] = {}
+    figures["cli_lean"] = _cli_path(index, work, claims, latency, rounds, concurrency, None)
+    figures.update(_server_paths(index, work, out_dir, claims, latency, rounds, concurrency,
+                                 profile))
+    if profile:
+        target = out_dir / "profile-cli_lean.txt"
+        target.unlink(missing_ok=True)
+        _cli_path(index, work, claims, latency, rounds, concurrency, target)
+        figures["cli_lean"]["profile"] = target
+    checkpoints = run_async(_checkpoints(index, claims[:4], latency, rounds))
+    lean = figures["cli_lean"]["cpu_s_per_claim"]
+    result: dict[str, Any] = {
+        "graph": GRAPH, "model": f"scripted:agree?latency={latency:g}", "rounds": rounds,
+        "claims": len(claims), "concurrency": concurrency,
+        "profile_command": " ".join(_spy()) + " -o OUT/profile-<path>.txt --pid <pid>",
+    }
+    by_owner: dict[str, dict[str, Any]] = {}
+    for path in PATHS:
+        cpu = figures[path]["cpu_s_per_claim"]
+        result[f"{path}_cpu_s_per_claim"] = cpu
+        result[f"{path}_checkpoints_per_claim"] = checkpoints[path]
+        if path != "cli_lean":
+            result[f"{path}_over_cli_lean"] = round(cpu / lean, 3) if lean else None
+        target = figures[path].get("profile")
+        if isinstance(target, Path) and target.is_file():
+            owners = owners_of(target)
+            by_owner[path] = {"file": target.name, "samples": owners["samples"],
+                              "cpu_s_per_claim": cpu,
+                              "shares": owners["shares"],
+                              "s_per_claim": {o: round(s * cpu, 4)
+                                              for o, s in owners["shares"].items()}}
+    result["by_owner"] = by_owner
+    ratio = result["server_over_cli_lean"]
+    result["budget"] = (f"server CPU per claim <= {SERVER_OVER_LEAN_BUDGET} x the CLI's lean "
+                        "variant's")
+    result["budgets"] = [budget("server_over_cli_lean", result["budget"], ratio, "<=",
+                                SERVER_OVER_LEAN_BUDGET, unit="x")]
+    result["budget_met"] = overall(result["budgets"])
+    return result
+
+
+def owner_table(by_owner: dict[str, Any]) -> list[str]:
+    """Markdown: one row per owner, per path its share of the samples and CPU seconds per claim."""
+    paths = [p for p in PATHS if p in by_owner]
+    if not paths:
+        return []
+    lines = ["Where the CPU goes, by owner (share of py-spy samples; CPU s per claim = share x the "
+             "path's CPU per claim):", "",
+             "| owner | " + " | ".join(f"{p} share | {p} s/claim" for p in paths) + " |",
+             "| --- |" + " --- | --- |" * len(paths)]
+    owners = [o for o, _ in OWNERS] + [EVENT_LOOP]
+    for owner in owners:
+        cells = [f"{by_owner[p]['shares'].get(owner, 0):.1%} | "
+                 f"{by_owner[p]['s_per_claim'].get(owner, 0):.4f}" for p in paths]
+        lines.append(f"| {owner} | " + " | ".join(cells) + " |")
+    lines.append("| samples | " + " | ".join(f"{by_owner[p]['samples']} | "
+                                             f"{by_owner[p]['cpu_s_per_claim']}"
+                                             for p in paths) + " |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The CLI path's subprocess (``--cli``)."""
+    from factdebate.run.claims import run_async
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--cli", action="store_true", required=True)
+    parser.add_argument("--index", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--latency", type=float, required=True)
+    parser.add_argument("--rounds", type=int, required=True)
+    parser.add_argument("--concurrency", type=int, required=True)
+    parser.add_argument("--claims-json", required=True)
+    parser.add_argument("--out-json", required=True)
+    parser.add_argument("--spy-json")
+    parser.add_argument("--profile")
+    args = parser.parse_args(argv)
+    work = Path(args.work)
+    db = work / "cli.sqlite"
+    db.unlink(missing_ok=True)
+    out = run_async(_cli_claims(Path(args.index), db, json.loads(args.claims_json),
+                                args.latency, args.rounds, args.concurrency,
+                                json.loads(args.spy_json) if args.spy_json else None,
+                                Path(args.profile) if args.profile else None))
+    Path(args.out_json).write_text(json.dumps(out), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
