@@ -70,6 +70,7 @@ from factdebate.core.errors import InputError
 from factdebate.core.models import load_model
 from factdebate.core.registry import Registry
 from factdebate.evaluation.bench_budgets import budget, legacy_met, override_limits
+from factdebate.evaluation.timeline import longest_chain
 from factdebate.nodes.tool_mad.state import ToolMadContext
 from factdebate.run.claims import event_loop_kind, git_sha, run_async
 from factdebate.run.engine import run_graph
@@ -85,17 +86,6 @@ BENCHES: Registry[Callable[..., dict[str, Any]]] = Registry("benchmark")
 def peak_rss_mb() -> float:
     """Peak resident set size of this process so far, MiB."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def longest_chain(timeline: list[Any]) -> int:
-    """Longest sequence of calls each starting after the previous one ended."""
-    best: dict[int, int] = {}
-    ordered = sorted(timeline, key=lambda r: r.start)
-    for rec in ordered:
-        best[rec.index] = 1 + max(
-            (best[p.index] for p in ordered if p.end <= rec.start and p.index in best), default=0
-        )
-    return max(best.values(), default=0)
 
 
 def demo_index(work_dir: Path) -> Path:

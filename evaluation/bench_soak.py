@@ -601,7 +601,7 @@ async def _lean_cpu_per_claim(index: Path, db: Path, load: Load, claims: list[st
     alone whose model calls' longest chain is the critical path of the mix's ``agree`` episode
     (the model's latency per call on that chain)."""
     from factdebate.core.models import load_model
-    from factdebate.evaluation.bench import longest_chain
+    from factdebate.evaluation.timeline import longest_chain
     from factdebate.nodes.tool_mad.state import ToolMadContext
     from factdebate.run.claims import open_sqlite_saver
     from factdebate.run.engine import run_graph
