@@ -8,8 +8,9 @@ its caller's absence):
 
 * ``cli_lean`` - the CLI's path: ``run_graph`` with the lean turns and the SQLite saver of CLI
   runs, in a subprocess of its own (``python -m factdebate.evaluation.bench_profile --cli``);
-* ``server`` - a real ``langgraph dev`` (the graphs ``langgraph.json`` exports: visible turns),
-  each claim a new thread, ``runs.wait``, the thread deleted: the CPU of the server's process tree;
+* ``server`` - a real ``langgraph dev`` (the graphs ``langgraph.json`` exports: visible turns;
+  ``--n-jobs-per-worker 8``, one API key), each claim a new thread, ``runs.wait``, the thread
+  deleted: the CPU of the server's process tree;
 * ``server_inner_checkpoints`` - the same server and claims with ``inner_checkpoints`` set in the
   run's context: every node inside a turn writes a checkpoint, as every server run did before the
   visible turns wrote them only on demand (graphs/turns.py).
@@ -235,7 +236,7 @@ def _server_paths(index: Path, work: Path, out_dir: Path, claims: Sequence[str],
     shutil.copytree(index, server_index)
     user = User("profile", secrets.token_urlsafe(24))
     env = server_env(server_work, [user], server_index)
-    proc, url = start_langgraph_dev(server_work, env)
+    proc, url = start_langgraph_dev(server_work, env, args=("--n-jobs-per-worker", "8"))
     contexts = {"server": _context(None, latency, rounds),
                 "server_inner_checkpoints": _context(None, latency, rounds, inner=True)}
     figures: dict[str, dict[str, Any]] = {}

@@ -256,15 +256,26 @@ async def on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str,
     source = copied_thread()
     if source is not None:
         await _own_thread_or_404(ctx, source)
-    await _within_quota(ctx, "threads", value.get("thread_id"))
+    thread = value.get("thread_id")
+    existing = None  # asked once, for the quota and the charge alike
+    if thread is not None and source is None and LEDGER.limit:
+        existing = await _exists_or_503(ctx, "threads", thread)
+    await _within_quota(ctx, "threads", thread, existing=existing)
     if source is not None:
-        await _charge(ctx, thread_key(value.get("thread_id")),
+        await _charge(ctx, thread_key(thread),
                       LEDGER.charged(_me(ctx), thread_key(source)) or 0, mode="new")
-    elif LEDGER.limit and (value.get("thread_id") is None
-                           or not await exists("threads", value["thread_id"])):
-        await _charge(ctx, thread_key(value.get("thread_id")), _body_or(value.get("metadata")),
-                      mode="new")
+    elif LEDGER.limit and not existing:
+        await _charge(ctx, thread_key(thread), _body_or(value.get("metadata")), mode="new")
     return _mine(ctx)
+
+
+async def _exists_or_503(ctx: Auth.types.AuthContext, kind: str, object_id: Any) -> bool:
+    """Whether ``object_id`` exists (the server's own API; 503 when it does not answer)."""
+    try:
+        return await exists(kind, object_id)
+    except Exception as exc:  # noqa: BLE001  # fail closed, as the quotas do
+        raise _deny(503, f"cannot look up {kind} of {_me(ctx)} ({type(exc).__name__}); "
+                    "retry") from None
 
 
 async def _own_thread_or_404(ctx: Auth.types.AuthContext, thread_id: str) -> None:
@@ -306,22 +317,27 @@ async def _charge(ctx: Auth.types.AuthContext, key: str, nbytes: int, *, mode: s
         raise _deny(503, f"cannot count the bytes of {me} ({type(exc).__name__}); retry") from None
 
 
-async def _within_quota(ctx: Auth.types.AuthContext, kind: str, object_id: Any = None) -> None:
+async def _within_quota(ctx: Auth.types.AuthContext, kind: str, object_id: Any = None, *,
+                        existing: bool | None = None) -> None:
     """Refuse (403) a create that would give the user more stored ``kind`` than the operator's
     limit (``FACTDEBATE_MAX_<KIND>_PER_USER``, factdebate.server.limits). A create naming an id
-    that exists stores nothing new (the user's own: returned; another's: the filter's 409)."""
+    that exists stores nothing new (the user's own: returned; another's: the filter's 409), so
+    at the limit it passes; whether it exists is asked only there, unless the caller knows
+    (``existing``)."""
     limit = LIMITS.quotas.get(kind, 0)
     if not limit:
         return
     me = _me(ctx)
     try:
-        if object_id is not None and await exists(kind, object_id):
-            return
         count = await owned_count(kind, me, OWNER)
+        if count < limit:
+            return
+        if object_id is not None and (existing if existing is not None
+                                      else await exists(kind, object_id)):
+            return
     except Exception as exc:  # noqa: BLE001  # fail closed, as the run admission does
         raise _deny(503, f"cannot count the {kind} of {me} ({type(exc).__name__}); retry") from None
-    if count >= limit:
-        raise _deny(403, quota_refusal(kind, me, count, limit))
+    raise _deny(403, quota_refusal(kind, me, count, limit))
 
 
 @auth.on.threads.create_run

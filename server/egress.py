@@ -36,6 +36,11 @@ which langgraph-api runs on every route before its own (``langgraph.json``: ``ht
   compress; a proxy or an app that does is handled); a body in an encoding it cannot read is
   replaced by a 502 naming the encoding.
 
+The server's own in-process requests (``langgraph_sdk`` without a URL, ``root_path`` ``/noauth``:
+:func:`factdebate.server.loopback.is_loopback`, the rule langgraph-api's auth bypass applies) pass
+unfiltered: their replies go to the server's code (counting runs, pruning history), never to a
+client, and whatever of them a route hands on leaves in that route's own reply, filtered here.
+
 What it cannot catch is listed in ``docs/deployment.md`` (secrets it does not know, secrets
 shorter than ``MIN_SECRET_CHARS``, other transformations, images, structured content parts split
 across stream events, a tool call streamed without an ``index``).
@@ -52,6 +57,7 @@ import zlib
 from typing import Any
 
 from factdebate.core.secrets_filter import Forms, StreamRedactor, held_from, known_forms, redact
+from factdebate.server.loopback import is_loopback
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -113,7 +119,9 @@ class EgressFilter:
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         """Run the server with a ``send`` that redacts what it sends."""
-        if scope["type"] == "http":
+        if scope["type"] == "http" and is_loopback(scope):  # to our own code, not a client
+            await self.app(scope, receive, send)
+        elif scope["type"] == "http":
             extensions = scope.get("extensions") or {}
             if any(k in extensions for k in _FILE_SENDS):
                 scope = {**scope, "extensions": {k: v for k, v in extensions.items()

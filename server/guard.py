@@ -30,6 +30,10 @@ buffering any body but those of the history and state reads below (streams stay 
   ``Referrer-Policy: no-referrer`` (links to evidence sources carry no server URL),
   ``X-Content-Type-Options: nosniff``. The API routes are left alone (Studio calls them cross-origin;
   ``/docs`` loads its viewer from a CDN).
+
+The server's own in-process requests (``root_path`` ``/noauth``:
+:func:`factdebate.server.loopback.is_loopback`) pass untouched: they carry no key, their bodies
+are the server's own and nothing reads their sizes (the auth handlers do not run on them).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any
 
 from factdebate.server.auth import LIMITS, NO_KEYS, studio_bypass_refused
 from factdebate.server.limits import REQUEST_BYTES_ENV
+from factdebate.server.loopback import is_loopback
 from factdebate.server.reads import ReadCheck, route_of
 from factdebate.server.usage import REQUEST, RequestInfo
 
@@ -73,8 +78,8 @@ class ServerGuard:
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         """Refuse the Studio bypass on a key-less server and oversized bodies; add the page's
         headers on ``/app``."""
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
+        if scope["type"] not in ("http", "websocket") or is_loopback(scope):
+            await self.app(scope, receive, send)  # the server's own requests: its own sizes
             return
         studio = any(k == b"x-auth-scheme" and v.strip().lower() == b"langsmith"
                      for k, v in scope.get("headers") or ())
