@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import copy
 import queue
 import threading
 import weakref
@@ -196,6 +197,10 @@ def turn_checkpoints_wanted(config: RunnableConfig) -> bool:
     return bool((config.get("configurable") or {}).get(TURN_CHECKPOINTS_KEY))
 
 
+_CONTEXT_SCHEMAS: dict[Any, dict[str, Any] | None] = {}
+"""Context class -> its JSON schema (:meth:`DebateGraph.get_context_jsonschema`)."""
+
+
 def _stream_modes(graph: CompiledStateGraph, stream_mode: Any) -> list[str]:
     mode = stream_mode if stream_mode is not None else graph.stream_mode
     return [mode] if isinstance(mode, str) else list(mode)
@@ -265,6 +270,21 @@ class DebateGraph(CompiledStateGraph):
                 yield chunk
             else:
                 yield payload if single else (mode, payload)
+
+    def get_context_jsonschema(self) -> dict[str, Any] | None:
+        """LangGraph's JSON schema of the Context, built once per Context class (a copy each call).
+
+        langgraph-api asks for it on every run to filter the run's ``context``; LangGraph builds
+        a pydantic ``TypeAdapter`` of the dataclass each time, which cost a server run more CPU
+        than any node of a one-round debate (``factdebate bench profile``). The schema of a
+        class does not change, so it is kept per class."""
+        schema = self.context_schema
+        if schema is None:
+            return None
+        if schema not in _CONTEXT_SCHEMAS:
+            _CONTEXT_SCHEMAS[schema] = super().get_context_jsonschema()
+        kept = _CONTEXT_SCHEMAS[schema]
+        return copy.deepcopy(kept) if kept is not None else None
 
     def stream(self, input: Any, config: RunnableConfig | None = None,  # type: ignore[override]
                **kwargs: Any) -> Iterator[Any]:

@@ -200,3 +200,18 @@ def test_closing_the_sync_bridge_early_cancels_the_run():
     assert next(items) == 1
     items.close()
     assert cancelled == [True]
+
+
+def test_the_context_schema_is_langgraphs_built_once_and_handed_out_as_a_copy():
+    """langgraph-api asks every run for the graph's context JSON schema: the exported graphs
+    build it once per Context class, equal to LangGraph's own, and a caller that changes its
+    copy changes nobody else's."""
+    from langgraph.graph.state import CompiledStateGraph
+
+    from factdebate.graphs.tool_mad import graph
+
+    first = graph.get_context_jsonschema()
+    assert first == CompiledStateGraph.get_context_jsonschema(graph)
+    assert "inner_checkpoints" in first["properties"]
+    first["properties"].clear()
+    assert graph.get_context_jsonschema()["properties"], "a caller's change leaked into the kept schema"
