@@ -243,11 +243,13 @@ async def active_runs(identity: str, owner_key: str, enough: int) -> set[str]:
     offset, page = 0, 100
     while len(found) < enough:
         threads = await client.threads.search(metadata={owner_key: identity}, status="busy",
-                                              limit=page, offset=offset)
+                                              limit=page, offset=offset, select=["thread_id"])
         for thread in threads:
             try:  # newest first: a thread runs its runs in order, so the unfinished ones are
-                # its newest (one listing instead of one per status: a request fewer per thread)
-                runs = await client.runs.list(thread["thread_id"], limit=enough + 1)
+                # its newest (one listing instead of one per status: a request fewer per thread;
+                # only the fields counted, not each run's input and config, nor a thread's state)
+                runs = await client.runs.list(thread["thread_id"], limit=enough + 1,
+                                              select=["run_id", "status"])
             except NotFoundError:  # deleted since the search (by another of its requests)
                 continue
             found.update(str(r["run_id"]) for r in runs if r.get("status") in UNFINISHED)

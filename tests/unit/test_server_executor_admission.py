@@ -134,7 +134,8 @@ async def test_a_thread_deleted_while_its_runs_are_counted_is_skipped(monkeypatc
             return [{"thread_id": "gone"}, {"thread_id": "busy"}] if kwargs["offset"] == 0 else []
 
     class Runs:
-        async def list(self, thread_id, limit):
+        async def list(self, thread_id, limit, select):
+            assert set(select) >= {"run_id", "status"}
             if thread_id == "gone":
                 request = httpx.Request("GET", f"http://server/threads/{thread_id}/runs")
                 raise NotFoundError("Thread not found", response=httpx.Response(404, request=request),
