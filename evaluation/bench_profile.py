@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import secrets
@@ -285,7 +286,11 @@ async def _checkpoints(index: Path, claims: Sequence[str], latency: float, round
                                ("server_inner_checkpoints", "visible", True)):
         saver = InMemorySaver()
         graph = build_framework(GRAPH, turns=turns).compile(checkpointer=saver)
-        ctx = ToolMadContext(**_context(index, 0.0, rounds, inner=inner))
+        settings = _context(index, 0.0, rounds, inner=inner)
+        if "inner_checkpoints" not in {f.name for f in dataclasses.fields(ToolMadContext)}:
+            settings.pop("inner_checkpoints", None)  # a build before the knob: every visible
+            # run wrote them (the profile of an earlier commit, for a before/after)
+        ctx = ToolMadContext(**settings)
         for i, claim in enumerate(claims):
             await graph.ainvoke({"claim": claim}, {"configurable": {"thread_id": f"t{i}"}},
                                 context=ctx)
