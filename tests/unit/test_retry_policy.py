@@ -149,3 +149,58 @@ async def test_cancellation_is_never_retried():
                 attempts += 1
                 raise asyncio.CancelledError
     assert attempts == 2
+
+
+@pytest.mark.parametrize(("faults", "retries", "calls", "waits", "succeeds"), [
+    (0, 2, 1, 0, True),    # the common case: one call, no retry machinery
+    (1, 2, 2, 1, True),    # a fault, then an answer: one wait, as before
+    (2, 2, 3, 2, True),    # every retry used
+    (5, 2, 3, 2, False),   # retries + 1 attempts, then the last fault as itself
+    (1, 0, 1, 0, False),   # no retries: the first fault is raised
+])
+async def test_retries_count_attempts_and_waits_whether_or_not_the_first_call_fails(
+        monkeypatch: pytest.MonkeyPatch, faults: int, retries: int, calls: int, waits: int,
+        succeeds: bool) -> None:
+    """The first attempt runs outside tenacity; a retried call still makes ``retries + 1``
+    attempts at most, waits the back-off before each retry and raises the last fault."""
+    import asyncio
+
+    slept: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(asyncio, "sleep", no_sleep)
+    made = 0
+
+    async def call() -> str:
+        nonlocal made
+        made += 1
+        if made <= faults:
+            raise TimeoutError(f"fault {made}")
+        return "answer"
+
+    if succeeds:
+        assert await call_with_retries(call, retries=retries, what="t", base_delay=0.5,
+                                       max_retry_after=30) == "answer"
+    else:
+        with pytest.raises(TimeoutError, match=f"fault {calls}"):
+            await call_with_retries(call, retries=retries, what="t", base_delay=0.5,
+                                    max_retry_after=30)
+    assert made == calls
+    assert slept == [0.5 * 2 ** i for i in range(waits)]
+
+
+async def test_a_fault_that_is_not_retryable_is_raised_at_once() -> None:
+    from factdebate.core.errors import InputError
+
+    made = 0
+
+    async def call() -> None:
+        nonlocal made
+        made += 1
+        raise InputError("bad input")
+
+    with pytest.raises(InputError, match="bad input"):
+        await call_with_retries(call, retries=3, what="t", base_delay=0, max_retry_after=0)
+    assert made == 1
