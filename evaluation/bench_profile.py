@@ -25,6 +25,11 @@ stack. Checkpoints per claim are counted in this process on an ``InMemorySaver``
 for the exported graph and for the lean one, over the same claims - the server's own saver is not
 readable from outside.
 
+The CPU is measured in blocks of 12 claims (48 by default: four blocks), each block on every path
+in an order that alternates (the CLI in a subprocess per block, the two server paths on one
+server), so that the machine's drift over minutes - large on a shared host - falls on every path
+alike; the ratio of each block is reported beside the ratio of the sums.
+
 Figures: CPU seconds per claim of each path and the ratios ``server / cli_lean`` (budget <= 1.3)
 and ``server_inner_checkpoints / cli_lean``; per path the owner shares and seconds per claim; the
 profiles are kept as ``OUT/profile-<path>.txt``.
@@ -223,9 +228,13 @@ async def _server_claims(url: str, key: str, pid: int, claims: Sequence[str],
 
 
 def _server_paths(index: Path, work: Path, out_dir: Path, claims: Sequence[str], latency: float,
-                  rounds: int, concurrency: int, profile: bool) -> dict[str, dict[str, Any]]:
-    """``server`` and ``server_inner_checkpoints`` on one ``langgraph dev``: a warm-up of each,
-    then each measured, then each profiled."""
+                  rounds: int, concurrency: int, profile: bool, block: int
+                  ) -> tuple[dict[str, dict[str, Any]], list[dict[str, float]]]:
+    """All three paths, measured on one ``langgraph dev`` in blocks of ``block`` claims: each
+    block runs on every path, in an order that alternates (A B C, C B A, ...), so a drift of the
+    machine or of the server over time (its in-memory store, background work a window leaves to
+    the next) falls on every path alike; then each path is profiled. Returns the figures per path
+    and each block's CPU per claim per path."""
     from factdebate.evaluation.bench_soak import User, server_env
     from factdebate.evaluation.langgraph_dev import start_langgraph_dev, stop_langgraph_dev
     from factdebate.run.claims import run_async
@@ -240,22 +249,30 @@ def _server_paths(index: Path, work: Path, out_dir: Path, claims: Sequence[str],
     proc, url = start_langgraph_dev(server_work, env, args=("--n-jobs-per-worker", "8"))
     contexts = {"server": _context(None, latency, rounds),
                 "server_inner_checkpoints": _context(None, latency, rounds, inner=True)}
-    figures: dict[str, dict[str, Any]] = {}
+
+    def measure(path: str, some: Sequence[str]) -> dict[str, Any]:
+        if path == "cli_lean":
+            return _cli_path(index, work, some, latency, rounds, concurrency, None)
+        return run_async(_server_claims(url, user.key, proc.pid, some, contexts[path],
+                                        concurrency))
+
+    spent = {path: [0.0, 0.0] for path in PATHS}
+    blocks: list[dict[str, float]] = []
     try:
         for ctx in contexts.values():  # warm-up (imports, the index, the model double)
             run_async(_server_claims(url, user.key, proc.pid, claims[:2], ctx, concurrency))
-        # measured in halves in the order A B B A: a drift of the server over time (its
-        # in-memory store, background work a window leaves to the next) falls on both alike
-        halves = (claims[:len(claims) // 2], claims[len(claims) // 2:])
-        spent = {path: [0.0, 0.0] for path in contexts}
-        for turn, half in enumerate(halves):
-            order = list(contexts.items())
-            for path, ctx in (order if turn % 2 == 0 else order[::-1]):
-                got = run_async(_server_claims(url, user.key, proc.pid, half, ctx, concurrency))
-                spent[path][0] += got["cpu_s_per_claim"] * len(half)
+        for k in range(0, len(claims), block):
+            some = claims[k:k + block]
+            row: dict[str, float] = {}
+            for path in (PATHS if (k // block) % 2 == 0 else PATHS[::-1]):
+                got = measure(path, some)
+                spent[path][0] += got["cpu_s_per_claim"] * len(some)
                 spent[path][1] += got["wall_s"]
-        figures = {path: {"cpu_s_per_claim": round(cpu / len(claims), 4), "wall_s": round(wall, 2)}
-                   for path, (cpu, wall) in spent.items()}
+                row[path] = got["cpu_s_per_claim"]
+            blocks.append(row)
+        figures: dict[str, dict[str, Any]] = {
+            path: {"cpu_s_per_claim": round(cpu / len(claims), 4), "wall_s": round(wall, 2)}
+            for path, (cpu, wall) in spent.items()}
         if profile:
             for path, ctx in contexts.items():
                 target = out_dir / f"profile-{path}.txt"
@@ -268,7 +285,7 @@ def _server_paths(index: Path, work: Path, out_dir: Path, claims: Sequence[str],
                 figures[path]["profile"] = target
     finally:
         stop_langgraph_dev(proc)
-    return figures
+    return figures, blocks
 
 
 # --- checkpoints per claim ----------------------------------------------------------------------
@@ -303,18 +320,17 @@ async def _checkpoints(index: Path, claims: Sequence[str], latency: float, round
 # --- the benchmark ------------------------------------------------------------------------------
 def run_profile_bench(work_dir: Path, out_dir: Path, index: Path, claims: Sequence[str], *,
                       latency: float = 0.2, rounds: int = 1, concurrency: int = 4,
-                      profile: bool = True) -> dict[str, Any]:
-    """The three paths (module docstring) on ``claims``: CPU per claim, checkpoints per claim,
-    the profiles by owner; ``claims[:2]`` are also each path's warm-up."""
+                      profile: bool = True, block: int = 12) -> dict[str, Any]:
+    """The three paths (module docstring) on ``claims``, in blocks of ``block`` claims: CPU per
+    claim, checkpoints per claim, the profiles by owner; the first claims of a block are also
+    the CLI subprocess' warm-up, ``claims[:2]`` the server's."""
     from factdebate.run.claims import run_async
 
     work = work_dir / "profile"
     work.mkdir(parents=True, exist_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
-    figures: dict[str, dict[str, Any]] = {}
-    figures["cli_lean"] = _cli_path(index, work, claims, latency, rounds, concurrency, None)
-    figures.update(_server_paths(index, work, out_dir, claims, latency, rounds, concurrency,
-                                 profile))
+    figures, blocks = _server_paths(index, work, out_dir, claims, latency, rounds, concurrency,
+                                    profile, block)
     if profile:
         target = out_dir / "profile-cli_lean.txt"
         target.unlink(missing_ok=True)
@@ -343,6 +359,9 @@ def run_profile_bench(work_dir: Path, out_dir: Path, index: Path, claims: Sequen
                               "s_per_claim": {o: round(s * cpu, 4)
                                               for o, s in owners["shares"].items()}}
     result["by_owner"] = by_owner
+    ratios = sorted(round(b["server"] / b["cli_lean"], 3) for b in blocks if b.get("cli_lean"))
+    result["server_over_cli_lean_per_block"] = ratios  # the spread the one figure hides
+    result["blocks"] = len(blocks)
     ratio = result["server_over_cli_lean"]
     result["budget"] = (f"server CPU per claim <= {SERVER_OVER_LEAN_BUDGET} x the CLI's lean "
                         "variant's")
