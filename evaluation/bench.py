@@ -361,7 +361,7 @@ def bench_floor(work_dir: Path, *, claims: int = 16, rounds: int = 3, seed: int 
 
 
 @BENCHES.decorator("profile")
-def bench_profile(work_dir: Path, *, claims: int = 48, latency: float | None = None,
+def bench_profile(work_dir: Path, *, claims: int = 40, latency: float | None = None,
                   seed: int = 13, **_: Any) -> dict[str, Any]:
     """CPU per claim of the CLI, the server and the server with inner checkpoints, and where
     it goes by owner under py-spy (``bench_profile.py``)."""

@@ -25,10 +25,10 @@ stack. Checkpoints per claim are counted in this process on an ``InMemorySaver``
 for the exported graph and for the lean one, over the same claims - the server's own saver is not
 readable from outside.
 
-The CPU is measured in blocks of 12 claims (48 by default: four blocks), each block on every path
-in an order that alternates (the CLI in a subprocess per block, the two server paths on one
-server), so that the machine's drift over minutes - large on a shared host - falls on every path
-alike; the ratio of each block is reported beside the ratio of the sums.
+The CPU is measured in blocks of 12 claims (the demo set's 40 claims: four blocks), each block on
+every path in an order that alternates (the CLI in a subprocess per block, the two server paths on
+one server), so that the machine's drift over minutes - large on a shared host - falls on every
+path alike; the ratio of each block is reported beside the ratio of the sums.
 
 Figures: CPU seconds per claim of each path and the ratios ``server / cli_lean`` (budget <= 1.3)
 and ``server_inner_checkpoints / cli_lean``; per path the owner shares and seconds per claim; the

@@ -68,10 +68,13 @@ def _section(result: dict[str, Any], before: dict[str, Any] | None = None) -> st
         lines += ["", *_frameworks_table(result["frameworks"])]
     if isinstance(result.get("profile"), dict):
         lines += ["", *_profile_lines(result["profile"])]
-    if isinstance(result.get("by_owner"), dict):  # bench profile
+    if isinstance(result.get("by_owner"), dict):  # bench profile: after, and before if kept
         from factdebate.evaluation.bench_profile import owner_table
 
         lines += ["", *owner_table(result["by_owner"])]
+        if before is not None and isinstance(before.get("by_owner"), dict):
+            lines += ["", f"The same on git {before.get('git_sha')} (before):", "",
+                      *owner_table(before["by_owner"])[2:]]
     return "\n".join(lines) + "\n"
 
 
