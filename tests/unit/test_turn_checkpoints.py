@@ -3,7 +3,9 @@
 A fresh run without a breakpoint inside a turn runs the turn without a checkpointer (the lean
 variant's checkpoints, the same verdict); ``inner_checkpoints=True``, a breakpoint inside a turn
 or a resume (input ``None``/``Command``) run the checkpointing turn. ``get_graph(xray=True)``
-still draws the turn's nodes, and the server refuses the run-internal ``configurable`` key.
+still draws the turn's nodes, and the policy's reserved-key check (assistants' and crons'
+``configurable``) refuses the run-internal key; a run whose ``context`` carries it gets what
+``inner_checkpoints`` gives (langgraph-api copies ``context`` into ``configurable``).
 """
 
 from __future__ import annotations
