@@ -52,6 +52,12 @@ def test_soak_three_minutes(tmp_path: Path):
     assert max(s["threads"] for s in samples) <= USERS * SESSIONS * (KEEP + 1)
     assert result["server_cpu_s_per_claim"] > 0 and result["lean_cpu_s_per_claim"] > 0
     assert result["server_cpu_over_lean"] > 0
+    # the agree episode's critical path: query, answer, then the score's chain (>= 3 calls)
+    assert result["critical_path_calls"] >= 3 and result["critical_path_s"] >= 3.0
+    assert result["run_latency_p50_over_critical_path"] == pytest.approx(
+        result["run_latency_p50_s"] / result["critical_path_s"], abs=0.001)
+    judged = {b["name"] for b in result["budgets"] if b["judged"]}
+    assert {"server_cpu_over_lean", "p50_over_critical_path", "errors", "lost"} <= judged
     saved = json.loads((tmp_path / "soak.json").read_text())
     assert saved["benchmark"] == "soak" and saved["git_sha"] and "(test)" in saved["command"]
     write_markdown(tmp_path, tmp_path / "B.md")

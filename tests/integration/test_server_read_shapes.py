@@ -51,8 +51,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             pruned = first[-1]["checkpoint"]["checkpoint_id"]
             assert client.post(f"/threads/{thread}/runs/wait", json=RUN).status_code == 200
             client.post(f"/threads/{thread}/state", json={"values": {"claim": "Berlin."}})
-            streamed = client.post(f"/threads/{thread}/runs/stream", json={
-                **RUN, "stream_mode": ["updates"], "stream_subgraphs": True})
+            streamed = client.post(f"/threads/{thread}/runs/stream", json={  # with the turns'
+                **RUN, "context": {**RUN["context"], "inner_checkpoints": True},  # checkpoints
+                "stream_mode": ["updates"], "stream_subgraphs": True})
             assert streamed.status_code == 200, streamed.text[:500]
             turns = [ln.split("|")[1].strip() for ln in streamed.text.splitlines()
                      if ln.startswith("event: updates|") and ":" in ln[15:]]
