@@ -70,7 +70,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -763,6 +763,18 @@ def _frame_name(frame: str) -> tuple[str, str]:
     return f"{name} ({path})", package
 
 
+def raw_samples(path: Path) -> Iterator[tuple[list[str], int]]:
+    """(frames, outermost first, and count) of each sample of a py-spy raw profile; lines that
+    are not samples, and frames without a source (``(idle)``), are left out."""
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = [f for f in stack.split(";") if " (" in f]
+        if frames:
+            yield frames, int(count)
+
+
 def summarise_profile(path: Path, top: int = 15) -> dict[str, Any]:
     """Top entries of a py-spy raw profile: self and inclusive samples by function (inclusive
     without the harness' frames, :data:`HARNESS_FRAMES`, and frames in 80% or more of the
@@ -771,14 +783,7 @@ def summarise_profile(path: Path, top: int = 15) -> dict[str, Any]:
     incl: Counter[str] = Counter()
     pkg: Counter[str] = Counter()
     total = 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        n = int(count)
-        frames = [f for f in stack.split(";") if " (" in f]
-        if not frames:
-            continue
+    for frames, n in raw_samples(path):
         total += n
         name, package = _frame_name(frames[-1])
         self_s[name] += n

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from factdebate.evaluation.bench_budgets import budget, overall
-from factdebate.evaluation.bench_floor import _frame_name
+from factdebate.evaluation.bench_floor import _frame_name, raw_samples
 
 SERVER_OVER_LEAN_BUDGET = 1.3
 """Largest server CPU per claim over the CLI's lean variant's (the same claims, one run)."""
@@ -120,14 +120,7 @@ def owners_of(path: Path) -> dict[str, Any]:
     each sample counted once, for the innermost frame that has an owner."""
     counts: Counter[str] = Counter()
     total = 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        frames = [f for f in stack.split(";") if " (" in f]
-        if not frames:
-            continue
-        n = int(count)
+    for frames, n in raw_samples(path):
         total += n
         owner = next((o for o in map(frame_owner, reversed(frames)) if o), EVENT_LOOP)
         counts[owner] += n
