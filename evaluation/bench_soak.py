@@ -761,7 +761,9 @@ def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s
         "lost": (tally.lost_runs + tally.lost_threads)[:MAX_ERROR_MESSAGES],
         "budget": (f"after the warm-up, mean server RSS and stored checkpoints of the last quarter "
                    f"<= {1 + GROWTH_BUDGET:.2f} x the first quarter's; 0 errors; 0 lost runs "
-                   "and threads"),
+                   f"and threads; server CPU per claim <= {SERVER_OVER_LEAN_BUDGET} x the CLI "
+                   f"lean variant's; p50 run latency <= {P50_OVER_CRITICAL_BUDGET:.2f} x the "
+                   "critical path"),
         "samples": samples,
     }
     critical = lean.get("critical_path_s")
