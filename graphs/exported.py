@@ -239,15 +239,15 @@ class DebateGraph(CompiledStateGraph):
         ctx = run_context(self.builder.context_schema, kwargs.get("context"))
         if index_pending(ctx) and framework_needs_index(self.get_name()):  # once per process
             await asyncio.to_thread(ensure_index, ctx)  # the CLI's first-use rule (first_use.py)
+        for_turns: dict[str, Any] = {}  # what the turn nodes read (graphs/turns.py)
         if inner_before or inner_after:
-            config = {**(config or {})}
-            config["configurable"] = {**(config.get("configurable") or {}), BREAKPOINTS_KEY: {
-                "before": inner_before, "after": inner_after}}
-        if (inner_before or inner_after or input is None or isinstance(input, Command)
+            for_turns[BREAKPOINTS_KEY] = {"before": inner_before, "after": inner_after}
+        if (for_turns or input is None or isinstance(input, Command)
                 or (ctx is not None and ctx.inner_checkpoints)):
-            config = {**(config or {})}  # the turns write inner checkpoints (graphs/turns.py)
-            config["configurable"] = {**(config.get("configurable") or {}),
-                                      TURN_CHECKPOINTS_KEY: True}
+            for_turns[TURN_CHECKPOINTS_KEY] = True  # the turns write inner checkpoints
+        if for_turns:
+            config = {**(config or {})}
+            config["configurable"] = {**(config.get("configurable") or {}), **for_turns}
         modes = _stream_modes(self, stream_mode)
         flat = "messages" in modes and not subgraphs
         chunks = super().astream(
