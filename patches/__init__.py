@@ -16,20 +16,22 @@ or a range in ``pyproject.toml`` moves away from a gate.
 
 This package is the bottom layer: it imports no other ``factdebate`` package.
 
-==================  ==========================================  =====================================
-patch               copies internals of                         what it saves (see its module)
-==================  ==========================================  =====================================
-``milvus_lite``     milvus-lite (``execute_search_with_index``) O(N) Python mask per dense query
-``sqlite_saver``    aiosqlite (``Connection._execute``),        3-4 database-thread trips per
-                    langgraph-checkpoint-sqlite (SQL, ``aput``) checkpoint write -> 1
-``ragas_relevancy`` ragas (``AnswerRelevancy.ascore`` body)     3 sequential question calls -> 1
-``ragas_prompts``   ragas (``BasePrompt.to_string`` template)   a 2nd copy of the schema per call
-``llama_decode``    llama-cpp-python (``Llama._model/_ctx``)    grammar over 49k tokens per pick
-``inmem_history``   langgraph-checkpoint (``InMemorySaver``     no bound on a thread's checkpoints
-                    storage), langgraph-runtime-inmem           in ``langgraph dev`` -> a bound
-``inmem_threads``   langgraph-runtime-inmem (``Threads.delete`` a delete that removes another
-                    and ``Threads.patch`` by stale index)       thread -> one delete at a time
-==================  ==========================================  =====================================
+====================  ==========================================  =====================================
+patch                 copies internals of                         what it saves (see its module)
+====================  ==========================================  =====================================
+``milvus_lite``       milvus-lite (``execute_search_with_index``) O(N) Python mask per dense query
+``sqlite_saver``      aiosqlite (``Connection._execute``),        3-4 database-thread trips per
+                      langgraph-checkpoint-sqlite (SQL, ``aput``) checkpoint write -> 1
+``ragas_relevancy``   ragas (``AnswerRelevancy.ascore`` body)     3 sequential question calls -> 1
+``ragas_prompts``     ragas (``BasePrompt.to_string`` template)   a 2nd copy of the schema per call
+``llama_decode``      llama-cpp-python (``Llama._model/_ctx``)    grammar over 49k tokens per pick
+``inmem_history``     langgraph-checkpoint (``InMemorySaver``     no bound on a thread's checkpoints
+                      storage), langgraph-runtime-inmem           in ``langgraph dev`` -> a bound
+``inmem_threads``     langgraph-runtime-inmem (``Threads.delete`` a delete that removes another
+                      and ``Threads.patch`` by stale index)       thread -> one delete at a time
+``inmem_queue_wake``  langgraph-runtime-inmem (``Runs.next``'s    a new run waits up to 0.5 s for
+                      0.5 s poll)                                 the queue's poll -> starts at once
+====================  ==========================================  =====================================
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ PATCHES: dict[str, Patch] = {
     "inmem_history": Patch("factdebate.patches.inmem_history", {
         "langgraph-checkpoint": ("4.3.2",), "langgraph-runtime-inmem": ("0.36.7",)}),
     "inmem_threads": Patch("factdebate.patches.inmem_threads", {
+        "langgraph-runtime-inmem": ("0.36.7",)}),
+    "inmem_queue_wake": Patch("factdebate.patches.inmem_queue_wake", {
         "langgraph-runtime-inmem": ("0.36.7",)}),
 }
 

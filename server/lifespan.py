@@ -20,6 +20,8 @@ request, the in-memory runtime's thread deletes and metadata patches are made to
 time (:mod:`factdebate.patches.inmem_threads`: upstream's delete removes a thread by an index
 found before it waits, and a concurrent delete then removes another user's thread); with a
 runtime version the patch was not read from, one warning line says the threads are unguarded.
+The runtime's queue is also woken by each new or ended run (:mod:`factdebate.patches.inmem_queue_wake`),
+so a run starts at once instead of at the queue's next 0.5 s poll.
 Before the index, the models a run gets when it names none (``FACTDEBATE_MODEL`` or the declared
 default) must be on the operator's allow-list (``factdebate.server.policy.check_default_models``).
 A problem stops the start with one line on stderr naming it and the remedy, e.g.
@@ -77,6 +79,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         _end_supervisor()
         os._exit(exc.exit_code)  # a raise here would bury the line under a lifespan traceback
     guard_thread_list()
+    wake_queue_on_new_runs()
     async with _store_ttl():
         yield
 
@@ -90,6 +93,19 @@ def guard_thread_list() -> bool:
         return True
     _say(f"warning: concurrent thread deletes are not guarded: {patches.gate('inmem_threads')} "
          "(patches/inmem_threads.py); a delete may remove another thread on this runtime")
+    return False
+
+
+def wake_queue_on_new_runs() -> bool:
+    """Start a new run at once instead of at the in-memory runtime's next 0.5 s queue poll
+    (``inmem_queue_wake``); False, with one line, when its version gate is closed (runs then
+    start at the runtime's own pace)."""
+    from factdebate import patches
+
+    if patches.enabled("inmem_queue_wake"):
+        return True
+    _say(f"note: new runs wait for the queue's 0.5 s poll: {patches.gate('inmem_queue_wake')} "
+         "(patches/inmem_queue_wake.py)")
     return False
 
 

@@ -1,0 +1,169 @@
+"""A queued run starts at once on ``langgraph dev``: the in-memory runtime's queue is woken by a new
+run instead of finding it at its next 0.5 s poll.
+
+Why: langgraph-runtime-inmem's background queue asks ``Runs.next(wait=...)`` for pending runs in a
+loop; after an empty answer it passes ``wait=True``, and ``Runs.next`` then sleeps 0.5 s before it
+looks at the run list again. A run created while the queue sleeps waits the rest of that sleep,
+on average 0.25 s and up to 0.5 s, before its first node: on an idle server every run pays it.
+Measured with ``factdebate bench soak`` (scripted model at 1 s per call, the ``agree`` episode's
+critical path 4.0 s): one run alone took 4.6 s (``runs.wait``) to 5.0 s (``runs.stream``) where
+the same graph in-process takes 4.05 s.
+
+What :func:`install` changes, through the runtime's public ``Runs`` class (both static methods are
+called unchanged):
+
+* ``Runs.put`` wakes the queue once it has added the run;
+* a run's end (``Runs.enter`` leaving) wakes it too: a run queued behind another on its thread
+  (``multitask_strategy="enqueue"``) may start now;
+* ``Runs.next(wait=True)`` waits for a wake-up *or* the same 0.5 s, whichever comes first, then
+  scans as ``Runs.next(wait=False)`` does. The scan, its lock and the run it hands out are the
+  runtime's own; a run scheduled for later (``after_seconds``) is still found by the 0.5 s poll.
+
+No wake-up is lost: the queue clears its event before it scans, and ``put`` sets it after the run
+is in the list, so a run added after the scan leaves the event set and the next wait returns at
+once. ``langgraph dev`` serves requests on several event loops (one per OS thread) while the
+queue runs on one: a wake-up from another loop is handed over with ``call_soon_threadsafe``.
+
+The gate in ``factdebate.patches.PATCHES`` names the langgraph-runtime-inmem version whose
+``Runs.next`` was read; with any other version nothing is wrapped and runs start at the
+runtime's own pace. The LangGraph Platform runtime (PostgreSQL and Redis) wakes its workers
+itself and needs none of this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+POLL_S = 0.5
+"""The runtime's own wait between empty scans, kept as the longest wait (delayed runs)."""
+_MARK = "_factdebate_queue_wake"
+
+
+class QueueWake:
+    """One event the queue's loop waits on, set from any thread or loop."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._event: asyncio.Event | None = None
+        self._pending = False
+        """A wake-up that came before the queue's loop registered (set on its first wait)."""
+
+    def _event_here(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._loop is not loop or self._event is None:
+                self._loop, self._event = loop, asyncio.Event()
+                if self._pending:
+                    self._event.set()
+                    self._pending = False
+            return self._event
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait for a wake-up or ``timeout`` seconds; True when woken."""
+        event = self._event_here()
+        if not event.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout)
+        return event.is_set()
+
+    def clear(self) -> None:
+        """Forget past wake-ups (the queue does it just before it scans)."""
+        self._event_here().clear()
+
+    def wake(self) -> None:
+        """Wake the queue from any thread or event loop."""
+        with self._lock:
+            loop, event = self._loop, self._event
+            if loop is None or event is None:
+                self._pending = True
+                return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            event.set()
+            return
+        with contextlib.suppress(RuntimeError):  # the queue's loop is closed: nothing waits
+            loop.call_soon_threadsafe(event.set)
+
+
+WAKE = QueueWake()
+
+
+def waking_next(next_: Callable[..., AsyncIterator[Any]],
+                wake: QueueWake = WAKE) -> Callable[..., AsyncIterator[Any]]:
+    """``Runs.next`` whose ``wait=True`` ends early on a wake-up."""
+    if getattr(next_, _MARK, False):
+        return next_
+
+    @functools.wraps(next_)
+    async def wrapper(wait: bool, limit: int = 1) -> AsyncIterator[Any]:
+        if wait:
+            await wake.wait(POLL_S)
+        wake.clear()
+        async for item in next_(False, limit):
+            yield item
+
+    setattr(wrapper, _MARK, True)
+    return wrapper
+
+
+def waking_put(put: Callable[..., Any], wake: QueueWake = WAKE) -> Callable[..., Any]:
+    """``Runs.put`` that wakes the queue once the run is in the list."""
+    if getattr(put, _MARK, False):
+        return put
+
+    @functools.wraps(put)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        result = await put(*args, **kwargs)
+        wake.wake()
+        return result
+
+    setattr(wrapper, _MARK, True)
+    return wrapper
+
+
+def waking_enter(enter: Callable[..., Any], wake: QueueWake = WAKE) -> Callable[..., Any]:
+    """``Runs.enter`` (an async context manager) that wakes the queue when the run ends."""
+    if getattr(enter, _MARK, False):
+        return enter
+
+    @contextlib.asynccontextmanager
+    async def wrapper(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        try:
+            async with enter(*args, **kwargs) as done:
+                yield done
+        finally:
+            wake.wake()
+
+    functools.update_wrapper(wrapper, enter)
+    setattr(wrapper, _MARK, True)
+    return wrapper
+
+
+def wrap(runs: type, wake: QueueWake = WAKE) -> None:
+    """Make ``runs``' queue wake on new and ended runs (idempotent)."""
+    runs.next = staticmethod(waking_next(runs.next, wake))  # type: ignore[attr-defined]
+    runs.put = staticmethod(waking_put(runs.put, wake))  # type: ignore[attr-defined]
+    runs.enter = staticmethod(waking_enter(runs.enter, wake))  # type: ignore[attr-defined]
+
+
+def install() -> bool:
+    """Wrap the runtime's ``Runs`` in a server process; outside one (no langgraph-api loaded)
+    there is no queue and nothing is imported."""
+    if "langgraph_api" not in sys.modules and "langgraph_runtime_inmem.ops" not in sys.modules:
+        return True
+    try:
+        from langgraph_runtime_inmem import ops
+    except Exception:  # noqa: BLE001  # another runtime: it schedules runs itself
+        return True
+    wrap(ops.Runs)
+    return True
