@@ -33,9 +33,12 @@ mix's seconds, runs and errors so far and the server's last sampled RSS.
 
 **After the mix**: every kept thread is read back (404: lost) with its runs; then the server's CPU
 per claim is measured alone (``cpu_claims`` Tool-MAD claims, four at a time, through
-``runs.wait``), and after the server stops the CLI's lean variant runs the same claims in this
-process (``run_graph`` with the SQLite saver of CLI runs; one untimed warm-up claim), so the
-visible variant's cost (``server_cpu_over_lean``) is measured in the same run on the same machine.
+``runs.wait``); then one ``agree`` run at a time per client mode (``runs.wait``, ``runs.stream``,
+``runs.create`` + ``runs.join``; :data:`ALONE_RUNS_PER_MODE` each, medians in
+``run_alone_latency_s`` and over the critical path), and after the server stops the CLI's lean
+variant runs the same claims in this process (``run_graph`` with the SQLite saver of CLI runs; one
+untimed warm-up claim), so the visible variant's cost (``server_cpu_over_lean``) is measured in
+the same run on the same machine.
 
 **Budgets.** After the warm-up (``warmup_s``, default a tenth of the duration) the samples are
 split into quarters by time: the mean resident memory and the mean stored checkpoints of the last
@@ -47,11 +50,12 @@ still climb while the server warms up); errors and losses are judged at any dura
 budgets are judged at any duration: the server's CPU per claim at most 1.3 x the CLI lean
 variant's, and the p50 run latency at most 1.10 x the critical path of the ``agree`` episode (the
 longest chain of the scripted model's calls in one claim run alone, times its latency; 3 in 4
-episodes are ``agree``, so the median run is one). ``langgraph dev``'s in-memory runtime takes a
-queued run after up to 0.5 s when its queue was empty (``Runs.next`` sleeps 0.5 s between empty
-polls), so one run alone already takes 4.6 s (``runs.wait``) to 5.0 s (``runs.stream``,
-``runs.create`` + ``runs.join``) for the 4.0 s critical path, where the same graph in-process
-takes 4.05 s: the p50 budget measures that runtime as much as this project.
+episodes are ``agree``, so the median run is one). ``langgraph dev``'s in-memory runtime
+looks for queued runs every 0.5 s once its queue was empty; the server wakes the queue when a run
+is created or ends (``factdebate.patches.inmem_run_events``), so the p50 measures the runs
+themselves and not that poll: one run alone took 4.6 s (``runs.wait``) to 5.0 s (``runs.stream``,
+``runs.create`` + ``runs.join``) for the 4.0 s critical path before, 4.09-4.13 s with the wake-up
+(the same graph in-process: 4.05 s).
 """
 
 from __future__ import annotations
@@ -598,6 +602,40 @@ async def _server_cpu_per_claim(pid: int, user: User, tally: Tally, load: Load,
             "cpu_phase_claims_done": done, "cpu_phase_wall_s": round(wall, 2)}
 
 
+ALONE_RUNS_PER_MODE = 4
+"""Runs per client mode in the alone phase (after the CPU phase, nothing else running)."""
+
+
+async def _one_alone(user: User, tally: Tally, load: Load, mode: str) -> float | None:
+    """Seconds of one ``agree`` run on a new thread started 0-0.5 s after the thread's create
+    (so a queue that polls shows its wait); None when it failed (one of the soak's errors)."""
+    import random
+
+    try:
+        thread = (await _op(tally, "threads.create", user.client.threads.create()))
+        await asyncio.sleep(random.uniform(0.0, 0.5))  # noqa: S311  # a phase, not a secret
+        quiet = Tally()  # this run stays out of the mix's latencies
+        await _run(user, quiet, thread["thread_id"], load, mode,
+                   input={"claim": load.claims[0]}, context=load.context(0))
+        await _op(tally, "threads.delete", user.client.threads.delete(thread["thread_id"]))
+    except Exception as exc:  # noqa: BLE001  # counted; the other runs go on
+        tally.error(f"{user.name} alone phase ({mode})", exc)
+        return None
+    return quiet.latencies[0][1]
+
+
+async def _alone_latency(user: User, tally: Tally, load: Load,
+                         runs: int = ALONE_RUNS_PER_MODE) -> dict[str, Any]:
+    """Median latency of one ``agree`` run at a time on a new thread, per client mode (wait,
+    stream, background)."""
+    out: dict[str, Any] = {}
+    for mode in ("wait", "stream", "background"):
+        seconds = [s for s in [await _one_alone(user, tally, load, mode) for _ in range(runs)]
+                   if s is not None]
+        out[mode] = round(statistics.median(seconds), 3) if seconds else None
+    return {"run_alone_latency_s": out, "run_alone_runs_per_mode": runs}
+
+
 async def _lean_cpu_per_claim(index: Path, db: Path, load: Load, claims: list[str],
                               concurrency: int = 4) -> dict[str, Any]:
     """This process's CPU seconds per claim of the CLI's lean Tool-MAD (``run_graph``, the SQLite
@@ -688,7 +726,12 @@ async def _soak(pid: int, url: str, users: list[User], load: Load, *, duration_s
     cpu = await _server_cpu_per_claim(pid, users[0], tally, load, cpu_claims)
     if progress:
         progress.end()
-    return {"tally": tally, "samples": samples, "mix_wall_s": round(mix_wall, 1), **cpu}
+        progress.stage(f"one run at a time ({3 * ALONE_RUNS_PER_MODE} runs)")
+    alone = await _alone_latency(users[0], tally, load)
+    if progress:
+        progress.end()
+    return {"tally": tally, "samples": samples, "mix_wall_s": round(mix_wall, 1), **cpu,
+            **alone}
 
 
 def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s: float = 1800.0,
@@ -770,6 +813,9 @@ def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s
     p50 = figures.get("run_latency_p50_s")
     result["run_latency_p50_over_critical_path"] = (round(p50 / critical, 3)
                                                     if p50 and critical else None)
+    result["run_alone_latency_over_critical_path"] = {
+        mode: round(seconds / critical, 3) if seconds and critical else None
+        for mode, seconds in result.get("run_alone_latency_s", {}).items()}
     result["budgets"] = [*soak_budgets(figures, duration_s), *cpu_budgets(result)]
     result["budget_met"] = legacy_met(True, result["budgets"])
     print(summary_text(result), file=sys.stderr, flush=True)

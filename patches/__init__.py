@@ -29,7 +29,7 @@ patch                 copies internals of                         what it saves 
                       storage), langgraph-runtime-inmem           in ``langgraph dev`` -> a bound
 ``inmem_threads``     langgraph-runtime-inmem (``Threads.delete`` a delete that removes another
                       and ``Threads.patch`` by stale index)       thread -> one delete at a time
-``inmem_queue_wake``  langgraph-runtime-inmem (``Runs.next``'s    a new run waits up to 0.5 s for
+``inmem_run_events``  langgraph-runtime-inmem (``Runs.next``'s    a new run waits up to 0.5 s for
                       0.5 s poll)                                 the queue's poll -> starts at once
 ====================  ==========================================  =====================================
 """
@@ -63,7 +63,7 @@ PATCHES: dict[str, Patch] = {
         "langgraph-checkpoint": ("4.3.2",), "langgraph-runtime-inmem": ("0.36.7",)}),
     "inmem_threads": Patch("factdebate.patches.inmem_threads", {
         "langgraph-runtime-inmem": ("0.36.7",)}),
-    "inmem_queue_wake": Patch("factdebate.patches.inmem_queue_wake", {
+    "inmem_run_events": Patch("factdebate.patches.inmem_run_events", {
         "langgraph-runtime-inmem": ("0.36.7",)}),
 }
 

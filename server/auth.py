@@ -258,7 +258,11 @@ async def on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str,
         await _own_thread_or_404(ctx, source)
     thread = value.get("thread_id")
     existing = None  # asked once, for the quota and the charge alike
-    if thread is not None and source is None and LEDGER.limit:
+    request = current_request()
+    if thread is not None and source is None and request is not None \
+            and not request.names_thread_id():
+        existing = False  # langgraph-api made the id: no thread has it (nothing to ask)
+    elif thread is not None and source is None and LEDGER.limit:
         existing = await _exists_or_503(ctx, "threads", thread)
     await _within_quota(ctx, "threads", thread, existing=existing)
     if source is not None:

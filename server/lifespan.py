@@ -20,7 +20,7 @@ request, the in-memory runtime's thread deletes and metadata patches are made to
 time (:mod:`factdebate.patches.inmem_threads`: upstream's delete removes a thread by an index
 found before it waits, and a concurrent delete then removes another user's thread); with a
 runtime version the patch was not read from, one warning line says the threads are unguarded.
-The runtime's queue is also woken by each new or ended run (:mod:`factdebate.patches.inmem_queue_wake`),
+The runtime's queue is also woken by each new or ended run (:mod:`factdebate.patches.inmem_run_events`),
 so a run starts at once instead of at the queue's next 0.5 s poll.
 Before the index, the models a run gets when it names none (``FACTDEBATE_MODEL`` or the declared
 default) must be on the operator's allow-list (``factdebate.server.policy.check_default_models``).
@@ -98,14 +98,14 @@ def guard_thread_list() -> bool:
 
 def wake_queue_on_new_runs() -> bool:
     """Start a new run at once instead of at the in-memory runtime's next 0.5 s queue poll
-    (``inmem_queue_wake``); False, with one line, when its version gate is closed (runs then
+    (``inmem_run_events``); False, with one line, when its version gate is closed (runs then
     start at the runtime's own pace)."""
     from factdebate import patches
 
-    if patches.enabled("inmem_queue_wake"):
+    if patches.enabled("inmem_run_events"):
         return True
-    _say(f"note: new runs wait for the queue's 0.5 s poll: {patches.gate('inmem_queue_wake')} "
-         "(patches/inmem_queue_wake.py)")
+    _say(f"note: new runs wait for the queue's 0.5 s poll: {patches.gate('inmem_run_events')} "
+         "(patches/inmem_run_events.py)")
     return False
 
 

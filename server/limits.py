@@ -270,6 +270,12 @@ class RunAdmission:
     server's API, or was not stored at all (refused later by the runtime). Other users never wait.
     ``langgraph dev`` serves requests on several event loops (threads), so the per-user locks are
     thread locks, taken without blocking any loop.
+
+    How the admission learns that the run's storage is decided: on ``langgraph dev`` the runtime
+    says so itself (:mod:`factdebate.patches.inmem_run_events`: the auth handler runs inside the
+    runtime's ``Runs.put``, and its return is the signal; :meth:`put_done` releases the lock, with
+    :attr:`settle_s` as the longest wait). Elsewhere (another runtime, the patch's gate closed) a
+    background task asks the server's own API until the run shows, or :attr:`settle_s` passed.
     """
 
     settle_s = 1.0
@@ -278,6 +284,34 @@ class RunAdmission:
     def __init__(self) -> None:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._waiting: dict[str, tuple[threading.Lock, bool]] = {}
+        """Run id -> the user's lock held for it, until its ``Runs.put`` is done."""
+        self._listening = False
+
+    def _put_events(self) -> bool:
+        """Whether the runtime announces the end of each ``Runs.put`` (and :meth:`put_done`
+        listens to it)."""
+        from factdebate.patches import inmem_run_events
+
+        if not inmem_run_events.put_events_active():
+            return False
+        if not self._listening:
+            inmem_run_events.on_put_done(self.put_done)
+            self._listening = True
+        return True
+
+    def put_done(self, run_id: str) -> None:
+        """The run's storage is decided: release its user's lock (once; a late call is a no-op)."""
+        with self._guard:
+            waiting = self._waiting.pop(run_id, None)
+        if waiting is not None:
+            _release(*waiting)
+
+    def _hold_until_put_done(self, lock: threading.Lock, held: bool, run_id: str) -> None:
+        with self._guard:
+            self._waiting[run_id] = (lock, held)
+        # the longest wait, should the runtime never call back (it always does: put's finally)
+        asyncio.get_running_loop().call_later(self.settle_s, self.put_done, run_id)
 
     def _lock(self, identity: str) -> threading.Lock:
         with self._guard:
@@ -295,8 +329,8 @@ class RunAdmission:
                     thread_id: str | None) -> int | None:
         """Admit a run (returns None) or return the number of runs the user already has.
 
-        ``limit`` 0 admits everything. On admission the user's lock stays held until the run
-        shows up (released by a background task).
+        ``limit`` 0 admits everything. On admission the user's lock stays held until the run's
+        storage is decided (class docstring).
         """
         if not limit:
             return None
@@ -310,6 +344,9 @@ class RunAdmission:
         if len(active) >= limit or run_id is None:
             _release(lock, held)
             return len(active) if len(active) >= limit else None
+        if self._put_events():
+            self._hold_until_put_done(lock, held, str(run_id))
+            return None
         task = asyncio.get_running_loop().create_task(
             self._settle(lock, held, identity, owner_key, str(run_id), thread_id))
         _background.add(task)

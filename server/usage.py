@@ -92,6 +92,7 @@ def json_bytes(value: Any) -> int:
 # --- the request being served ------------------------------------------------------------------
 _STATE_WRITE = re.compile(r"^/threads/([^/]+)/state/?$")
 _THREAD = re.compile(r"^/threads/([^/]+)/?$")
+_THREAD_CREATE = re.compile(r"^/threads/?$")
 
 
 @dataclass
@@ -99,7 +100,8 @@ class RequestInfo:
     """What the auth handlers cannot see of a request: its route and the body bytes read so far
     (the route has read the whole body by the time it calls a handler), and the body itself of a
     state update (``POST /threads/{id}/state``: the checkpoint it forks from is not passed to the
-    handlers)."""
+    handlers) and of a thread create (``POST /threads``: whether the client named the thread's
+    id, or langgraph-api made a new one)."""
 
     method: str
     path: str
@@ -107,11 +109,13 @@ class RequestInfo:
     charged: set[str] = field(default_factory=set)
     """Ledger keys this request has charged (one request charges an object once)."""
     body: bytearray | None = None
-    """The body of a state update (None for every other request: nothing else is kept)."""
+    """The body of a state update or a thread create (None for every other request: nothing
+    else is kept)."""
 
     def __post_init__(self) -> None:
-        """Keep the body of a state update only."""
-        if self.method == "POST" and _STATE_WRITE.match(self.path):
+        """Keep the body of a state update or a thread create only."""
+        if self.method == "POST" and (_STATE_WRITE.match(self.path)
+                                      or _THREAD_CREATE.match(self.path)):
             self.body = bytearray()
 
     def received(self, chunk: bytes) -> None:
@@ -128,6 +132,17 @@ class RequestInfo:
             return loads(bytes(self.body))  # nested past the decoder's limit: not JSON here
         except ValueError:
             return None
+
+    def names_thread_id(self) -> bool:
+        """Whether this thread create's body names the thread's id (True when it cannot tell:
+        another route, or a body that is not a JSON object): False means langgraph-api made a
+        new id, which no thread has."""
+        if self.method != "POST" or not _THREAD_CREATE.match(self.path):
+            return True
+        if self.body is not None and not self.body:
+            return False  # no body: the defaults, a new id
+        body = self.json_body()
+        return not isinstance(body, dict) or body.get("thread_id") is not None
 
     def deleted_thread(self) -> str | None:
         """The thread's id when this request is ``DELETE /threads/{id}``."""

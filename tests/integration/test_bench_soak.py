@@ -56,6 +56,12 @@ def test_soak_three_minutes(tmp_path: Path):
     assert result["critical_path_calls"] >= 3 and result["critical_path_s"] >= 3.0
     assert result["run_latency_p50_over_critical_path"] == pytest.approx(
         result["run_latency_p50_s"] / result["critical_path_s"], abs=0.001)
+    alone = result["run_alone_latency_s"]
+    assert set(alone) == {"wait", "stream", "background"}
+    assert all(seconds >= result["critical_path_s"] for seconds in alone.values()), alone
+    assert result["run_alone_latency_over_critical_path"] == {
+        mode: pytest.approx(seconds / result["critical_path_s"], abs=0.001)
+        for mode, seconds in alone.items()}
     judged = {b["name"] for b in result["budgets"] if b["judged"]}
     assert {"server_cpu_over_lean", "p50_over_critical_path", "errors", "lost"} <= judged
     saved = json.loads((tmp_path / "soak.json").read_text())

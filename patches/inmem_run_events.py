@@ -1,20 +1,29 @@
-"""A queued run starts at once on ``langgraph dev``: the in-memory runtime's queue is woken by a new
-run instead of finding it at its next 0.5 s poll.
+"""The in-memory runtime's run events: a new or ended run wakes ``langgraph dev``'s queue at once,
+and the end of a run's creation is announced to whoever waits for it (the run admission).
 
-Why: langgraph-runtime-inmem's background queue asks ``Runs.next(wait=...)`` for pending runs in a
-loop; after an empty answer it passes ``wait=True``, and ``Runs.next`` then sleeps 0.5 s before it
-looks at the run list again. A run created while the queue sleeps waits the rest of that sleep,
-on average 0.25 s and up to 0.5 s, before its first node: on an idle server every run pays it.
-Measured with ``factdebate bench soak`` (scripted model at 1 s per call, the ``agree`` episode's
-critical path 4.0 s): one run alone took 4.6 s (``runs.wait``) to 5.0 s (``runs.stream``) where
-the same graph in-process takes 4.05 s.
+Why, the queue: langgraph-runtime-inmem's background queue asks ``Runs.next(wait=...)`` for
+pending runs in a loop; after an empty answer it passes ``wait=True``, and ``Runs.next`` then
+sleeps 0.5 s before it looks at the run list again. A run created while the queue sleeps waits
+the rest of that sleep, on average 0.25 s and up to 0.5 s, before its first node: on an idle
+server every run pays it. Measured with ``factdebate bench soak`` (scripted model at 1 s per call,
+the ``agree`` episode's critical path 4.0 s): one run alone took 4.6 s (``runs.wait``) to 5.0 s
+(``runs.stream``) where the same graph in-process takes 4.05 s.
 
-What :func:`install` changes, through the runtime's public ``Runs`` class (both static methods are
-called unchanged):
+Why, the admission: the server's per-user run admission (``factdebate.server.limits``) holds the
+user's lock from the auth handler until the admitted run is in the runtime's run list, so that the
+user's next request counts it. The handler runs inside ``Runs.put``, before the run is added;
+without a signal the admission asks the server's own API (a loopback request through the whole
+middleware stack) until the run shows. ``Runs.put`` returning is that signal: the run is then in
+the list, or never will be.
 
-* ``Runs.put`` wakes the queue once it has added the run;
-* a run's end (``Runs.enter`` leaving) wakes it too: a run queued behind another on its thread
-  (``multitask_strategy="enqueue"``) may start now;
+What :func:`install` changes, through the runtime's public ``Runs`` class (the three static
+methods are called unchanged):
+
+* ``Runs.put`` wakes the queue once it returns, and calls every listener registered with
+  :func:`on_put_done` with the ``run_id`` it was given (returned or raised: either way the
+  run's storage is decided);
+* a run's end (``Runs.enter`` leaving) wakes the queue too: a run queued behind another on its
+  thread (``multitask_strategy="enqueue"``) may start now;
 * ``Runs.next(wait=True)`` waits for a wake-up *or* the same 0.5 s, whichever comes first, then
   scans as ``Runs.next(wait=False)`` does. The scan, its lock and the run it hands out are the
   runtime's own; a run scheduled for later (``after_seconds``) is still found by the 0.5 s poll.
@@ -25,9 +34,10 @@ once. ``langgraph dev`` serves requests on several event loops (one per OS threa
 queue runs on one: a wake-up from another loop is handed over with ``call_soon_threadsafe``.
 
 The gate in ``factdebate.patches.PATCHES`` names the langgraph-runtime-inmem version whose
-``Runs.next`` was read; with any other version nothing is wrapped and runs start at the
-runtime's own pace. The LangGraph Platform runtime (PostgreSQL and Redis) wakes its workers
-itself and needs none of this.
+``Runs.next``, ``Runs.put`` (the auth handler inside it, ``run_id`` as a keyword) and
+``Runs.enter`` were read; with any other version nothing is wrapped, runs start at the runtime's
+own pace and the admission asks the API. The LangGraph Platform runtime (PostgreSQL and Redis)
+wakes its workers itself and needs none of this.
 """
 
 from __future__ import annotations
@@ -97,6 +107,34 @@ class QueueWake:
 
 WAKE = QueueWake()
 
+_put_listeners: list[Callable[[str], None]] = []
+
+
+def on_put_done(listener: Callable[[str], None]) -> None:
+    """Call ``listener(run_id)`` (from the event loop that created the run) whenever the
+    runtime's ``Runs.put`` has returned or raised: the run is then stored, or never will be.
+    Registered once per process (a listener already registered is not added again)."""
+    if listener not in _put_listeners:
+        _put_listeners.append(listener)
+
+
+def put_events_active() -> bool:
+    """Whether this process's runtime ``Runs.put`` is wrapped, so that :func:`on_put_done`
+    listeners will be called (False outside a server process or with the gate closed)."""
+    ops = sys.modules.get("langgraph_runtime_inmem.ops")
+    put = getattr(getattr(ops, "Runs", None), "put", None)
+    return bool(getattr(put, _MARK, False))
+
+
+def _put_done(run_id: Any) -> None:
+    if run_id is None:
+        return
+    for listener in list(_put_listeners):
+        try:
+            listener(str(run_id))
+        except Exception:  # noqa: BLE001, S110  # a listener's fault never fails a run's creation
+            pass
+
 
 def waking_next(next_: Callable[..., AsyncIterator[Any]],
                 wake: QueueWake = WAKE) -> Callable[..., AsyncIterator[Any]]:
@@ -117,13 +155,17 @@ def waking_next(next_: Callable[..., AsyncIterator[Any]],
 
 
 def waking_put(put: Callable[..., Any], wake: QueueWake = WAKE) -> Callable[..., Any]:
-    """``Runs.put`` that wakes the queue once the run is in the list."""
+    """``Runs.put`` that wakes the queue once the run is in the list and tells the listeners
+    (:func:`on_put_done`) that its ``run_id`` is decided."""
     if getattr(put, _MARK, False):
         return put
 
     @functools.wraps(put)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        result = await put(*args, **kwargs)
+        try:
+            result = await put(*args, **kwargs)
+        finally:
+            _put_done(kwargs.get("run_id"))
         wake.wake()
         return result
 

@@ -1,4 +1,4 @@
-"""patches/inmem_queue_wake: a new run ends the queue's wait instead of its next poll.
+"""patches/inmem_run_events: a new run ends the queue's wait instead of its next poll.
 
 The poll is set to 60 s in these tests, so a queue that is not woken would not take the run
 within the tests' 10 s deadline: each test fails by timing out, never by a measured duration.
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from factdebate.patches import inmem_queue_wake as qw
+from factdebate.patches import inmem_run_events as qw
 
 LONG_POLL_S = 60.0
 DEADLINE_S = 10.0
@@ -141,7 +141,7 @@ async def test_the_runtimes_own_next_is_wrapped_and_scans_after_a_wake(monkeypat
 
     from factdebate import patches
 
-    assert patches.gate("inmem_queue_wake") is None
+    assert patches.gate("inmem_run_events") is None
     for name in ("put", "next", "enter"):
         monkeypatch.setattr(ops.Runs, name, ops.Runs.__dict__[name])
     monkeypatch.setattr(qw, "POLL_S", LONG_POLL_S)
@@ -152,3 +152,34 @@ async def test_the_runtimes_own_next_is_wrapped_and_scans_after_a_wake(monkeypat
     wake.wake()
     async with asyncio.timeout(DEADLINE_S):
         assert [r async for r in ops.Runs.next(wait=True, limit=1)] == []
+
+
+async def test_put_tells_its_listeners_the_run_id_whether_it_stored_or_raised(monkeypatch):
+    heard: list[str] = []
+    monkeypatch.setattr(qw, "_put_listeners", [])
+    qw.on_put_done(heard.append)
+    qw.on_put_done(heard.append)  # registered once
+
+    async def put(conn, assistant_id, kwargs, *, run_id=None, refuse=False):
+        if refuse:
+            raise PermissionError("the auth handler refused the run")
+        return [run_id]
+
+    wrapped = qw.waking_put(put, qw.QueueWake())
+    assert await wrapped(None, "a", {}, run_id="r1") == ["r1"]
+    with pytest.raises(PermissionError):
+        await wrapped(None, "a", {}, run_id="r2", refuse=True)
+    assert await wrapped(None, "a", {}) == [None]  # no run id given: nobody is told
+    assert heard == ["r1", "r2"]
+
+
+def test_put_events_are_active_only_where_the_runtimes_put_is_wrapped(monkeypatch):
+    from langgraph_runtime_inmem import ops
+
+    monkeypatch.setattr(ops.Runs, "put", ops.Runs.__dict__["put"])
+    monkeypatch.setattr(ops.Runs, "put", staticmethod(qw.waking_put(ops.Runs.put)))
+    assert qw.put_events_active() is True
+    monkeypatch.undo()
+    monkeypatch.setattr(ops.Runs, "put", staticmethod(
+        getattr(ops.Runs.put, "__wrapped__", ops.Runs.put)))
+    assert qw.put_events_active() is False

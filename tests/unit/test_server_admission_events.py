@@ -1,0 +1,116 @@
+"""The server's per-user checks without loopback requests where the answer is known in-process.
+
+* A thread create whose body names no thread id gets a new id from langgraph-api, so the
+  handler does not ask the server's API whether it exists (``RequestInfo.names_thread_id``).
+* The run admission holds a user's lock until the runtime's ``Runs.put`` is done
+  (``patches/inmem_run_events``), instead of asking the API until the run shows; without the
+  runtime's signal it still asks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from factdebate.patches import inmem_run_events
+from factdebate.server import limits
+from factdebate.server.usage import RequestInfo
+
+DEADLINE_S = 10.0
+
+
+def _create(body: bytes, path: str = "/threads") -> RequestInfo:
+    info = RequestInfo(method="POST", path=path)
+    info.received(body)
+    return info
+
+
+@pytest.mark.parametrize(("body", "named"), [
+    (b"", False),
+    (b"{}", False),
+    (b'{"metadata": {"note": "thread_id"}}', False),
+    (b'{"thread_id": null, "if_exists": "raise"}', False),
+    (b'{"thread_id": "0b7f0a2c-4a8e-4d1e-9d3c-1f2e3d4c5b6a", "if_exists": "do_nothing"}', True),
+    (b'{"thread\\u005fid": "0b7f0a2c-4a8e-4d1e-9d3c-1f2e3d4c5b6a"}', True),  # escaped key
+    (b"not json", True),  # cannot tell: ask
+    (b"[1, 2]", True),
+])
+def test_a_thread_create_says_whether_its_client_named_the_id(body, named):
+    assert _create(body).names_thread_id() is named
+
+
+def test_only_a_thread_create_can_say_it_named_no_id():
+    assert RequestInfo(method="POST", path="/threads/search").names_thread_id() is True
+    assert RequestInfo(method="GET", path="/threads").names_thread_id() is True
+    assert _create(b"{}", path="/threads/").names_thread_id() is False
+
+
+class NoBusyThreads:
+    """The server's own API as the admission reads it: the user has no busy thread. Every call
+    is counted (a loopback request)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        outer = self
+
+        class Threads:
+            async def search(self, **kwargs):
+                outer.calls.append("threads.search")
+                return []
+
+        class Runs:
+            async def get(self, thread_id, run_id):
+                outer.calls.append("runs.get")
+                return {"run_id": run_id}
+
+        self.threads, self.runs = Threads(), Runs()
+
+
+@pytest.fixture
+def api(monkeypatch):
+    client = NoBusyThreads()
+    monkeypatch.setattr(limits, "loopback", lambda: client)
+    return client
+
+
+async def test_the_admission_waits_for_the_runtimes_put_not_the_api(monkeypatch, api):
+    monkeypatch.setattr(inmem_run_events, "put_events_active", lambda: True)
+    listeners: list = []
+    monkeypatch.setattr(inmem_run_events, "_put_listeners", listeners)
+    admission = limits.RunAdmission()
+    admission.settle_s = 60.0  # the runtime's signal, not the longest wait, must release
+    async with asyncio.timeout(DEADLINE_S):
+        assert await admission.admit("alice", "owner", 4, "run-1", "thread-1") is None
+        assert listeners == [admission.put_done]
+        second = asyncio.create_task(admission.admit("alice", "owner", 4, "run-2", "thread-1"))
+        await asyncio.sleep(0.1)
+        assert not second.done()  # alice's next run waits until run-1 is stored
+        other = await admission.admit("bob", "owner", 4, "run-3", "thread-2")
+        assert other is None  # another user never waits
+        inmem_run_events._put_done("run-1")  # what the wrapped Runs.put calls when it returns
+        assert await second is None
+        inmem_run_events._put_done("run-2")
+        inmem_run_events._put_done("run-2")  # a late second call is a no-op
+        inmem_run_events._put_done("run-3")
+    assert "runs.get" not in api.calls  # no loopback request to see the run
+    assert api.calls.count("threads.search") == 3  # the count itself still asks the API
+
+
+async def test_without_the_runtimes_signal_the_admission_asks_the_api(monkeypatch, api):
+    monkeypatch.setattr(inmem_run_events, "put_events_active", lambda: False)
+    admission = limits.RunAdmission()
+    async with asyncio.timeout(DEADLINE_S):
+        assert await admission.admit("alice", "owner", 4, "run-1", "thread-1") is None
+        assert await admission.admit("alice", "owner", 4, "run-2", "thread-1") is None
+    assert "runs.get" in api.calls
+
+
+async def test_the_longest_wait_releases_a_run_the_runtime_never_announced(monkeypatch, api):
+    monkeypatch.setattr(inmem_run_events, "put_events_active", lambda: True)
+    monkeypatch.setattr(inmem_run_events, "_put_listeners", [])
+    admission = limits.RunAdmission()
+    admission.settle_s = 0.2
+    async with asyncio.timeout(DEADLINE_S):
+        assert await admission.admit("alice", "owner", 4, "run-1", "thread-1") is None
+        assert await admission.admit("alice", "owner", 4, "run-2", "thread-1") is None
