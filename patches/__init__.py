@@ -30,7 +30,9 @@ patch                 copies internals of                         what it saves 
 ``inmem_threads``     langgraph-runtime-inmem (``Threads.delete`` a delete that removes another
                       and ``Threads.patch`` by stale index)       thread -> one delete at a time
 ``inmem_run_events``  langgraph-runtime-inmem (``Runs.next``'s    a new run waits up to 0.5 s for
-                      0.5 s poll)                                 the queue's poll -> starts at once
+                      0.5 s poll, ``Runs.put``, ``Runs.enter``)   the queue's poll -> starts at once;
+                                                                  admission asks the API until the
+                                                                  run shows -> told by ``put``
 ====================  ==========================================  =====================================
 """
 

@@ -188,6 +188,12 @@ def has_checkpoint(saver: Any, thread_id: str, checkpoint_ns: str, checkpoint_id
     return namespaces is not None and str(checkpoint_id) in namespaces.get(checkpoint_ns, {})
 
 
+def has_checkpoints(saver: Any, thread_id: str) -> bool:
+    """Whether the thread holds any checkpoint, in any namespace."""
+    namespaces = _thread(saver, thread_id)
+    return namespaces is not None and any(namespaces.values())
+
+
 def has_namespace(saver: Any, thread_id: str, checkpoint_ns: str) -> bool:
     """Whether the thread holds a checkpoint in that namespace."""
     namespaces = _thread(saver, thread_id)

@@ -482,9 +482,16 @@ async def bound_history(thread_id: Any, keep: int, identity: str | None = None,
     Raises:
         QuotaExceeded: The thread's history takes the user past the byte quota.
     """
-    if thread_id is None or _saver() is None:
+    saver = _saver() if thread_id is not None else None
+    if saver is None:
         return
+    from factdebate.patches import inmem_history
     from factdebate.server.loopback import loopback
+
+    if not inmem_history.has_checkpoints(saver, str(thread_id)) and (
+            ledger is None or identity is None
+            or not ledger.charged(identity, history_key(thread_id))):
+        return  # a new thread: nothing to prune or charge, and no status to ask the API for
 
     try:
         thread = await loopback().threads.get(str(thread_id))

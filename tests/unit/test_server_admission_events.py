@@ -114,3 +114,33 @@ async def test_the_longest_wait_releases_a_run_the_runtime_never_announced(monke
     async with asyncio.timeout(DEADLINE_S):
         assert await admission.admit("alice", "owner", 4, "run-1", "thread-1") is None
         assert await admission.admit("alice", "owner", 4, "run-2", "thread-1") is None
+
+
+async def test_a_new_thread_is_bounded_without_asking_the_api_for_its_status(monkeypatch):
+    """``bound_history`` before a run: a thread with no checkpoint (a new one) has nothing to
+    prune or charge; one with history is read first (its status: a busy thread is left alone)."""
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from factdebate.server import loopback as loopback_module
+    from factdebate.server import usage
+
+    saver = InMemorySaver()
+    saver.put({"configurable": {"thread_id": "old", "checkpoint_ns": ""}}, empty_checkpoint(),
+              {}, {})
+    asked: list[str] = []
+
+    class Threads:
+        async def get(self, thread_id):
+            asked.append(thread_id)
+            return {"thread_id": thread_id, "status": "busy"}
+
+    class Client:
+        threads = Threads()
+
+    monkeypatch.setattr(usage, "_saver", lambda saver_=None: saver)
+    monkeypatch.setattr(loopback_module, "loopback", lambda: Client())
+    await usage.bound_history("new", 100)
+    assert asked == []
+    await usage.bound_history("old", 100)
+    assert asked == ["old"]
