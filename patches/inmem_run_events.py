@@ -23,7 +23,9 @@ methods are called unchanged):
   :func:`on_put_done` with the ``run_id`` it was given (returned or raised: either way the
   run's storage is decided);
 * a run's end (``Runs.enter`` leaving) wakes the queue too: a run queued behind another on its
-  thread (``multitask_strategy="enqueue"``) may start now;
+  thread (``multitask_strategy="enqueue"``) may start now; when the run's block ended without
+  an error the listeners of :func:`on_run_end` are told (the run is no longer pending or
+  running);
 * ``Runs.next(wait=True)`` waits for a wake-up *or* the same 0.5 s, whichever comes first, then
   scans as ``Runs.next(wait=False)`` does. The scan, its lock and the run it hands out are the
   runtime's own; a run scheduled for later (``after_seconds``) is still found by the 0.5 s poll.
@@ -107,15 +109,26 @@ class QueueWake:
 
 WAKE = QueueWake()
 
-_put_listeners: list[Callable[[str], None]] = []
+_put_listeners: list[Callable[[str, bool], None]] = []
+_end_listeners: list[Callable[[str], None]] = []
 
 
-def on_put_done(listener: Callable[[str], None]) -> None:
-    """Call ``listener(run_id)`` (from the event loop that created the run) whenever the
-    runtime's ``Runs.put`` has returned or raised: the run is then stored, or never will be.
-    Registered once per process (a listener already registered is not added again)."""
+def on_put_done(listener: Callable[[str, bool], None]) -> None:
+    """Call ``listener(run_id, returned)`` (from the event loop that created the run) whenever
+    the runtime's ``Runs.put`` has returned (``returned`` True: the run is stored, or was refused
+    without an error, e.g. its thread is missing) or raised (False: it is not stored). Either way
+    its storage is decided. Registered once per process (a listener already registered is not
+    added again)."""
     if listener not in _put_listeners:
         _put_listeners.append(listener)
+
+
+def on_run_end(listener: Callable[[str], None]) -> None:
+    """Call ``listener(run_id)`` when a run the worker entered has ended: ``Runs.enter`` left
+    without an error from the run's block (success, error or interrupted are set by then). A run
+    the worker hands back for a retry (the block raises; it is pending again) is not reported."""
+    if listener not in _end_listeners:
+        _end_listeners.append(listener)
 
 
 def put_events_active() -> bool:
@@ -126,13 +139,23 @@ def put_events_active() -> bool:
     return bool(getattr(put, _MARK, False))
 
 
-def _put_done(run_id: Any) -> None:
+def _put_done(run_id: Any, returned: bool = True) -> None:
     if run_id is None:
         return
     for listener in list(_put_listeners):
         try:
-            listener(str(run_id))
+            listener(str(run_id), returned)
         except Exception:  # noqa: BLE001, S110  # a listener's fault never fails a run's creation
+            pass
+
+
+def _run_ended(run_id: Any) -> None:
+    if run_id is None:
+        return
+    for listener in list(_end_listeners):
+        try:
+            listener(str(run_id))
+        except Exception:  # noqa: BLE001, S110  # a listener's fault never fails a run
             pass
 
 
@@ -162,10 +185,12 @@ def waking_put(put: Callable[..., Any], wake: QueueWake = WAKE) -> Callable[...,
 
     @functools.wraps(put)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        returned = False
         try:
             result = await put(*args, **kwargs)
+            returned = True
         finally:
-            _put_done(kwargs.get("run_id"))
+            _put_done(kwargs.get("run_id"), returned)
         wake.wake()
         return result
 
@@ -174,17 +199,26 @@ def waking_put(put: Callable[..., Any], wake: QueueWake = WAKE) -> Callable[...,
 
 
 def waking_enter(enter: Callable[..., Any], wake: QueueWake = WAKE) -> Callable[..., Any]:
-    """``Runs.enter`` (an async context manager) that wakes the queue when the run ends."""
+    """``Runs.enter`` (an async context manager) that wakes the queue when the run ends and tells
+    the listeners (:func:`on_run_end`) when its block ended without an error."""
     if getattr(enter, _MARK, False):
         return enter
 
     @contextlib.asynccontextmanager
     async def wrapper(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        run_id = kwargs.get("run_id", args[0] if args else None)
+        raised = False
         try:
             async with enter(*args, **kwargs) as done:
-                yield done
+                try:
+                    yield done
+                except BaseException:
+                    raised = True  # a retry hands the run back (pending again) through here
+                    raise
         finally:
             wake.wake()
+        if not raised:
+            _run_ended(run_id)
 
     functools.update_wrapper(wrapper, enter)
     setattr(wrapper, _MARK, True)

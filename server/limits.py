@@ -276,6 +276,19 @@ class RunAdmission:
     runtime's ``Runs.put``, and its return is the signal; :meth:`put_done` releases the lock, with
     :attr:`settle_s` as the longest wait). Elsewhere (another runtime, the patch's gate closed) a
     background task asks the server's own API until the run shows, or :attr:`settle_s` passed.
+
+    Counting without asking: with the runtime's signals the admission also keeps, per user, the
+    ids of the runs that may still be pending or running (``_live``), an upper bound of the true
+    set. It starts from an exact count through the server's API (:func:`active_runs`, the first
+    admission of the user in this process, so runs from before a restart count), and then grows
+    by every admitted run and shrinks by every run the runtime reports ended
+    (:meth:`run_ended`) or not stored (:meth:`put_done`). Every run of the in-memory runtime is
+    created through this admission (a cron's run too: the scheduler creates it as the cron's
+    user) in this one process, so no run escapes the bound. A run that leaves the pending state
+    without the worker ending it (cancelled while queued, deleted with its thread) stays in the
+    bound: the admission only answers from the bound while it is below the limit, and at the
+    limit it counts exactly again and starts the bound anew from that count. The answer is the
+    exact count's whenever it matters (at the limit); below it the server's API is not asked.
     """
 
     settle_s = 1.0
@@ -286,6 +299,11 @@ class RunAdmission:
         self._guard = threading.Lock()
         self._waiting: dict[str, tuple[threading.Lock, bool]] = {}
         """Run id -> the user's lock held for it, until its ``Runs.put`` is done."""
+        self._live: dict[str, set[str]] = {}
+        """User -> ids of their runs that may be pending or running (an upper bound), for users
+        counted exactly once in this process while the runtime's signals are on."""
+        self._owner: dict[str, str] = {}
+        """Run id -> its user, for the runs in :attr:`_live`."""
         self._listening = False
 
     def _put_events(self) -> bool:
@@ -297,15 +315,51 @@ class RunAdmission:
             return False
         if not self._listening:
             inmem_run_events.on_put_done(self.put_done)
+            inmem_run_events.on_run_end(self.run_ended)
             self._listening = True
         return True
 
-    def put_done(self, run_id: str) -> None:
-        """The run's storage is decided: release its user's lock (once; a late call is a no-op)."""
+    def put_done(self, run_id: str, returned: bool = True) -> None:
+        """The run's storage is decided: release its user's lock (once; a late call is a no-op);
+        a run whose ``put`` raised is not stored and leaves the user's bound."""
         with self._guard:
             waiting = self._waiting.pop(run_id, None)
+            if not returned:
+                self._forget(run_id)
         if waiting is not None:
             _release(*waiting)
+
+    def run_ended(self, run_id: str) -> None:
+        """The worker ended the run (success, error, interrupted): it leaves its user's bound."""
+        with self._guard:
+            self._forget(run_id)
+
+    def _forget(self, run_id: str) -> None:
+        identity = self._owner.pop(run_id, None)
+        if identity is not None:
+            self._live.get(identity, set()).discard(run_id)
+
+    def _bound_below(self, identity: str, limit: int) -> bool:
+        """Whether the user's bound is known and below ``limit`` (no need to ask the API)."""
+        with self._guard:
+            live = self._live.get(identity)
+            return live is not None and len(live) < limit
+
+    def _start_bound(self, identity: str, active: set[str], limit: int) -> None:
+        """The exact count of the user's runs; a complete one (below ``limit``: ``active_runs``
+        stops counting at the limit) starts the bound anew."""
+        with self._guard:
+            for run_id in self._live.pop(identity, set()):
+                self._owner.pop(run_id, None)
+            if len(active) < limit:
+                self._live[identity] = set(active)
+                self._owner.update(dict.fromkeys(active, identity))
+
+    def _admitted(self, identity: str, run_id: str) -> None:
+        with self._guard:
+            if identity in self._live:
+                self._live[identity].add(run_id)
+                self._owner[run_id] = identity
 
     def _hold_until_put_done(self, lock: threading.Lock, held: bool, run_id: str) -> None:
         with self._guard:
@@ -336,15 +390,23 @@ class RunAdmission:
             return None
         lock = self._lock(identity)
         held = await self._acquire(lock)
+        events = self._put_events()
+        if events and run_id is not None and self._bound_below(identity, limit):
+            self._admitted(identity, str(run_id))
+            self._hold_until_put_done(lock, held, str(run_id))
+            return None
         try:
             active = await active_runs(identity, owner_key, limit)
         except BaseException:
             _release(lock, held)
             raise
+        if events:
+            self._start_bound(identity, active, limit)
         if len(active) >= limit or run_id is None:
             _release(lock, held)
             return len(active) if len(active) >= limit else None
-        if self._put_events():
+        if events:
+            self._admitted(identity, str(run_id))
             self._hold_until_put_done(lock, held, str(run_id))
             return None
         task = asyncio.get_running_loop().create_task(

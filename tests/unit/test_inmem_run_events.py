@@ -155,10 +155,14 @@ async def test_the_runtimes_own_next_is_wrapped_and_scans_after_a_wake(monkeypat
 
 
 async def test_put_tells_its_listeners_the_run_id_whether_it_stored_or_raised(monkeypatch):
-    heard: list[str] = []
+    heard: list[tuple[str, bool]] = []
+
+    def listener(run_id: str, returned: bool) -> None:
+        heard.append((run_id, returned))
+
     monkeypatch.setattr(qw, "_put_listeners", [])
-    qw.on_put_done(heard.append)
-    qw.on_put_done(heard.append)  # registered once
+    qw.on_put_done(listener)
+    qw.on_put_done(listener)  # registered once
 
     async def put(conn, assistant_id, kwargs, *, run_id=None, refuse=False):
         if refuse:
@@ -170,7 +174,7 @@ async def test_put_tells_its_listeners_the_run_id_whether_it_stored_or_raised(mo
     with pytest.raises(PermissionError):
         await wrapped(None, "a", {}, run_id="r2", refuse=True)
     assert await wrapped(None, "a", {}) == [None]  # no run id given: nobody is told
-    assert heard == ["r1", "r2"]
+    assert heard == [("r1", True), ("r2", False)]
 
 
 def test_put_events_are_active_only_where_the_runtimes_put_is_wrapped(monkeypatch):
@@ -183,3 +187,25 @@ def test_put_events_are_active_only_where_the_runtimes_put_is_wrapped(monkeypatc
     monkeypatch.setattr(ops.Runs, "put", staticmethod(
         getattr(ops.Runs.put, "__wrapped__", ops.Runs.put)))
     assert qw.put_events_active() is False
+
+
+async def test_a_run_that_ends_is_reported_and_one_handed_back_for_a_retry_is_not(monkeypatch):
+    import contextlib
+
+    ended: list[str] = []
+    monkeypatch.setattr(qw, "_end_listeners", [])
+    qw.on_run_end(ended.append)
+
+    @contextlib.asynccontextmanager
+    async def enter(run_id, thread_id, loop, resumable):
+        try:
+            yield "done"
+        except RuntimeError:
+            pass  # the runtime's enter catches a retry (the run is set pending again)
+
+    wrapped = qw.waking_enter(enter, qw.QueueWake())
+    async with wrapped("r1", "t", None, False) as done:
+        assert done == "done"
+    async with wrapped("r2", "t", None, False):
+        raise RuntimeError("retry")  # suppressed by enter, as before the wrapper
+    assert ended == ["r1"]

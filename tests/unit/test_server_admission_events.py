@@ -78,6 +78,7 @@ async def test_the_admission_waits_for_the_runtimes_put_not_the_api(monkeypatch,
     monkeypatch.setattr(inmem_run_events, "put_events_active", lambda: True)
     listeners: list = []
     monkeypatch.setattr(inmem_run_events, "_put_listeners", listeners)
+    monkeypatch.setattr(inmem_run_events, "_end_listeners", [])
     admission = limits.RunAdmission()
     admission.settle_s = 60.0  # the runtime's signal, not the longest wait, must release
     async with asyncio.timeout(DEADLINE_S):
@@ -94,7 +95,7 @@ async def test_the_admission_waits_for_the_runtimes_put_not_the_api(monkeypatch,
         inmem_run_events._put_done("run-2")  # a late second call is a no-op
         inmem_run_events._put_done("run-3")
     assert "runs.get" not in api.calls  # no loopback request to see the run
-    assert api.calls.count("threads.search") == 3  # the count itself still asks the API
+    assert api.calls.count("threads.search") == 2  # alice's and bob's first count only
 
 
 async def test_without_the_runtimes_signal_the_admission_asks_the_api(monkeypatch, api):
@@ -109,6 +110,7 @@ async def test_without_the_runtimes_signal_the_admission_asks_the_api(monkeypatc
 async def test_the_longest_wait_releases_a_run_the_runtime_never_announced(monkeypatch, api):
     monkeypatch.setattr(inmem_run_events, "put_events_active", lambda: True)
     monkeypatch.setattr(inmem_run_events, "_put_listeners", [])
+    monkeypatch.setattr(inmem_run_events, "_end_listeners", [])
     admission = limits.RunAdmission()
     admission.settle_s = 0.2
     async with asyncio.timeout(DEADLINE_S):
@@ -144,3 +146,88 @@ async def test_a_new_thread_is_bounded_without_asking_the_api_for_its_status(mon
     assert asked == []
     await usage.bound_history("old", 100)
     assert asked == ["old"]
+
+
+class BusyUser:
+    """The server's API for one user whose unfinished runs are ``unfinished`` (one busy thread);
+    each count through it is recorded."""
+
+    def __init__(self) -> None:
+        self.unfinished: list[str] = []
+        self.counts = 0
+        outer = self
+
+        class Threads:
+            async def search(self, **kwargs):
+                outer.counts += 1
+                return [{"thread_id": "t"}] if outer.unfinished and kwargs["offset"] == 0 else []
+
+        class Runs:
+            async def list(self, thread_id, limit, select):
+                return [{"run_id": r, "status": "pending"} for r in outer.unfinished][:limit]
+
+        self.threads, self.runs = Threads(), Runs()
+
+
+@pytest.fixture
+def busy(monkeypatch):
+    client = BusyUser()
+    monkeypatch.setattr(limits, "loopback", lambda: client)
+    monkeypatch.setattr(inmem_run_events, "put_events_active", lambda: True)
+    monkeypatch.setattr(inmem_run_events, "_put_listeners", [])
+    monkeypatch.setattr(inmem_run_events, "_end_listeners", [])
+    return client
+
+
+async def _admit(admission, api, run_id: str, *, stored: bool = True) -> int | None:
+    """One run creation as the runtime does it: the handler's admission inside ``Runs.put``,
+    then put's end; a stored run is unfinished until the worker ends it."""
+    already = await admission.admit("alice", "owner", 3, run_id, "t")
+    if already is None and stored:
+        api.unfinished.append(run_id)
+    inmem_run_events._put_done(run_id, stored)
+    return already
+
+
+def _end(api, run_id: str) -> None:
+    api.unfinished.remove(run_id)
+    inmem_run_events._run_ended(run_id)  # what the wrapped Runs.enter reports
+
+
+async def test_below_the_limit_the_admission_counts_from_the_runtimes_signals(busy):
+    admission = limits.RunAdmission()
+    async with asyncio.timeout(DEADLINE_S):
+        assert await _admit(admission, busy, "r1") is None  # first: an exact count
+        assert busy.counts == 1
+        assert await _admit(admission, busy, "r2") is None
+        _end(busy, "r1")
+        assert await _admit(admission, busy, "r3") is None
+        assert busy.counts == 1  # r2 and r3 were admitted without asking the API
+        assert await _admit(admission, busy, "r4") is None  # the bound is 2 of 3: no ask
+        assert busy.counts == 1
+        assert await _admit(admission, busy, "r5") == 3  # at the limit: counted exactly, refused
+        assert busy.counts == 2
+        _end(busy, "r2")
+        assert await _admit(admission, busy, "r6") is None
+        assert sorted(busy.unfinished) == ["r3", "r4", "r6"]
+
+
+async def test_a_run_whose_put_raised_leaves_the_bound(busy):
+    admission = limits.RunAdmission()
+    async with asyncio.timeout(DEADLINE_S):
+        for run_id in ("r1", "r2"):
+            assert await _admit(admission, busy, run_id) is None
+        assert await _admit(admission, busy, "refused", stored=False) is None
+        assert await _admit(admission, busy, "r3") is None
+    assert busy.counts == 1  # "refused" was never counted against alice
+
+
+async def test_a_run_gone_without_ending_is_found_by_the_exact_count_at_the_limit(busy):
+    admission = limits.RunAdmission()
+    async with asyncio.timeout(DEADLINE_S):
+        for run_id in ("r1", "r2", "r3"):
+            assert await _admit(admission, busy, run_id) is None
+        busy.unfinished.remove("r2")  # cancelled while queued: the worker never ends it
+        assert await _admit(admission, busy, "r4") is None  # bound at 3: exact count says 2
+        assert busy.counts == 2
+        assert await _admit(admission, busy, "r5") == 3
