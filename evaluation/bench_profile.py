@@ -353,8 +353,10 @@ def run_profile_bench(work_dir: Path, out_dir: Path, index: Path, claims: Sequen
                                               for o, s in owners["shares"].items()}}
     result["by_owner"] = by_owner
     ratios = sorted(round(b["server"] / b["cli_lean"], 3) for b in blocks if b.get("cli_lean"))
-    result["server_over_cli_lean_per_block"] = ratios  # the spread the one figure hides
+    result["server_over_cli_lean_per_block"] = ratios  # the spread the one figure hides (sorted)
     result["blocks"] = len(blocks)
+    result["cpu_s_per_claim_by_block"] = [  # in the order they ran
+        {path: round(cpu, 4) for path, cpu in row.items()} for row in blocks]
     ratio = result["server_over_cli_lean"]
     result["budget"] = (f"server CPU per claim <= {SERVER_OVER_LEAN_BUDGET} x the CLI's lean "
                         "variant's")
