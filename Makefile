@@ -47,7 +47,8 @@ test: install
 	$(VENV)/bin/lint-imports --config pyproject.toml --no-cache
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
-# The slow tier (`-m slow`, see pyproject markers): whole debates of the embedded model and more.
+# The slow tier (`-m slow`, see pyproject markers): whole debates of the embedded model and the
+# integration tests of ~10 s or more (Milvus server builds, kill-and-resume trials, stress tests).
 test-slow: install
 	$(PY) -m pytest -m slow $(XDIST) $(PYTEST_ARGS)
 

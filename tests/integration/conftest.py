@@ -98,12 +98,28 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         resume_shared()
 
 
+_SERVER_MODULES = pytest.StashKey[frozenset[str]]()
+
+
+def _in_server_block(item: pytest.Item | None) -> bool:
+    """True for any test of a module with tests on the shared Milvus server (the modules of
+    ``MILVUS_SERVER_MODULES`` in tests/conftest.py, which run together as one block)."""
+    if item is None:
+        return False
+    stash = item.session.stash
+    if _SERVER_MODULES not in stash:
+        stash[_SERVER_MODULES] = frozenset(i.nodeid.split("::", 1)[0] for i in item.session.items
+                                           if _uses_milvus_server(i))
+    return item.nodeid.split("::", 1)[0] in stash[_SERVER_MODULES]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
-    """After the last test of a block on the shared Milvus server: pause it (the session fixture
-    removes it at the end)."""
+    """After the last test of the block on the shared Milvus server: pause it (the session fixture
+    removes it at the end). The block's few tests without the server (Milvus Lite, argument
+    checks) do not pause it: a stop and a start cost more (~5 s + ~7 s) than its idle timers."""
     yield
-    if _uses_milvus_server(item) and not _uses_milvus_server(nextitem):
+    if _in_server_block(item) and not _in_server_block(nextitem):
         from tests.integration.milvus_server import pause_shared
 
         pause_shared()

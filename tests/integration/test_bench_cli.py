@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.integration.cli_process import run_cli
 
 
+@pytest.mark.slow  # two bench processes (~15-25 s): the slow tier
 def test_bench_corpus_small_run_states_its_budgets_and_exits_by_them(tmp_path: Path):
     out = tmp_path / "out"
     args = ["bench", "corpus", "--pages", "200", "--embed-sample", "0", "--out", str(out)]

@@ -12,6 +12,8 @@ from factdebate.core.errors import InputError
 from factdebate.evaluation.bench_hostile import CASES, run_hostile
 
 
+@pytest.mark.slow  # two cases, each a CLI process under measurement (~10-17 s): the slow tier;
+# their errors in the default one: test_deep_json.py, tests/unit/test_embedding_output_checks.py
 def test_fast_cases_are_measured_and_met(tmp_path: Path) -> None:
     record = run_hostile(tmp_path, ["dump-deep-json", "nan-vectors"])
     cases = {c["name"]: c for c in record["cases"]}

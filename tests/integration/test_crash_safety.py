@@ -34,6 +34,8 @@ def test_sqlite_kill_and_resume_loses_and_duplicates_nothing(tmp_path, monkeypat
                                  "--seed", "1"])), out)
 
 
+@pytest.mark.slow  # three killed-and-resumed trials on a real PostgreSQL (~35 s): the slow tier;
+# the SQLite trials above stay in the default one
 @pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL server binaries are not installed "
                     "(apt-get install -y postgresql; .ci/run does it)")
 def test_postgres_kill_and_resume_loses_and_duplicates_nothing(tmp_path, monkeypatch):
@@ -138,6 +140,9 @@ PG_CRAFTED = {
 }
 
 
+@pytest.mark.slow  # four runs and resumes on a real PostgreSQL (~25 s): the slow tier; the SQLite
+# checkpointer's: test_integrity_checkpoints.py; a real PostgreSQL in the default tier:
+# test_eval_memory.py::test_postgres_store_and_runs_do_not_share_memory
 @pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL server binaries are not installed "
                     "(apt-get install -y postgresql; .ci/run does it)")
 def test_postgres_checkpoints_are_read_as_data(tmp_path, monkeypatch):

@@ -8,6 +8,8 @@ import json
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from factdebate.core import json_input
 from factdebate.tools.sources import open_source
 from tests.fixtures.sources import fever_quirks
@@ -55,6 +57,7 @@ def test_a_deep_corpus_line_is_one_line(tmp_path: Path) -> None:
     assert "nested deeper" in one_error_line(done)
 
 
+@pytest.mark.slow  # the eval builds the demo index before it reads the dataset (~15 s): the slow tier
 def test_a_deep_eval_dataset_line_is_one_line(tmp_path: Path) -> None:
     data = tmp_path / "claims.jsonl"
     data.write_text(json.dumps({"id": "c1", "claim": "x", "label": "SUPPORTS"}) + "\n" + DEEP + "\n")

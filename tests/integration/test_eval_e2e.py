@@ -105,6 +105,8 @@ def test_scripted_eval_writes_results_summary_report_and_plots(full_run: Path):
     assert "<script src=" not in html and "<link " not in html  # nothing fetched from a network
 
 
+@pytest.mark.slow  # a 20-item run killed and resumed (~30-35 s): the slow tier; kill and resume
+# in the default one: test_crash_safety.py::test_sqlite_kill_and_resume_loses_and_duplicates_nothing
 def test_kill_half_way_then_resume_gives_the_same_summary(wiki_index: Path, full_run: Path,
                                                            tmp_path: Path):
     out = tmp_path / "killed"

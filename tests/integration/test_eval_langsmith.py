@@ -22,6 +22,7 @@ import pytest
 
 from factdebate.evaluation.evidence_metrics import item_value
 from tests.integration.langsmith_capture import LangSmithState, langsmith_capture, posted_runs
+from tests.integration.servers import warm_home
 
 REPO = Path(__file__).resolve().parents[2]
 FACTDEBATE = Path(sys.executable).parent / "factdebate"
@@ -34,8 +35,9 @@ def capture() -> Iterator[tuple[str, LangSmithState]]:
 
 def eval_process(out: Path, endpoint: str, index: Path, *extra: str, limit: int = 2,
                  dataset: str = "fever") -> subprocess.CompletedProcess[str]:
+    # a warm home: the eval does not export MiniLM's ONNX graph first (~1 s)
     env = {**os.environ, "LANGSMITH_ENDPOINT": endpoint, "LANGSMITH_API_KEY": "fake",
-           "LANGSMITH_TRACING": "true", "FACTDEBATE_HOME": str(out.parent / "home")}
+           "LANGSMITH_TRACING": "true", "FACTDEBATE_HOME": str(warm_home(out.parent / "home"))}
     return subprocess.run(
         [str(FACTDEBATE), "eval", "--framework", "tool_mad", "--dataset", dataset, "--limit",
          str(limit), "--model", "scripted:agree", "--out", str(out), "--set",
@@ -188,7 +190,8 @@ class _Odd(BaseHTTPRequestHandler):
 
 
 @pytest.mark.parametrize("body", [b"<html><body>maintenance</body></html>",
-                                  b'{"unexpected": true}'], ids=["html", "json"])
+                                  pytest.param(b'{"unexpected": true}', marks=pytest.mark.slow)],
+                         ids=["html", "json"])  # ~15-20 s each: the JSON one in the slow tier
 def test_an_endpoint_answering_an_unexpected_body_leaves_one_line_and_a_finished_run(
         wiki_index, tmp_path, body):
     server = ThreadingHTTPServer(("127.0.0.1", 0), type("Odd", (_Odd,), {"body": body}))

@@ -131,6 +131,8 @@ def test_the_index_route_names_the_servers_index_to_its_users_only(server: str, 
     assert not {"index_dir", "milvus_uri"} & set(body)
 
 
+@pytest.mark.slow  # an eval and a refused resume on the server (~12-17 s): the slow tier; the
+# server's index in run.json in the default one: test_eval_runs_items_as_server_threads
 def test_a_server_run_over_the_servers_corpus_has_its_ceiling_and_resumes_on_that_index_only(
         server: str, wiki_index: Path, tmp_path: Path):
     """The data folder holds the server's corpus (same bytes): run.json names the server's index
@@ -189,6 +191,7 @@ def test_items_refused_by_the_per_user_run_limit_wait_and_run(server: str,
     assert [r["attempts"] for r in rows] == [1, 1, 1], rows
 
 
+@pytest.mark.slow  # the connection retries take ~8 s (~11 s in all): the slow tier
 def test_unreachable_server_is_one_line_error(tmp_path: Path):
     if not os.environ.get("FACTDEBATE_DATA_DIR"):  # the items are read before the server is asked
         pytest.skip("FACTDEBATE_DATA_DIR is not set (CI sets it to ../shared/data)")
@@ -320,6 +323,8 @@ def wait_requests() -> list[float]:
     return [t for m, p, t in FakeLangGraph.log if p.endswith("/runs/wait")]
 
 
+@pytest.mark.slow  # 6 s of Retry-After waits (~12 s in all): the slow tier; a 429 waited out in the
+# default one: test_items_refused_by_the_per_user_run_limit_wait_and_run
 def test_a_busy_server_is_waited_out_after_its_retry_after_in_both_forms(fake_server, tmp_path):
     """Three 429s (langgraph_sdk's runs.wait raises a plain httpx.HTTPStatusError for them), the
     last with an HTTP-date Retry-After 4 s ahead: the item waits each out inside one attempt
@@ -353,7 +358,8 @@ def test_a_server_that_never_admits_ends_in_one_error_naming_the_limit(fake_serv
     assert 2 <= len(wait_requests()) <= 4  # Retry-After 1 (x1-1.5) within 3 s
 
 
-@pytest.mark.parametrize("behaviour", ["trickle", "silent"])
+@pytest.mark.parametrize("behaviour", [pytest.param("trickle", marks=pytest.mark.slow),
+                                       "silent"])  # trickle: ~10 s, the slow tier
 def test_a_trickling_or_silent_server_ends_at_the_item_deadline(fake_server, tmp_path, behaviour):
     """A byte a second (no read timeout ever fires) or nothing at all: the item is an error row at
     its deadline naming the server and the limit, not a wait until killed."""

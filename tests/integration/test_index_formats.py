@@ -172,6 +172,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path: Path, maker,
     assert not list(target.parent.glob(".index.building-*"))
 
 
+@pytest.mark.slow  # a 40,000-page build killed and resumed (~15-20 s): the slow tier
 def test_a_build_killed_with_sigkill_resumes_from_its_checkpoint(tmp_path: Path) -> None:
     dump = generate_fever_dump(tmp_path / "dump", 40_000)
     target = tmp_path / "index"

@@ -70,6 +70,8 @@ def finished(finished_once: tuple[Path, Path], tmp_path: Path) -> Iterator[tuple
 
 
 # -- 3 and 15: resume refuses incompatible changes, extends with a larger --limit ----------------
+@pytest.mark.slow  # seven CLI processes one after another (~25 s): the slow tier; refused changes on
+# resume in the default one: test_eval_memory.py, test_eval_tool_faults.py, test_eval_index_identity.py
 def test_resume_refuses_changes_naming_them_and_extends_a_larger_limit(finished, tmp_path):
     data, out = finished
     home = tmp_path / "home"
@@ -99,6 +101,8 @@ def test_resume_refuses_changes_naming_them_and_extends_a_larger_limit(finished,
 
 
 # -- 5: one writer per folder --------------------------------------------------------------------
+@pytest.mark.slow  # a run held and killed, 24 items resumed (~15 s): the slow tier; the lock in the
+# default one: tests/unit/test_integrity_files.py
 def test_second_writer_is_refused_and_a_killed_runs_lock_is_taken_over(tmp_path):
     claims = [(f"i{n}", f"Claim number {n} is true.", "SUPPORTS") for n in range(24)]
     data, out, home = _data(tmp_path, claims), tmp_path / "out", tmp_path / "home"

@@ -140,6 +140,7 @@ def test_a_factdebate_index_opens_in_langchain_milvus_unchanged_on_lite(tmp_path
     _opens_in_langchain_milvus_unchanged(tmp_path, str(tmp_path / "index" / "milvus.db"), [])
 
 
+@pytest.mark.slow  # a build on the server (~30 s): the slow tier; the Lite one above stays
 def test_a_factdebate_index_opens_in_langchain_milvus_unchanged_on_the_server(milvus_server,
                                                                             tmp_path):
     from tests.integration.milvus_server import fresh_database

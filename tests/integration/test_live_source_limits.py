@@ -19,8 +19,16 @@ from factdebate.tools.web_apis import MediaWikiClient, RedirectRefused, ReplyToo
 from tests.integration.loopback import serve_http
 
 BIG = 64 << 20  # the body the stand-in sends in 1 MiB writes, more than any limit tested here
-BOMB = gzip.compress(b"\0" * (256 << 20), compresslevel=9)  # ~256 KB on the wire, 256 MiB decoded
+BOMB = b""
+"""A gzip bomb, ~256 KB on the wire, 256 MiB decoded: made before the module's first test by
+:func:`_gzip_bomb`, not at import (every collection would pay for it)."""
 received: list[str] = []  # paths the *other* listener was asked for
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _gzip_bomb() -> None:
+    global BOMB
+    BOMB = gzip.compress(b"\0" * (256 << 20), compresslevel=9)
 
 
 class Wiki(QuietHandler):

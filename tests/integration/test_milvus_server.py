@@ -77,6 +77,8 @@ def server_index(milvus_server: MilvusStandalone, tmp_path_factory: pytest.TempP
     return folder / "index", uri
 
 
+@pytest.mark.slow  # three builds on the server (~40 s): the slow tier; on Milvus Lite:
+# test_integrity_index.py::test_index_skips_unchanged_requires_replace_and_shows_progress
 def test_index_builds_reuses_refuses_and_replaces_on_the_server(milvus_server, tmp_path):
     uri = fresh_database(milvus_server, "build")
     target = tmp_path / "index"
@@ -158,6 +160,8 @@ def test_unreachable_and_wrong_servers_are_one_line_exit_3(server_index, tmp_pat
         web.shutdown()
 
 
+@pytest.mark.slow  # a build on the server and three refusals (~15 s): the slow tier; on Milvus
+# Lite: test_integrity_backends.py, test_integrity_index.py
 def test_damaged_or_mismatched_server_collections_are_refused(milvus_server, tmp_path):
     from pymilvus import MilvusClient
 
@@ -185,6 +189,8 @@ def test_damaged_or_mismatched_server_collections_are_refused(milvus_server, tmp
         client.close()
 
 
+@pytest.mark.slow  # a 200-passage build on the server and two evaluations (~30 s): the slow tier;
+# on Milvus Lite: test_eval_workers.py
 @pytest.mark.skipif(not DATA, reason="FACTDEBATE_DATA_DIR is not set (CI sets it to ../shared/data)")
 def test_eval_with_two_workers_over_the_server_gives_the_rows_of_lite(
         milvus_server, wiki_index, tmp_path):

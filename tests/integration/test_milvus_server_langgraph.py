@@ -400,7 +400,7 @@ def test_the_server_reaches_milvus_over_tls_with_the_operators_token(deployment:
     assert "serving the index" in log and TOKEN not in log and expected not in log
 
 
-
+@pytest.mark.slow  # three builds on the server (~20 s): the slow tier
 def test_a_server_failing_mid_build_is_one_line_and_the_live_index_stays(
         milvus_server: MilvusStandalone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """``factdebate index --replace`` into a server whose inserts fail: exit 3 with one line

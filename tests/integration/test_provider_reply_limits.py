@@ -21,7 +21,15 @@ COMPLETION = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m
               "choices": [{"index": 0, "message": {"role": "assistant", "content": "SUPPORTS"},
                            "finish_reason": "stop"}],
               "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
-BOMB = gzip.compress(b" " * (128 << 20), compresslevel=9)  # ~128 KB on the wire
+BOMB = b""
+"""A gzip bomb, ~128 KB on the wire: made before the module's first test by :func:`_gzip_bomb`,
+not at import (every collection would pay for it)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _gzip_bomb() -> None:
+    global BOMB
+    BOMB = gzip.compress(b" " * (128 << 20), compresslevel=9)
 
 
 class Provider(QuietHandler):

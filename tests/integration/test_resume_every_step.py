@@ -72,7 +72,10 @@ def _cut(db: Path, target: Path, checkpoint_id: str, keep_tasks: list[str]) -> N
                      f"AND task_id NOT IN ({marks})", (THREAD, checkpoint_id, *keep_tasks))
 
 
-@pytest.mark.parametrize("framework", sorted(CASES))
+# Tool-MAD has the longest history (~15 s of resumes): the slow tier; the multi-agent debate's
+# every crash point stays in the default one
+@pytest.mark.parametrize("framework", [pytest.param(f, marks=pytest.mark.slow) if f == "tool_mad"
+                                       else f for f in sorted(CASES)])
 def test_resuming_from_any_crash_point_gives_the_uninterrupted_result(framework, tmp_path):
     ctx = _context(framework, **CASES[framework])
     full_db = tmp_path / "full.sqlite"

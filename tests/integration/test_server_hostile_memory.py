@@ -31,7 +31,15 @@ def _bomb(size: int) -> bytes:
     return b"".join([*(packer.compress(chunk) for _ in range(size >> 20)), packer.flush()])
 
 
-BOMB = _bomb(1 << 30)
+BOMB = b""
+"""The 1 GiB gzip bomb (~1 MB on the wire): made before the module's test by :func:`_gzip_bomb`,
+not at import (compressing it takes seconds, which every collection would pay)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _gzip_bomb() -> None:
+    global BOMB
+    BOMB = _bomb(1 << 30)
 
 
 class Wiki(QuietHandler):
