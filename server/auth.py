@@ -44,6 +44,7 @@ from factdebate.server.identities import KeyRing, Teams, load_keyring, load_team
 from factdebate.server.limits import (
     RUNS_ENV,
     Limits,
+    OwnedBound,
     RunAdmission,
     exists,
     job_slots_warning,
@@ -128,6 +129,7 @@ def _teams() -> Teams:
 TEAMS = _teams()
 """Who reviews whose threads (:mod:`factdebate.server.review_queue`)."""
 ADMISSION = RunAdmission()
+THREADS = OwnedBound()
 LEDGER = ledger(LIMITS.bytes_per_user)
 OWNER = "owner"
 SYSTEM_FILTER_KEY = "created_by"
@@ -332,10 +334,17 @@ async def _within_quota(ctx: Auth.types.AuthContext, kind: str, object_id: Any =
     if not limit:
         return
     me = _me(ctx)
+    bounded = kind == "threads" and THREADS.active()  # below the quota: no count (OwnedBound)
+    if bounded and THREADS.take(me, limit):
+        return
     try:
         count = await owned_count(kind, me, OWNER)
         if count < limit:
+            if bounded:
+                THREADS.counted(me, count + 1)
             return
+        if bounded:
+            THREADS.counted(me, count)
         if object_id is not None and (existing if existing is not None
                                       else await exists(kind, object_id)):
             return
@@ -364,6 +373,8 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, st
     kept_new = thread is None and not kwargs.get("temporary", True)  # the runtime makes one
     if kept_new:  # a stateless run that keeps its thread (POST /runs, /runs/batch, a cron)
         await _within_quota(ctx, "threads")
+    elif thread is None:  # a temporary thread for the run: it counts until the run deletes it
+        THREADS.created(me)
     configurable = (kwargs.get("config") or {}).get("configurable") or {}
     _refuse_missing_checkpoint(thread, configurable.get("checkpoint_id"),
                                configurable.get("checkpoint_ns", ""))  # time travel, a fork

@@ -224,6 +224,52 @@ def quota_refusal(kind: str, identity: str, count: int, limit: int) -> str:
             f"{limit}); delete {kind} it no longer needs, or ask the operator to raise the limit")
 
 
+class OwnedBound:
+    """Per user, an upper bound of the objects of one kind they hold (threads), so that a create
+    below the quota needs no count through the server's API.
+
+    Kept only where every create of this process's runtime passes the auth handlers in this
+    process: ``langgraph dev``'s in-memory runtime with its run signals on
+    (:func:`factdebate.patches.inmem_run_events.put_events_active`). It starts from an exact count
+    (:func:`owned_count`, the user's first create in the process, so objects from before a
+    restart count) and grows by every create the handlers let through, and by every thread the
+    runtime makes for a temporary run; deletes do not lower it. It answers only while below the
+    limit; at the limit the caller counts exactly again and the bound starts anew from that count.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._bound: dict[str, int] = {}
+
+    @staticmethod
+    def active() -> bool:
+        """Whether the runtime's creates all pass this process (the in-memory runtime)."""
+        from factdebate.patches import inmem_run_events
+
+        return inmem_run_events.put_events_active()
+
+    def take(self, identity: str, limit: int) -> bool:
+        """One more create for ``identity`` if the bound is known and below ``limit`` (True:
+        admitted and counted), else False (count exactly)."""
+        with self._lock:
+            bound = self._bound.get(identity)
+            if bound is None or bound >= limit:
+                return False
+            self._bound[identity] = bound + 1
+            return True
+
+    def counted(self, identity: str, count: int) -> None:
+        """The exact count, this create's object included when it is let through."""
+        with self._lock:
+            self._bound[identity] = count
+
+    def created(self, identity: str) -> None:
+        """An object made without a quota check (a temporary run's thread)."""
+        with self._lock:
+            if identity in self._bound:
+                self._bound[identity] += 1
+
+
 UNFINISHED = ("pending", "running")
 """Run statuses that count against the per-user run limit."""
 

@@ -231,3 +231,19 @@ async def test_a_run_gone_without_ending_is_found_by_the_exact_count_at_the_limi
         assert await _admit(admission, busy, "r4") is None  # bound at 3: exact count says 2
         assert busy.counts == 2
         assert await _admit(admission, busy, "r5") == 3
+
+
+def test_the_thread_bound_answers_below_the_quota_and_counts_again_at_it():
+    """``OwnedBound``: unknown until counted; then each create below the quota is taken without
+    a count; at the quota the caller counts exactly (deletes do not lower the bound)."""
+    bound = limits.OwnedBound()
+    assert bound.take("alice", 3) is False  # never counted in this process: count exactly
+    bound.counted("alice", 1)  # the count said 0; this create let through
+    assert bound.take("alice", 3) is True
+    bound.created("alice")  # a temporary run's thread
+    assert bound.take("alice", 3) is False  # 3 of 3: count exactly again
+    bound.counted("alice", 2)  # a delete since: the count says 1, this create makes 2
+    assert bound.take("alice", 3) is True
+    assert bound.take("alice", 3) is False
+    bound.created("bob")  # an uncounted user stays unknown
+    assert bound.take("bob", 3) is False
