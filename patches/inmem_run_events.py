@@ -54,7 +54,7 @@ from typing import Any
 
 POLL_S = 0.5
 """The runtime's own wait between empty scans, kept as the longest wait (delayed runs)."""
-_MARK = "_factdebate_queue_wake"
+_MARK = "_factdebate_run_events"
 
 
 class QueueWake:
@@ -139,24 +139,24 @@ def put_events_active() -> bool:
     return bool(getattr(put, _MARK, False))
 
 
-def _put_done(run_id: Any, returned: bool = True) -> None:
+def _tell(listeners: list[Callable[..., None]], run_id: Any, *more: Any) -> None:
+    """Call each listener with the run's id (and ``more``); a listener's fault never fails the
+    run or its creation."""
     if run_id is None:
         return
-    for listener in list(_put_listeners):
+    for listener in list(listeners):
         try:
-            listener(str(run_id), returned)
-        except Exception:  # noqa: BLE001, S110  # a listener's fault never fails a run's creation
+            listener(str(run_id), *more)
+        except Exception:  # noqa: BLE001, S110  # the listener's problem, not the run's
             pass
+
+
+def _put_done(run_id: Any, returned: bool = True) -> None:
+    _tell(_put_listeners, run_id, returned)
 
 
 def _run_ended(run_id: Any) -> None:
-    if run_id is None:
-        return
-    for listener in list(_end_listeners):
-        try:
-            listener(str(run_id))
-        except Exception:  # noqa: BLE001, S110  # a listener's fault never fails a run
-            pass
+    _tell(_end_listeners, run_id)
 
 
 def waking_next(next_: Callable[..., AsyncIterator[Any]],

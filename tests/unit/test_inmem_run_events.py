@@ -147,7 +147,7 @@ async def test_the_runtimes_own_next_is_wrapped_and_scans_after_a_wake(monkeypat
     monkeypatch.setattr(qw, "POLL_S", LONG_POLL_S)
     wake = qw.QueueWake()
     qw.wrap(ops.Runs, wake)
-    assert all(getattr(getattr(ops.Runs, n), "_factdebate_queue_wake", False)
+    assert all(getattr(getattr(ops.Runs, n), "_factdebate_run_events", False)
                for n in ("put", "next", "enter"))
     wake.wake()
     async with asyncio.timeout(DEADLINE_S):
