@@ -117,25 +117,22 @@ def call_config(calls: CallLog, *, role: str, agent: str = "", round_: int = 0) 
     raises ``BudgetExceededError`` here, before a library that swallows model errors (RAGAS)
     gets the config.
     """
-    from langchain_core.runnables.config import ensure_config, merge_configs
-
     from factdebate.core.budget import current_budget
+    from factdebate.core.models.call_configs import run_call_config
 
     callbacks: list[Any] = [calls.tracker]
     budget = current_budget()
     if budget is not None:
         budget.check()
         callbacks.append(budget)
-    own: RunnableConfig = {
-        "callbacks": callbacks,
-        "metadata": {"fd_role": role, "fd_agent": agent, "fd_round": round_},
-        "tags": [f"fd:{role}"],
-    }
     # Added to the calling node's own config, never in place of it: a callbacks list passed alone
     # replaces the node's callback manager, and with it LangGraph's handler of the ``messages``
     # stream mode (Studio, ``runs/stream``) and the trace's parent run - a real model's tokens
-    # then reached no stream and its run hung outside the node in a trace.
-    return merge_configs(ensure_config(), own)
+    # then reached no stream and its run hung outside the node in a trace. The merge copies the
+    # node's config once (core/models/call_configs.py).
+    return run_call_config(callbacks=callbacks,
+                           metadata={"fd_role": role, "fd_agent": agent, "fd_round": round_},
+                           tags=[f"fd:{role}"])
 
 
 BACKOFF_BASE_S = 0.5

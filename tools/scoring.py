@@ -62,11 +62,11 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import merge_configs
 from pydantic import BaseModel, ValidationError
 
 from factdebate.core.caching import ProcessCache
 from factdebate.core.models import completions, negotiation
+from factdebate.core.models.call_configs import with_metadata
 from factdebate.core.readable import one_line
 
 T = TypeVar("T", bound=BaseModel)
@@ -142,13 +142,11 @@ def _parse_raw(text: str, model: type[T]) -> T:
 
 
 def metric_config(config: RunnableConfig | None, metric: str) -> RunnableConfig:
-    """The config of one metric's prompts: ``config`` (and the enclosing run's, as
-    ``merge_configs`` inherits it) with metadata ``fd_role=ragas``/``fd_metric`` and a run name."""
-    extra: RunnableConfig = {
-        "metadata": {"fd_role": "ragas", "fd_metric": metric},
-        "run_name": f"ragas_{metric or 'prompt'}",
-    }
-    return merge_configs(config, extra)
+    """The config of one metric's prompts: ``config`` (merged with the enclosing run's unless
+    it already is, ``core/models/call_configs.py``) with metadata ``fd_role=ragas``/``fd_metric``
+    and a run name."""
+    return with_metadata(config, {"fd_role": "ragas", "fd_metric": metric},
+                         run_name=f"ragas_{metric or 'prompt'}")
 
 
 class LangChainRagasLLM:

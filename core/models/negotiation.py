@@ -278,8 +278,9 @@ def structured_runnable(model: BaseChatModel, schema: Any, method: str) -> Any:
 
 
 def tagged(config: RunnableConfig | None, method: str) -> RunnableConfig:
-    """``config`` with the ``structured_output:<method>`` tag (a shallow copy)."""
-    out: RunnableConfig = dict(config or {})  # type: ignore[assignment]
+    """``config`` with the ``structured_output:<method>`` tag (a shallow copy, of the same class:
+    a ``MergedConfig`` stays one, ``core/models/call_configs.py``)."""
+    out: RunnableConfig = config.copy() if config is not None else {}
     out["tags"] = [*(out.get("tags") or []), TAG + method]
     return out
 

@@ -17,7 +17,9 @@ factories), each merge copying the parent callback manager, ~50 us per call meas
 ``timeit`` inside a LangGraph node. :meth:`JsonStructuredOutput.ainvoke` does the one merge that
 changes anything (``merge_configs({}, config)``: the enclosing node's callbacks, tags and metadata
 combined with the caller's; the second merge of an already merged config is a no-op) and passes
-``fd_schema`` as the binding would, so the model sees the same config and kwargs as before.
+``fd_schema`` as the binding would, so the model sees the same config and kwargs as before; a
+config that is already merged (``core.models.call_configs.MergedConfig``: every model call of the
+nodes and of RAGAS) goes to the model as it is.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.runnables.config import merge_configs
 from pydantic import ValidationError
+
+from factdebate.core.models.call_configs import merged_with_run
 
 
 class JsonStructuredOutput(Runnable[Any, Any]):
@@ -58,12 +61,12 @@ class JsonStructuredOutput(Runnable[Any, Any]):
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Call the model, then :meth:`parse` its reply."""
         return self.parse(self.model.invoke(
-            input, merge_configs({}, config), **{"fd_schema": self.schema, **kwargs}))
+            input, merged_with_run(config), **{"fd_schema": self.schema, **kwargs}))
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Call the model, then :meth:`parse` its reply."""
         return self.parse(await self.model.ainvoke(
-            input, merge_configs({}, config), **{"fd_schema": self.schema, **kwargs}))
+            input, merged_with_run(config), **{"fd_schema": self.schema, **kwargs}))
 
 
 def json_structured_output(model: BaseChatModel, schema: Any, *, include_raw: bool) -> Runnable:

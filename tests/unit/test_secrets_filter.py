@@ -54,6 +54,30 @@ def test_what_counts_as_a_secret(monkeypatch: pytest.MonkeyPatch):
     assert "***" == redact("registered-server-key")
 
 
+def test_every_change_to_the_environment_is_seen_at_the_next_call(
+        monkeypatch: pytest.MonkeyPatch):
+    """The known secrets are kept between calls and read again after any change of the
+    environment: a new value, a changed one, a deleted one, one set through ``os.environb``, a
+    registration; an unchanged environment gives the kept answer itself."""
+    import os
+
+    first = secrets_filter.known_secrets()
+    assert secrets_filter.known_secrets() is first  # kept, not read again
+    monkeypatch.setenv("LATE_API_KEY", "late-key-0123456789")
+    assert "late-key-0123456789" in secrets_filter.known_secrets()
+    monkeypatch.setenv("LATE_API_KEY", "later-key-9876543210")
+    known = secrets_filter.known_secrets()
+    assert "later-key-9876543210" in known and "late-key-0123456789" not in known
+    monkeypatch.delenv("LATE_API_KEY")
+    assert "later-key-9876543210" not in secrets_filter.known_secrets()
+    if hasattr(os, "environb"):
+        monkeypatch.setitem(os.environb, b"BYTES_SECRET", b"bytes-secret-55555555")
+        assert "bytes-secret-55555555" in secrets_filter.known_secrets()
+    kept = secrets_filter.known_secrets()
+    secrets_filter.register("registered-late-secret-42")
+    assert "registered-late-secret-42" in secrets_filter.known_secrets() - kept
+
+
 def test_urls_given_to_a_context_are_registered():
     from factdebate.core.context import Context
 
