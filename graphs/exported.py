@@ -33,6 +33,10 @@
   caller's context variables, so it is correct from plain code and from inside a running event
   loop (a notebook). The checkpointer must serve async calls (``InMemorySaver``, the async
   SQLite/Postgres savers); a sync-only saver fails as it does under ``ainvoke``.
+* **The warm heap frozen once.** When the first run of the process has streamed to its end, the
+  objects alive then (modules, models, indexes, compiled graphs) are moved out of the cyclic
+  garbage collector's full collections (``core/heap.py``: the server and Studio path, as
+  ``run_graph`` does for the CLI's).
 
 The CLI and ``eval`` compile ``turns="lean"`` (run/claims.py): a plain ``StateGraph`` whose turns
 have no inner checkpoints - the measured budgets of BENCHMARKS.md hold for that variant.
@@ -57,6 +61,7 @@ from langgraph.types import Command, RetryPolicy
 
 from factdebate.core import trace_filter
 from factdebate.core.errors import ConfigError
+from factdebate.core.heap import settle_after_first_claim
 from factdebate.core.secrets_filter import redact_exception
 from factdebate.graphs.first_use import (
     ensure_index,
@@ -257,6 +262,7 @@ class DebateGraph(CompiledStateGraph):
         if not flat:
             async for chunk in chunks:
                 yield chunk
+            settle_after_first_claim()  # the warm heap frozen once per process (core/heap.py)
             return
         single = isinstance(stream_mode if stream_mode is not None else self.stream_mode, str)
         async for chunk in chunks:
@@ -270,6 +276,7 @@ class DebateGraph(CompiledStateGraph):
                 yield chunk
             else:
                 yield payload if single else (mode, payload)
+        settle_after_first_claim()
 
     def get_context_jsonschema(self) -> dict[str, Any] | None:
         """LangGraph's JSON schema of the Context, built once per Context class (a copy each call).

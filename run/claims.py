@@ -23,10 +23,10 @@ from langgraph.types import StateSnapshot
 
 from factdebate.core.caching import ProcessCache
 from factdebate.core.context import Context, factdebate_home
+from factdebate.core.heap import claim_process_gc
 from factdebate.core.ledger import empty_ledger
 from factdebate.graphs.registry import build_framework
 from factdebate.nodes.render import average_scores
-from factdebate.run.heap import claim_process_gc
 
 T = TypeVar("T")
 
@@ -128,7 +128,7 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     small futures; uvloop runs that loop code faster. Measured on 64 FEVER claims at concurrency
     32 with the scripted double (100 ms per call), wall 7.7 -> 6.5 s median of 6 runs each
     (``factdebate bench scaling`` and BENCHMARKS.md). ``FACTDEBATE_EVENT_LOOP=asyncio`` opts out.
-    The garbage collector runs less often in a process that runs claims (``run/heap.py``).
+    The garbage collector runs less often in a process that runs claims (``core/heap.py``).
     """
     claim_process_gc()
     if event_loop_kind() == "uvloop":

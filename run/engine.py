@@ -35,6 +35,7 @@ from factdebate.core.errors import (
     StorageError,
     storage_problem,
 )
+from factdebate.core.heap import settle_after_first_claim
 from factdebate.core.state import DebateInput, complete_input
 from factdebate.graphs.first_use import ensure_index, index_pending
 from factdebate.graphs.registry import FRAMEWORKS
@@ -52,7 +53,6 @@ from factdebate.run.claims import (
     run_async,
     unfinished,
 )
-from factdebate.run.heap import settle_after_first_claim
 
 INTERRUPT = "__interrupt__"
 """The key of an invocation's output when the run stopped at an interrupt (LangGraph's own
@@ -158,7 +158,7 @@ async def run_graph(
         values = await _advance(graph, complete_input(dict(item)), config, ctx, progress)
         if not values or INTERRUPT in values:  # streamed, or stopped early: the checkpoint
             values = (await graph.aget_state(config)).values or values
-    settle_after_first_claim()  # the warm heap frozen once (run/heap.py)
+    settle_after_first_claim()  # the warm heap frozen once (core/heap.py)
     result = result_object(name, values, ctx, thread_id=thread_id, prompt_version=prompt_version)
     if getattr(ctx, "review", False) or resume:
         pending = pending_review((await graph.aget_state(config)).interrupts)

@@ -215,3 +215,20 @@ def test_the_context_schema_is_langgraphs_built_once_and_handed_out_as_a_copy():
     assert "inner_checkpoints" in first["properties"]
     first["properties"].clear()
     assert graph.get_context_jsonschema()["properties"], "a caller's change leaked into the kept schema"
+
+
+async def test_the_warm_heap_is_settled_once_a_run_has_streamed_to_its_end(monkeypatch):  # noqa: ANN001
+    """The server's and Studio's runs go through ``DebateGraph.astream``: the first one that
+    streams to its end freezes the warm heap (core/heap.py), in either stream shape; a run that
+    fails does not."""
+    from factdebate.graphs import exported
+
+    settled: list[str] = []
+    monkeypatch.setattr(exported, "settle_after_first_claim", lambda: settled.append("settled"))
+    graph = build().compile()
+    stream = graph.astream({}, stream_mode="updates")
+    assert [c async for c in stream] and settled == ["settled"]
+    assert [c async for c in graph.astream({}, stream_mode="messages")] and len(settled) == 2
+    with pytest.raises(Boom):
+        _ = [c async for c in graph.astream({"agent": "boom"}, stream_mode="updates")]
+    assert len(settled) == 2

@@ -1,4 +1,4 @@
-"""The collector policy of a process that runs claims (run/heap.py)."""
+"""The collector policy of a process that runs claims (core/heap.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from factdebate.run import heap
+from factdebate.core import heap
 
 
 @pytest.fixture
@@ -29,12 +29,14 @@ def test_young_collections_run_less_often_in_a_claim_process(collector, monkeypa
 def test_the_heap_is_frozen_once_after_the_first_claim(collector, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.delenv("FACTDEBATE_GC", raising=False)
     gc.unfreeze()
+    before = [object()]
     heap.settle_after_first_claim()
-    frozen = gc.get_freeze_count()
-    assert frozen > 0
-    garbage = [object()]
+    assert gc.get_freeze_count() > 0
+    assert not any(o is before for o in gc.get_objects())  # frozen: no generation holds it
+    later = [object()]
     heap.settle_after_first_claim()  # once per process: what came later is not frozen
-    assert gc.get_freeze_count() == frozen and garbage
+    # (the frozen count itself may fall: a frozen object is still freed by reference counting)
+    assert any(o is later for o in gc.get_objects())
 
 
 def test_the_default_collector_on_request(collector, monkeypatch) -> None:  # noqa: ANN001

@@ -1,4 +1,6 @@
-"""The garbage-collector policy of a process that runs claims (``run_async`` and ``run_graph``).
+"""The garbage-collector policy of a process that runs claims: the CLI (``run_async``,
+``run_graph``), eval workers, and the LangGraph server (``server/lifespan.py``,
+``graphs/exported.DebateGraph.astream``).
 
 Why (measured with ``gc.callbacks`` and ``gc.get_stats`` in ``factdebate bench
 scaling``-style runs: 128 Tool-MAD claims in flight, the scripted double at 1 s per call, one
@@ -11,11 +13,13 @@ Collections stall the event loop that all 128 claims share.
 
 What:
 
-* :func:`claim_process_gc` (``run_async``, i.e. every CLI command and eval worker): the first
+* :func:`claim_process_gc` (``run_async``, i.e. every CLI command and eval worker, and the
+  server's lifespan): the first
   generation is collected after :data:`GEN0_THRESHOLD` net allocations instead of 700 (later
   generations keep their default ratios), so young collections run ~30x less often; each one
   still finds the same few cycles.
-* :func:`settle_after_first_claim` (``run_graph``): once the first claim of the process has
+* :func:`settle_after_first_claim` (``run_graph``, and ``DebateGraph.astream`` for the server's
+  and Studio's runs): once the first claim of the process has
   finished - models, RAGAS, embeddings, indexes and compiled graphs are loaded by then - one full
   collection, then ``gc.freeze()`` moves everything alive into the permanent generation, which no
   later collection walks. Objects frozen are still freed by reference counting; only cycles among
