@@ -471,7 +471,7 @@ def bench_hostile(work_dir: Path, *, cases: list[str] | None = None, **_: Any) -
 
 @BENCHES.decorator("soak")
 def bench_soak(work_dir: Path, *, duration_s: float = 1800.0, users: int = 4,
-               latency: float | None = None, claims: int = 12, seed: int = 13,
+               latency: float | None = None, claims: int = 24, seed: int = 13,
                **_: Any) -> dict[str, Any]:
     """A real ``langgraph dev`` under a mixed load, sampled over time (``bench_soak.py``)."""
     from factdebate.evaluation.bench_soak import run_soak_bench

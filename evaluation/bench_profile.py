@@ -25,10 +25,12 @@ stack. Checkpoints per claim are counted in this process on an ``InMemorySaver``
 for the exported graph and for the lean one, over the same claims - the server's own saver is not
 readable from outside.
 
-The CPU is measured in blocks of 12 claims (the demo set's 40 claims: four blocks), each block on
-every path in an order that alternates (the CLI in a subprocess per block, the two server paths on
-one server), so that the machine's drift over minutes - large on a shared host - falls on every
-path alike; the ratio of each block is reported beside the ratio of the sums.
+The CPU is measured in blocks of 4 claims (the demo set's 40 claims: ten blocks), each block on
+every path in an order that alternates (the CLI in one warm worker process that measures a block
+per request, :class:`CliWorker`; the two server paths on one server), so that the machine's drift
+over seconds and minutes - large on a shared host - falls on every path alike; every path warms up
+on the same two claims first. The ratio of each block is reported beside the ratio of the sums,
+which is the figure judged.
 
 Figures: CPU seconds per claim of each path and the ratios ``server / cli_lean`` (budget <= 1.3)
 and ``server_inner_checkpoints / cli_lean``; per path the owner shares and seconds per claim; the
@@ -177,6 +179,84 @@ async def _cli_claims(index: Path, db: Path, claims: Sequence[str], latency: flo
     return {"cpu_s_per_claim": round(cpu / len(claims), 4), "wall_s": round(wall, 2)}
 
 
+async def _cli_serve(index: Path, db: Path, warmup: Sequence[str], latency: float, rounds: int,
+                     concurrency: int) -> None:
+    """The CLI path's worker process: the ``warmup`` claims untimed, then one block per line of
+    stdin (a JSON list of claims), each answered with one line on stdout (the block's CPU per
+    claim and wall time, as :func:`_cli_claims` measures them); ends at end of input."""
+    from factdebate.nodes.tool_mad.state import ToolMadContext
+    from factdebate.run.claims import open_sqlite_saver
+    from factdebate.run.engine import run_graph
+
+    ctx = ToolMadContext(**_context(index, latency, rounds))
+    gate = asyncio.Semaphore(concurrency)
+    loop = asyncio.get_running_loop()
+    async with open_sqlite_saver(db) as saver:
+        async def one(claim: str) -> None:
+            async with gate:
+                out = await run_graph(GRAPH, {"claim": claim}, ctx, checkpointer=saver)
+                if "label" not in out:
+                    raise RuntimeError(f"lean run of {claim!r} has no label")
+
+        for claim in warmup:  # imports, the index opened, caches filled, the heap frozen
+            await one(claim)
+        print(json.dumps({"ready": True}), flush=True)
+        while line := await loop.run_in_executor(None, sys.stdin.readline):
+            claims = json.loads(line)
+            cpu0, t0 = time.process_time(), time.monotonic()
+            await asyncio.gather(*(one(c) for c in claims))
+            cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
+            print(json.dumps({"cpu_s_per_claim": round(cpu / len(claims), 4),
+                              "wall_s": round(wall, 2)}), flush=True)
+
+
+class CliWorker:
+    """The CLI path as one long-lived subprocess (``--cli-serve``) that measures a block of
+    claims per request: one warm process for every block, as a CLI ``eval`` runs its items, so
+    blocks can be small and alternate often with the server paths."""
+
+    def __init__(self, index: Path, work: Path, warmup: Sequence[str], latency: float,
+                 rounds: int, concurrency: int) -> None:
+        db = work / "cli.sqlite"
+        db.unlink(missing_ok=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "factdebate.evaluation.bench_profile", "--cli-serve",
+             "--index", str(index), "--work", str(work), "--latency", str(latency),
+             "--rounds", str(rounds), "--concurrency", str(concurrency),
+             "--claims-json", json.dumps(list(warmup))],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self._answer()  # {"ready": true}
+
+    def _answer(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(timeout=30)
+            err = self.proc.stderr.read() if self.proc.stderr is not None else ""
+            raise RuntimeError(f"cli_lean worker: exit {self.proc.returncode}: "
+                               f"{err.strip()[-600:]}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def measure(self, claims: Sequence[str]) -> dict[str, Any]:
+        """CPU per claim and wall seconds of ``claims`` run at once in the worker."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(list(claims)) + "\n")
+        self.proc.stdin.flush()
+        return self._answer()
+
+    def close(self) -> None:
+        """End the worker (end of its input), killed if it does not end within 60 s."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 def _cli_path(index: Path, work: Path, claims: Sequence[str], latency: float, rounds: int,
               concurrency: int, profile: Path | None) -> dict[str, Any]:
     """``cli_lean`` in a subprocess (its own interpreter, as the CLI runs)."""
@@ -243,16 +323,21 @@ def _server_paths(index: Path, work: Path, out_dir: Path, claims: Sequence[str],
     contexts = {"server": _context(None, latency, rounds),
                 "server_inner_checkpoints": _context(None, latency, rounds, inner=True)}
 
+    cli: CliWorker | None = None
+
     def measure(path: str, some: Sequence[str]) -> dict[str, Any]:
         if path == "cli_lean":
-            return _cli_path(index, work, some, latency, rounds, concurrency, None)
+            assert cli is not None
+            return cli.measure(some)
         return run_async(_server_claims(url, user.key, proc.pid, some, contexts[path],
                                         concurrency))
 
     spent = {path: [0.0, 0.0] for path in PATHS}
     blocks: list[dict[str, float]] = []
     try:
-        for ctx in contexts.values():  # warm-up (imports, the index, the model double)
+        # warm-up, the same claims on every path (imports, the index, the model double, caches)
+        cli = CliWorker(index, work, claims[:2], latency, rounds, concurrency)
+        for ctx in contexts.values():
             run_async(_server_claims(url, user.key, proc.pid, claims[:2], ctx, concurrency))
         for k in range(0, len(claims), block):
             some = claims[k:k + block]
@@ -277,6 +362,8 @@ def _server_paths(index: Path, work: Path, out_dir: Path, claims: Sequence[str],
                 recorder.wait(timeout=120)
                 figures[path]["profile"] = target
     finally:
+        if cli is not None:
+            cli.close()
         stop_langgraph_dev(proc)
     return figures, blocks
 
@@ -313,10 +400,10 @@ async def _checkpoints(index: Path, claims: Sequence[str], latency: float, round
 # --- the benchmark ------------------------------------------------------------------------------
 def run_profile_bench(work_dir: Path, out_dir: Path, index: Path, claims: Sequence[str], *,
                       latency: float = 0.2, rounds: int = 1, concurrency: int = 4,
-                      profile: bool = True, block: int = 12) -> dict[str, Any]:
+                      profile: bool = True, block: int = 4) -> dict[str, Any]:
     """The three paths (module docstring) on ``claims``, in blocks of ``block`` claims: CPU per
-    claim, checkpoints per claim, the profiles by owner; the first claims of a block are also
-    the CLI subprocess' warm-up, ``claims[:2]`` the server's."""
+    claim, checkpoints per claim, the profiles by owner; ``claims[:2]`` are every path's
+    warm-up."""
     from factdebate.run.claims import run_async
 
     work = work_dir / "profile"
@@ -391,18 +478,27 @@ def main(argv: list[str] | None = None) -> None:
     from factdebate.run.claims import run_async
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--cli", action="store_true", required=True)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--cli", action="store_true", help="measure the claims once")
+    mode.add_argument("--cli-serve", action="store_true",
+                      help="warm up on the claims, then measure one block per line of stdin")
     parser.add_argument("--index", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--latency", type=float, required=True)
     parser.add_argument("--rounds", type=int, required=True)
     parser.add_argument("--concurrency", type=int, required=True)
     parser.add_argument("--claims-json", required=True)
-    parser.add_argument("--out-json", required=True)
+    parser.add_argument("--out-json")
     parser.add_argument("--spy-json")
     parser.add_argument("--profile")
     args = parser.parse_args(argv)
     work = Path(args.work)
+    if args.cli_serve:
+        run_async(_cli_serve(Path(args.index), work / "cli.sqlite", json.loads(args.claims_json),
+                             args.latency, args.rounds, args.concurrency))
+        return
+    if not args.out_json:
+        parser.error("--cli needs --out-json")
     db = work / "cli.sqlite"
     db.unlink(missing_ok=True)
     out = run_async(_cli_claims(Path(args.index), db, json.loads(args.claims_json),

@@ -32,7 +32,8 @@ every 10 s names the stage (server start, the mix, the final reads, the CPU phas
 mix's seconds, runs and errors so far and the server's last sampled RSS.
 
 **After the mix**: every kept thread is read back (404: lost) with its runs; then the server's CPU
-per claim is measured alone (``cpu_claims`` Tool-MAD claims, four at a time, through
+per claim is measured alone (``cpu_claims`` Tool-MAD claims, default 24 - twelve gave ratios that
+moved by a tenth between runs - four at a time, through
 ``runs.wait``); then one ``agree`` run at a time per client mode (``runs.wait``, ``runs.stream``,
 ``runs.create`` + ``runs.join``; :data:`ALONE_RUNS_PER_MODE` each, medians in
 ``run_alone_latency_s`` and over the critical path), and after the server stops the CLI's lean
@@ -737,7 +738,7 @@ async def _soak(pid: int, url: str, users: list[User], load: Load, *, duration_s
 def run_soak_bench(work_dir: Path, index: Path, claims: list[str], *, duration_s: float = 1800.0,
                    users: int = 4, sessions: int = 2, jobs: int = 8, latency: float = 1.0,
                    rounds: int = 1, keep: int = 3, sample_s: float | None = None,
-                   warmup_s: float | None = None, cpu_claims: int = 12,
+                   warmup_s: float | None = None, cpu_claims: int = 24,
                    progress_every: float = 10.0) -> dict[str, Any]:
     """The soak (module docstring): start the server on a copy of ``index``, run the mix for
     ``duration_s``, measure CPU per claim of the server and of the lean variant, stop it; a

@@ -269,3 +269,23 @@ def test_markdown_puts_a_before_run_beside_this_one(tmp_path: Path):
     text = (tmp_path / "BENCHMARKS.md").read_text()
     assert "| figure | git aaa1111 | git bbb2222 |" in text
     assert "| ours_over_floor_plus_compute | 1.42 | 1.47 |" in text
+
+
+def test_profile_cli_worker_measures_block_after_block_in_one_process(tmp_path: Path,
+                                                                       built_demo_index: Path):
+    """``bench profile``'s CLI path: one warm worker process answers every block it is sent,
+    each with its own CPU per claim, and ends when its input ends."""
+    from factdebate.evaluation.bench_profile import CliWorker
+
+    index = shutil.copytree(built_demo_index, tmp_path / "index")
+    worker = CliWorker(index, tmp_path, ["Paris is in France."], latency=0.0, rounds=1,
+                       concurrency=2)
+    try:
+        pid = worker.proc.pid
+        first = worker.measure(["Paris is in France.", "The Moon orbits the Earth."])
+        second = worker.measure(["Water boils at 100 degrees Celsius at sea level."])
+        assert first["cpu_s_per_claim"] > 0 and second["cpu_s_per_claim"] > 0
+        assert worker.proc.pid == pid and worker.proc.poll() is None  # the same, warm process
+    finally:
+        worker.close()
+    assert worker.proc.returncode == 0
