@@ -22,10 +22,12 @@ found before it waits, and a concurrent delete then removes another user's threa
 runtime version the patch was not read from, one warning line says the threads are unguarded.
 The runtime's queue is also woken by each new or ended run (:mod:`factdebate.patches.inmem_run_events`),
 so a run starts at once instead of at the queue's next 0.5 s poll.
-The garbage collector follows the policy of every process that runs claims (``core/heap.py``):
-young collections less often from the start, and the warm heap frozen once the first run has
-streamed to its end (``graphs/exported.DebateGraph.astream``); ``FACTDEBATE_GC=default`` leaves
-CPython's collector as it is.
+The warm heap is frozen out of the garbage collector's full collections once the first run has
+streamed to its end (``core/heap.py``, called by ``graphs/exported.DebateGraph.astream``); young
+collections keep CPython's threshold here, unlike the CLI's claim processes, so the cyclic garbage
+a failed run leaves (an exception's frames holding a large reply) is collected within the next
+few hundred allocations instead of holding its memory while the server idles.
+``FACTDEBATE_GC=default`` leaves CPython's collector as it is.
 Before the index, the models a run gets when it names none (``FACTDEBATE_MODEL`` or the declared
 default) must be on the operator's allow-list (``factdebate.server.policy.check_default_models``).
 A problem stops the start with one line on stderr naming it and the remedy, e.g.
@@ -73,10 +75,8 @@ def prepare_index() -> None:
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
     """Check the default models and prepare the index, or stop the server with one line naming
     the problem."""
-    from factdebate.core.heap import claim_process_gc
     from factdebate.server.policy import check_default_models
 
-    claim_process_gc()  # young collections less often; the heap is frozen after the first run
     try:
         check_default_models()  # a run without a model gets it: it must be on the allow-list
         await asyncio.to_thread(prepare_index)
