@@ -51,7 +51,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -148,22 +148,32 @@ def _context(index: Path | None, latency: float, rounds: int, inner: bool = Fals
 
 
 # --- the CLI path: a subprocess of its own ------------------------------------------------------
-async def _cli_claims(index: Path, db: Path, claims: Sequence[str], latency: float, rounds: int,
-                      concurrency: int, spy: list[str] | None, profile: Path | None
-                      ) -> dict[str, Any]:
+def _lean_claim(index: Path, latency: float, rounds: int, concurrency: int, saver: Any
+                ) -> Callable[[str], Awaitable[None]]:
+    """One claim of the CLI's lean Tool-MAD on ``saver`` (``run_graph``, as the CLI runs it), at
+    most ``concurrency`` at once; a run without a label raises."""
     from factdebate.nodes.tool_mad.state import ToolMadContext
-    from factdebate.run.claims import open_sqlite_saver
     from factdebate.run.engine import run_graph
 
     ctx = ToolMadContext(**_context(index, latency, rounds))
     gate = asyncio.Semaphore(concurrency)
-    async with open_sqlite_saver(db) as saver:
-        async def one(claim: str) -> None:
-            async with gate:
-                out = await run_graph(GRAPH, {"claim": claim}, ctx, checkpointer=saver)
-                if "label" not in out:
-                    raise RuntimeError(f"lean run of {claim!r} has no label")
 
+    async def one(claim: str) -> None:
+        async with gate:
+            out = await run_graph(GRAPH, {"claim": claim}, ctx, checkpointer=saver)
+            if "label" not in out:
+                raise RuntimeError(f"lean run of {claim!r} has no label")
+
+    return one
+
+
+async def _cli_claims(index: Path, db: Path, claims: Sequence[str], latency: float, rounds: int,
+                      concurrency: int, spy: list[str] | None, profile: Path | None
+                      ) -> dict[str, Any]:
+    from factdebate.run.claims import open_sqlite_saver
+
+    async with open_sqlite_saver(db) as saver:
+        one = _lean_claim(index, latency, rounds, concurrency, saver)
         for claim in claims[:2]:  # warm-up: imports, the index opened, caches filled
             await one(claim)
         recorder = None
@@ -184,20 +194,11 @@ async def _cli_serve(index: Path, db: Path, warmup: Sequence[str], latency: floa
     """The CLI path's worker process: the ``warmup`` claims untimed, then one block per line of
     stdin (a JSON list of claims), each answered with one line on stdout (the block's CPU per
     claim and wall time, as :func:`_cli_claims` measures them); ends at end of input."""
-    from factdebate.nodes.tool_mad.state import ToolMadContext
     from factdebate.run.claims import open_sqlite_saver
-    from factdebate.run.engine import run_graph
 
-    ctx = ToolMadContext(**_context(index, latency, rounds))
-    gate = asyncio.Semaphore(concurrency)
     loop = asyncio.get_running_loop()
     async with open_sqlite_saver(db) as saver:
-        async def one(claim: str) -> None:
-            async with gate:
-                out = await run_graph(GRAPH, {"claim": claim}, ctx, checkpointer=saver)
-                if "label" not in out:
-                    raise RuntimeError(f"lean run of {claim!r} has no label")
-
+        one = _lean_claim(index, latency, rounds, concurrency, saver)
         for claim in warmup:  # imports, the index opened, caches filled, the heap frozen
             await one(claim)
         print(json.dumps({"ready": True}), flush=True)
