@@ -21,8 +21,8 @@ What:
   enough allocations came (``tests/integration/test_server_hostile_memory.py`` measures its RSS
   after such runs: 1.105 x before with this threshold, 1.003 without).
 * :func:`settle_after_first_claim` (``run_graph``, and ``DebateGraph.astream`` for the server's
-  and Studio's runs): once the first claim of the process has
-  finished - models, RAGAS, embeddings, indexes and compiled graphs are loaded by then - one full
+  and Studio's runs): once the first claim of the process has finished - models, RAGAS,
+  embeddings, indexes and compiled graphs are loaded by then - one full
   collection, then ``gc.freeze()`` moves everything alive into the permanent generation, which no
   later collection walks. Objects frozen are still freed by reference counting; only cycles among
   them (what was in flight at that moment) stay, once.

@@ -39,10 +39,10 @@ class MergedConfig(dict):  # type: ignore[type-arg]
 
 
 def run_call_config(*, callbacks: Iterable[Any] = (), metadata: Mapping[str, Any] | None = None,
-                    tags: Iterable[str] = (), run_name: str | None = None) -> RunnableConfig:
+                    tags: Iterable[str] = ()) -> RunnableConfig:
     """The enclosing run's config (the LangGraph node's, read from LangChain's context) with
     ``callbacks`` added as inheritable handlers, ``metadata`` on top of its metadata, ``tags``
-    added and ``run_name`` set: what ``merge_configs(ensure_config(), own)`` gives, with one copy
+    added: what ``merge_configs(ensure_config(), own)`` gives, with one copy
     of the run's config instead of five (module doc). A :class:`MergedConfig` at run time (typed as
     the ``RunnableConfig`` it is read as)."""
     config: dict[str, Any] = dict(ensure_config())  # tags, metadata, callbacks: fresh copies
@@ -61,8 +61,6 @@ def run_call_config(*, callbacks: Iterable[Any] = (), metadata: Mapping[str, Any
     extra_tags = list(tags)
     if extra_tags:
         config["tags"] = sorted(set(config.get("tags") or []) | set(extra_tags))
-    if run_name is not None:
-        config["run_name"] = run_name
     return MergedConfig(config)  # type: ignore[return-value]
 
 
