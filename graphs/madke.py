@@ -48,12 +48,12 @@ Switches for the deviations (``MadkeContext``): ``orderly_view`` (latest | previ
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
 from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
-from factdebate.graphs.turns import turn_node
+from factdebate.graphs.turns import StraightTurn, turn_node
 from factdebate.nodes.madke.gather_knowledge import gather_knowledge, route_knowledge_sources
 from factdebate.nodes.madke.judge_consensus import judge_consensus, route_after_judge_consensus
 from factdebate.nodes.madke.select_knowledge import select_knowledge
@@ -69,13 +69,8 @@ __all__ = ["MadkeContext", "build_debater_turn", "build_madke", "graph"]
 
 def build_debater_turn() -> StateGraph:
     """One debater's turn: select_knowledge -> speak."""
-    g = StateGraph(SpeakerState, context_schema=MadkeContext, output_schema=DebateRecord)
-    g.add_node("select_knowledge", select_knowledge)
-    g.add_node("speak", speak)
-    g.add_edge(START, "select_knowledge")
-    g.add_edge("select_knowledge", "speak")
-    g.add_edge("speak", END)
-    return g
+    return StraightTurn(SpeakerState, [("select_knowledge", select_knowledge), ("speak", speak)],
+                        context_schema=MadkeContext, output_schema=DebateRecord)
 
 
 def build_madke(turns: Turns = "visible") -> StateGraph:

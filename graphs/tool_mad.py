@@ -51,7 +51,7 @@ from langgraph.graph import END, START, StateGraph
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState, DebateState
 from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
-from factdebate.graphs.turns import turn_node
+from factdebate.graphs.turns import StraightTurn, turn_node
 from factdebate.nodes.judge import judge
 from factdebate.nodes.open_round import debater_router, rounds_opener
 from factdebate.nodes.prepare import prepare
@@ -65,17 +65,9 @@ from factdebate.nodes.tool_mad.state import ToolMadContext
 
 def build_debate_turn() -> StateGraph:
     """One debater's turn: formulate_query -> retrieve -> respond -> score."""
-    g = StateGraph(DebaterState, context_schema=ToolMadContext, output_schema=DebateRecord)
-    g.add_node("formulate_query", formulate_query)
-    g.add_node("retrieve", retrieve)
-    g.add_node("respond", respond)
-    g.add_node("score", score)
-    g.add_edge(START, "formulate_query")
-    g.add_edge("formulate_query", "retrieve")
-    g.add_edge("retrieve", "respond")
-    g.add_edge("respond", "score")
-    g.add_edge("score", END)
-    return g
+    return StraightTurn(DebaterState, [("formulate_query", formulate_query), ("retrieve", retrieve),
+                                       ("respond", respond), ("score", score)],
+                        context_schema=ToolMadContext, output_schema=DebateRecord)
 
 
 def build_tool_mad(turns: Turns = "visible") -> StateGraph:

@@ -35,11 +35,11 @@ Speculative RAG's ``draft_branch`` and Du et al.'s ``debate_turn`` are fanned ou
   that disabled checkpointing) and the turn cannot be interrupted or resumed inside. The budgets
   of BENCHMARKS.md (``bench overhead``, ``floor``, ``scaling``) are measured on this variant.
 
-Either way the turn runs in LangGraph's own loop: inner nodes stream under the turn's namespace
-with ``astream(subgraphs=True)`` (every stream mode), traces nest ``debate_turn > debate_turn >
-formulate_query``, retry/cache policies and conditional edges inside a turn behave as LangGraph
-documents, and each returned turn is a ``turn_finished`` event on the ``custom`` stream
-(nodes/progress.py).
+Either way a turn that anybody watches runs in LangGraph's own loop: inner nodes stream under
+the turn's namespace with ``astream(subgraphs=True)`` (every stream mode), traces nest
+``debate_turn > debate_turn > formulate_query``, retry/cache policies and conditional edges inside a
+turn behave as LangGraph documents; a turn nobody watches may run inline (below). Each returned
+turn is a ``turn_finished`` event on the ``custom`` stream (nodes/progress.py).
 
 **Why a node function and not the compiled subgraph itself as the node.** It reads the run's
 breakpoints for the visible turn; and in LangGraph 1.2.22 a ``checkpointer=False`` subgraph that
@@ -49,16 +49,42 @@ inherits ``durability="sync"`` from its parent (the CLI and ``eval`` run with it
 ``durability="exit"`` (public ``ainvoke`` argument; nothing is written either way), and the
 warning LangGraph gives for a durability without checkpointer is filtered for that one message.
 ``tests/unit/test_turns.py`` fails once LangGraph fixes the bug.
+
+**Inline turns: when nobody looks inside, the steps are called in order.** A turn built as a
+:class:`StraightTurn` (``START -> step -> ... -> END``, every step an ``async def`` of the turn's
+state and, optionally, the ``runtime``: the turns of every graph here) runs, in a run
+that writes no inner checkpoint, either in LangGraph's loop (the subgraph compiled with
+``checkpointer=False``) or inline: :class:`InlineSteps` calls the steps one after another in the
+turn node, with the run's ``Runtime``, and applies each step's update to fresh copies of
+LangGraph's own channels of the turn's state (``langgraph.channels``: the same reducers,
+``Overwrite``, defaults, dropped unknown keys and output rule as the compiled subgraph). It runs
+inline only when nobody can see the difference - the run does not stream subgraphs (LangGraph gives
+a subgraph its parent's stream only then) and carries no callback handler of its own (a LangSmith
+tracer, LangGraph's ``messages`` stream handler, a caller's callbacks) beyond the model-call
+ledger's and budget's handlers, which count model calls wherever they run. Everything a caller can
+observe then is the same: the turn's output, its model calls (they nest under the turn node instead
+of an inner node), its ``turn_finished`` event. What inline saves is LangGraph's per-subgraph loop:
+about 3 ms of CPU per turn of four steps, measured against the compiled subgraph with one callback
+handler attached (six turns per three-round Tool-MAD claim; ``factdebate bench floor``,
+BENCHMARKS.md). The equality of the two paths is tested on every framework's turns
+(``tests/unit/test_turns.py``) and on whole runs (``tests/graph``).
 """
 
 from __future__ import annotations
 
+import inspect
 import warnings
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, get_type_hints
 
+from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import StateGraph
+from langgraph.channels import BaseChannel, BinaryOperatorAggregate, LastValue
+from langgraph.errors import InvalidUpdateError
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime, get_runtime
 
+from factdebate.core.ledger import ModelEventHandler
 from factdebate.graphs.exported import (
     NODE_ERRORS,
     Turns,
@@ -71,10 +97,140 @@ from factdebate.nodes.progress import turns_finished
 TURN_DURABILITY = "exit"
 """Durability the turn is invoked with: without a checkpointer nothing is written in any mode."""
 
+SUBGRAPH_STREAM_KEY = "__pregel_stream"
+"""The ``configurable`` key LangGraph gives a subgraph's config only when the run streams with
+``subgraphs=True`` (``langgraph.pregel.main``, 1.2.22): a turn that finds it runs in LangGraph's
+loop, so its steps stream under its namespace. ``tests/unit/test_turns.py`` streams an inline-able
+turn with ``subgraphs=True`` and fails if LangGraph renames the key."""
+
+Step = Callable[..., Any]
+
 warnings.filterwarnings(
     "ignore", message="`durability` has no effect when no checkpointer is present",
     category=UserWarning, module=r"langgraph\.pregel\.main",
 )
+
+
+class StraightTurn(StateGraph):
+    """A turn subgraph whose named steps run one after another (``START -> ... -> END``).
+
+    Built from ``steps`` (``(name, function)`` pairs); :func:`turn_node` may run it inline
+    (:class:`InlineSteps`, module doc). A node or edge added after construction makes it no longer
+    straight, and it then always runs in LangGraph's loop.
+    """
+
+    def __init__(self, state_schema: type[Any], steps: Sequence[tuple[str, Step]], *,
+                 context_schema: type[Any] | None = None,
+                 output_schema: type[Any] | None = None) -> None:
+        super().__init__(state_schema, context_schema=context_schema, output_schema=output_schema)
+        self.steps = tuple(steps)
+        previous = START
+        for name, fn in self.steps:
+            self.add_node(name, fn)
+            self.add_edge(previous, name)
+            previous = name
+        self.add_edge(previous, END)
+
+
+def _fresh_channel(template: BaseChannel) -> Callable[[], BaseChannel]:
+    """A maker of empty channels like ``template`` (as LangGraph makes them at a run's start)."""
+    if isinstance(template, BinaryOperatorAggregate):
+        typ, op, key = template.typ, template.operator, template.key
+
+        def make_binop() -> BaseChannel:
+            channel = BinaryOperatorAggregate(typ, op)
+            channel.key = key
+            return channel
+        return make_binop
+    typ, key = template.typ, template.key
+    return lambda: LastValue(typ, key)
+
+
+class InlineSteps:
+    """A :class:`StraightTurn`'s steps called in order, with LangGraph's channel semantics.
+
+    Each call starts from empty channels made like the turn's (``builder.channels``: reducers,
+    defaults), writes the input's state keys, then each step's update (keys outside the state
+    dropped, ``None`` an empty update), each step reading the available values. It returns what
+    ``compiled.ainvoke`` returns: ``None`` when no output key was ever written, else every
+    available output key.
+    """
+
+    def __init__(self, turn: StraightTurn) -> None:
+        self.steps = tuple((name, fn, "runtime" in inspect.signature(fn).parameters)
+                           for name, fn in turn.steps)
+        self.makers = {key: _fresh_channel(ch) for key, ch in turn.channels.items()}
+        self.state_keys = frozenset(get_type_hints(turn.state_schema))
+        self.output_keys = tuple(get_type_hints(turn.output_schema or turn.state_schema))
+
+    @classmethod
+    def of(cls, subgraph: StateGraph) -> InlineSteps | None:
+        """The inline runner of ``subgraph``, or None when it must run in LangGraph's loop."""
+        if not isinstance(subgraph, StraightTurn) or not subgraph.steps:
+            return None
+        names = [name for name, _ in subgraph.steps]
+        chain = set(zip([START, *names], [*names, END], strict=True))
+        if list(subgraph.nodes) != names or subgraph.edges != chain or subgraph.branches \
+                or subgraph.waiting_edges or subgraph.managed:
+            return None
+        if not all(type(ch) in (LastValue, BinaryOperatorAggregate)
+                   for ch in subgraph.channels.values()):
+            return None
+        if not all(_inline_step(fn, subgraph.state_schema) for _, fn in subgraph.steps):
+            return None
+        return cls(subgraph)
+
+    async def run(self, state: Mapping[str, Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """The turn's output for input ``state``."""
+        channels = {key: make() for key, make in self.makers.items()}
+        written = False
+        for key, value in state.items():
+            if key in self.state_keys:
+                channels[key].update([value])
+                written = written or key in self.output_keys
+        for name, step, takes_runtime in self.steps:
+            values = {key: ch.get() for key, ch in channels.items() if ch.is_available()}
+            update = await (step(values, runtime) if takes_runtime else step(values))
+            if update is None:
+                continue
+            if not isinstance(update, dict):
+                raise InvalidUpdateError(f"step {name!r} of an inline turn returned "
+                                         f"{type(update).__name__}, not a dict of state keys")
+            for key, value in update.items():
+                if key in self.state_keys:
+                    channels[key].update([value])
+                    written = written or key in self.output_keys
+        if not written:
+            return None
+        return {key: channels[key].get() for key in self.output_keys
+                if key in channels and channels[key].is_available()}
+
+
+def _inline_step(fn: Step, state_schema: type[Any]) -> bool:
+    """Whether ``fn`` is an ``async def`` of the turn's state (and ``runtime``), nothing else."""
+    if not inspect.iscoroutinefunction(fn):
+        return False
+    params = list(inspect.signature(fn).parameters.values())
+    if not params or any(p.name != "runtime" for p in params[1:]):
+        return False
+    try:
+        hint = get_type_hints(fn).get(params[0].name)
+    except Exception:  # an annotation that does not resolve: let LangGraph read it
+        return False
+    return hint in (None, state_schema)
+
+
+def watched(config: RunnableConfig) -> bool:
+    """Whether anybody can see inside the turn run with ``config`` (module doc): the run streams
+    subgraphs, or a callback handler other than the model-call ledger's and budget's is attached."""
+    if SUBGRAPH_STREAM_KEY in (config.get("configurable") or {}):
+        return True
+    callbacks = config.get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        handlers = [*callbacks.handlers, *callbacks.inheritable_handlers]
+    else:
+        handlers = list(callbacks or ())
+    return any(not isinstance(h, ModelEventHandler) for h in handlers)
 
 
 def turn_node(subgraph: StateGraph, name: str, *, turns: Turns) -> Any:
@@ -84,15 +240,21 @@ def turn_node(subgraph: StateGraph, name: str, *, turns: Turns) -> Any:
     drawn as one node, not interruptible inside). ``turns="visible"``: it inherits the parent's
     checkpointer, is drawn by ``get_graph(xray=True)`` (LangGraph finds it in the function's
     closure) and runs with the run's breakpoints on its nodes (graphs/exported.py). Either way a
-    ``turn_finished`` progress event per returned turn goes to the ``custom`` stream
-    (nodes/progress.py). The compiled subgraph is the function's ``compiled`` attribute.
+    run that writes no inner checkpoint and that nobody watches inside (:func:`watched`) runs a
+    :class:`StraightTurn` inline (:class:`InlineSteps`), and a ``turn_finished`` progress event per
+    returned turn goes to the ``custom`` stream (nodes/progress.py). The compiled subgraph is the
+    function's ``compiled`` attribute, the inline runner (or None) its ``inline`` attribute.
     """
     subgraph.set_node_defaults(retry_policy=NODE_ERRORS)  # errors redacted (graphs/exported.py)
+    inline = InlineSteps.of(subgraph)
     if check_turns(turns) == "lean":
         compiled = subgraph.compile(name=name, checkpointer=False)
 
         async def run_turn(state: Any, config: RunnableConfig) -> Any:
-            out = await compiled.ainvoke(state, config, durability=TURN_DURABILITY)
+            if inline is not None and not watched(config):
+                out = await inline.run(state, get_runtime())
+            else:
+                out = await compiled.ainvoke(state, config, durability=TURN_DURABILITY)
             turns_finished(name, (out or {}).get("turns") or ())
             return out
     else:
@@ -107,6 +269,8 @@ def turn_node(subgraph: StateGraph, name: str, *, turns: Turns) -> Any:
             if before or after or turn_checkpoints_wanted(config):
                 out = await compiled.ainvoke(state, config, interrupt_before=before,
                                              interrupt_after=after)
+            elif inline is not None and not watched(config):
+                out = await inline.run(state, get_runtime())
             else:
                 out = await unsaved.ainvoke(state, config, durability=TURN_DURABILITY)
             turns_finished(name, (out or {}).get("turns") or ())
@@ -115,4 +279,5 @@ def turn_node(subgraph: StateGraph, name: str, *, turns: Turns) -> Any:
     run_turn.__name__ = run_turn.__qualname__ = name
     run_turn.__doc__ = f"One {name} (subgraph {name!r}, {turns} turns: graphs/turns.py)."
     run_turn.compiled = compiled  # type: ignore[attr-defined]
+    run_turn.inline = inline  # type: ignore[attr-defined]
     return run_turn

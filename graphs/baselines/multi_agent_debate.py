@@ -20,7 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord, DebaterState
 from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
-from factdebate.graphs.turns import turn_node
+from factdebate.graphs.turns import StraightTurn, turn_node
 from factdebate.nodes.baselines.context import MultiAgentDebateContext
 from factdebate.nodes.baselines.prepare_baseline import prepare_baseline
 from factdebate.nodes.baselines.state import BaselineState
@@ -31,12 +31,8 @@ from factdebate.nodes.respond import respond
 
 def build_debate_turn() -> StateGraph:
     """One agent's turn: respond (no tool)."""
-    g = StateGraph(DebaterState, context_schema=MultiAgentDebateContext,
-                   output_schema=DebateRecord)
-    g.add_node("respond", respond)
-    g.add_edge(START, "respond")
-    g.add_edge("respond", END)
-    return g
+    return StraightTurn(DebaterState, [("respond", respond)],
+                        context_schema=MultiAgentDebateContext, output_schema=DebateRecord)
 
 
 def build_multi_agent_debate(turns: Turns = "visible") -> StateGraph:

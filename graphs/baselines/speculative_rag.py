@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
 from factdebate.core.state import DebateInput, DebateOutput, DebateRecord
 from factdebate.graphs.exported import Turns, new_builder
 from factdebate.graphs.finish import CITE_VERDICT, add_cite_verdict
-from factdebate.graphs.turns import turn_node
+from factdebate.graphs.turns import StraightTurn, turn_node
 from factdebate.nodes.baselines.aggregate_drafts import (
     aggregate_drafts,
     aggregates,
@@ -56,13 +56,8 @@ async def verify_or_pass(state: BranchState, runtime: Runtime[SpeculativeRagCont
 
 def build_draft_branch() -> StateGraph:
     """One draft: draft -> verify_draft (a no-op when the aggregator reads all drafts)."""
-    g = StateGraph(BranchState, context_schema=SpeculativeRagContext, output_schema=DebateRecord)
-    g.add_node("draft", draft)
-    g.add_node("verify_draft", verify_or_pass)
-    g.add_edge(START, "draft")
-    g.add_edge("draft", "verify_draft")
-    g.add_edge("verify_draft", END)
-    return g
+    return StraightTurn(BranchState, [("draft", draft), ("verify_draft", verify_or_pass)],
+                        context_schema=SpeculativeRagContext, output_schema=DebateRecord)
 
 
 def build_speculative_rag(turns: Turns = "visible") -> StateGraph:

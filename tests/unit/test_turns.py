@@ -256,3 +256,170 @@ async def test_a_turn_returns_what_its_compiled_subgraph_returns(one, two, given
     fn = turns.turn_node(g, "t", turns="lean")
     assert await fn(dict(given), {}) == expected
     assert await fn.compiled.ainvoke(dict(given)) == expected
+
+
+# -- inline turns: a StraightTurn nobody watches runs its steps in the turn node -----------------
+
+
+async def a_first(state: TurnState, runtime: Runtime[Ctx]) -> dict[str, Any]:
+    SEEN.append({"node": "first", "state": dict(state), "ctx": runtime.context.tag})
+    return {"items": [f"{state['agent']}-1"], "ledger": {"llm_calls": 1}, "note": "one",
+            "not_a_state_key": "dropped"}
+
+
+async def a_second(state: TurnState, runtime: Runtime[Ctx]) -> dict[str, Any]:
+    SEEN.append({"node": "second", "state": dict(state)})
+    if state["agent"] == "boom":
+        raise Boom("second failed")
+    return {"items": [f"{state['agent']}-2"], "ledger": {"llm_calls": 2}, "note": "two"}
+
+
+async def a_third(state: TurnState) -> dict[str, Any]:  # no runtime: the state alone
+    tracker = UsageTracker()
+    model = FakeListChatModel(responses=["fine"])
+    await model.bind().ainvoke("hi", config={"callbacks": [tracker],
+                                             "metadata": {"fd_role": "t"}})
+    SEEN.append({"node": "third", "state": dict(state)})
+    return {"ledger": tracker.delta(), "note": "three"}
+
+
+def straight_turn() -> turns.StraightTurn:
+    return turns.StraightTurn(TurnState, [("first", a_first), ("second", a_second),
+                                          ("third", a_third)],
+                              context_schema=Ctx, output_schema=TurnOutput)
+
+
+class InlineCount:
+    """Counts the turns run inline (``InlineSteps.run``) in a test."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        real = turns.InlineSteps.run
+
+        async def counted(steps: turns.InlineSteps, state: Any, runtime: Any) -> Any:
+            self.calls += 1
+            return await real(steps, state, runtime)
+        monkeypatch.setattr(turns.InlineSteps, "run", counted)
+
+
+def test_every_framework_turn_is_a_straight_turn_that_can_run_inline():
+    from factdebate.graphs.baselines.multi_agent_debate import build_debate_turn as du_turn
+    from factdebate.graphs.baselines.speculative_rag import build_draft_branch
+    from factdebate.graphs.madke import build_debater_turn
+    from factdebate.graphs.tool_mad import build_debate_turn
+
+    for build in (build_debate_turn, build_debater_turn, du_turn, build_draft_branch):
+        assert turns.InlineSteps.of(build()) is not None, build.__module__
+
+
+def test_a_turn_that_is_not_a_straight_line_of_async_steps_runs_in_langgraphs_loop():
+    assert turns.InlineSteps.of(build_turn()) is None  # a plain StateGraph (sync step, config)
+    synced = turns.StraightTurn(TurnState, [("first", a_first), ("second", second)])
+    assert turns.InlineSteps.of(synced) is None  # a sync step taking config
+    extended = straight_turn()
+    extended.add_node("fourth", a_third)
+    extended.add_edge("third", "fourth")
+    assert turns.InlineSteps.of(extended) is None  # no longer the line it was built as
+    branched = straight_turn()
+    branched.add_conditional_edges("first", lambda s: "second", ["second"])
+    assert turns.InlineSteps.of(branched) is None
+
+
+async def test_an_unwatched_lean_and_visible_turn_runs_inline_with_the_subgraphs_result(
+        monkeypatch: pytest.MonkeyPatch):
+    count = InlineCount(monkeypatch)
+    out: dict[str, Any] = {}
+    for label, node in (("lean", turns.turn_node(straight_turn(), "turn", turns="lean")),
+                        ("visible", turns.turn_node(straight_turn(), "turn", turns="visible")),
+                        ("subgraph", straight_turn().compile(name="turn"))):
+        SEEN.clear()
+        before = count.calls
+        graph = build_parent(node).compile(checkpointer=InMemorySaver())
+        result = await graph.ainvoke({}, {"configurable": {"thread_id": label}},
+                                     context=Ctx("run"))
+        out[label] = (result, sorted(SEEN, key=lambda s: (s["state"]["agent"], s["node"])))
+        assert count.calls - before == (0 if label == "subgraph" else 2)  # both turns inline
+    assert out["lean"] == out["subgraph"] == out["visible"]
+    result, seen = out["lean"]
+    assert sorted(result["items"]) == sorted(["p", "in", "a-1", "a-2", "in", "b-1", "b-2"])
+    assert result["ledger"] == {"llm_calls": 2 * (1 + 2 + 1), "prompt_tokens": 0,
+                                "completion_tokens": 0}
+    a = [s for s in seen if s["state"]["agent"] == "a"]
+    assert a[0] == {"node": "first", "state": {"agent": "a", "items": ["in"], "ledger": {}},
+                    "ctx": "run"}  # "extra" dropped, the reducer's default there, the run's ctx
+    assert a[1]["state"] == {"agent": "a", "items": ["in", "a-1"], "note": "one",
+                             "ledger": {"llm_calls": 1}}  # "not_a_state_key" dropped
+
+
+async def test_a_watched_turn_runs_in_langgraphs_loop(monkeypatch: pytest.MonkeyPatch):
+    count = InlineCount(monkeypatch)
+    for turns_variant in ("lean", "visible"):
+        graph = build_parent(turns.turn_node(straight_turn(), "turn", turns=turns_variant)).compile()
+        rec = Recorder()  # a caller's callback handler: traces see every inner node
+        await graph.ainvoke({}, {"callbacks": [rec]}, context=Ctx())
+        assert {rec.path(r) for r in rec.runs} >= {f"LangGraph/turn/turn/{n}"
+                                                  for n in ("first", "second", "third")}
+        # streaming subgraphs (LangGraph gives the turn the parent's stream only then): every
+        # inner node's update under the turn's namespace - this fails if LangGraph renames the
+        # key graphs/turns.py reads (SUBGRAPH_STREAM_KEY)
+        chunks = [c async for c in graph.astream({}, context=Ctx(), subgraphs=True,
+                                                 stream_mode="updates")]
+        assert {n for ns, data in chunks if ns for n in data} == {"first", "second", "third"}
+    assert count.calls == 0
+    # the model-call ledger's own handlers watch nothing: a turn with only them runs inline
+    graph = build_parent(turns.turn_node(straight_turn(), "turn", turns="lean")).compile()
+    await graph.ainvoke({}, {"callbacks": [UsageTracker()]}, context=Ctx())
+    assert count.calls == 2
+
+
+async def test_an_inline_steps_exception_propagates_unchanged_and_stops_the_turn():
+    SEEN.clear()
+    g = StateGraph(Parent, context_schema=Ctx)
+    g.add_node("turn", turns.turn_node(straight_turn(), "turn", turns="lean"))
+    g.add_conditional_edges(START, lambda s: [Send("turn", {"agent": "boom"})], ["turn"])
+    with pytest.raises(Boom, match="second failed"):
+        await g.compile().ainvoke({}, context=Ctx())
+    assert [s["node"] for s in SEEN] == ["first", "second"]
+
+
+async def _none(state: Small) -> None:
+    return None
+
+
+async def _xs(state: Small) -> dict[str, Any]:
+    return {"xs": ["1"], "unknown": 1}
+
+
+async def _overwrite(state: Small) -> dict[str, Any]:
+    return {"xs": Overwrite(["only"])}
+
+
+async def _n2(state: Small) -> dict[str, Any]:
+    return {"n": 2}
+
+
+async def _n3_and_a(state: Small) -> dict[str, Any]:
+    return {"n": 3, "a": state.get("a", "") + "!"}
+
+
+async def _a_only(state: Small) -> dict[str, Any]:
+    return {"a": "changed"}
+
+
+@pytest.mark.parametrize(("steps", "given"), [
+    ((_none, _none), {"a": "x"}),  # no output key ever written: None
+    ((_a_only, _none), {"a": "x", "elsewhere": 2}),  # only a non-output key written: None
+    ((_xs, _overwrite), {"xs": ["in"]}),
+    ((_n2, _n3_and_a), {"n": 1}),
+    ((_none, _n2), {}),
+    ((_xs, _n3_and_a), {"a": "x", "xs": ["in"], "n": 5}),
+], ids=["none", "non-output-only", "overwrite", "int-reducer", "empty-input", "all-kinds"])
+async def test_inline_steps_return_what_the_compiled_subgraph_returns(steps, given):
+    from langgraph.runtime import Runtime as LangGraphRuntime
+
+    turn = turns.StraightTurn(Small, [(f"s{i}", fn) for i, fn in enumerate(steps)],
+                              output_schema=SmallOut)
+    inline = turns.InlineSteps.of(turn)
+    assert inline is not None
+    expected = await turn.compile(checkpointer=False).ainvoke(dict(given))
+    assert await inline.run(dict(given), LangGraphRuntime(context=None)) == expected
