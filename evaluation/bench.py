@@ -123,6 +123,10 @@ async def _timed_claims(ctx: Context, claims: list[str], db: Path) -> list[dict[
     return rows
 
 
+OVERHEAD_BUDGET = 1.08
+"""Median wall time per Tool-MAD claim over its critical path the overhead benchmark allows."""
+
+
 @BENCHES.decorator("overhead")
 def bench_overhead(work_dir: Path, *, latency: float | None = None, rounds: int = 3, claims: int = 5,
                    seed: int = 13, **_: Any) -> dict[str, Any]:
@@ -152,9 +156,10 @@ def bench_overhead(work_dir: Path, *, latency: float | None = None, rounds: int 
         "median_wall_over_critical_path": ratio,
         "median_wall_over_serial": round(
             statistics.median(r["wall_s"] / r["serial_s"] for r in per_claim), 4),
-        "budget": "wall <= 1.10 x critical path",
-        "budgets": [budget("wall_over_critical_path", "median wall <= 1.10 x the critical path",
-                           ratio, "<=", 1.10, unit="x", why_not_judged="" if latency >= 0.1 else
+        "budget": f"wall <= {OVERHEAD_BUDGET:.2f} x critical path",
+        "budgets": [budget("wall_over_critical_path",
+                           f"median wall <= {OVERHEAD_BUDGET:.2f} x the critical path",
+                           ratio, "<=", OVERHEAD_BUDGET, unit="x", why_not_judged="" if latency >= 0.1 else
                            f"stated at >= 0.1 s per call (this run: {latency:g} s; --latency): "
                            "below it a claim's own CPU time is not small next to its calls")],
         "peak_rss_mb": peak_rss_mb(), "claims": per_claim,
