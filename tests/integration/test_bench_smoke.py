@@ -275,6 +275,7 @@ def test_markdown_puts_a_before_run_beside_this_one(tmp_path: Path):
     assert "| ours_over_floor_plus_compute | 1.42 | 1.47 |" in text
 
 
+@pytest.mark.slow  # a warm CLI worker process and its blocks (~10 s): the slow tier
 def test_profile_cli_worker_measures_block_after_block_in_one_process(tmp_path: Path,
                                                                        built_demo_index: Path):
     """``bench profile``'s CLI path: one warm worker process answers every block it is sent,
