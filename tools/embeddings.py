@@ -32,13 +32,6 @@ Intra-op worker threads spin against the event loop and the other in-flight requ
 torch (2 cores, other work running), 3 short texts took p50 540 ms with two intra-op threads and
 20 ms with one. Bulk batches (indexing) run sorted by length on all cores.
 """
-QUERY_BATCH = SMALL_BATCH
-"""Most short texts of concurrent requests encoded in one call (``embed_queries``).
-
-An encoder call of the bundled MiniLM has a fixed cost - its weights read from memory - beside a
-cost per token: on the 2-core host of BENCHMARKS.md one query of 17 tokens takes 10 ms of CPU, one
-of 3 tokens 5 ms, and 16 queries of ~20 tokens in one call 7 ms each instead of 12.
-"""
 
 _models: ProcessCache[str, Embeddings] = ProcessCache("embedding models")
 
@@ -72,10 +65,6 @@ class MiniLMEmbeddings(Embeddings):
         self._query_cache: OrderedDict[str, tuple[float, ...]] = OrderedDict()
         self._in_flight: dict[str, Future[tuple[float, ...]]] = {}
         """Texts being embedded by some thread now (``embed_queries`` waits for them)."""
-        self._queued: list[str] = []
-        """Texts of ``_in_flight`` no thread has taken to the encoder yet, oldest first."""
-        self._batch_lock = threading.Lock()
-        """Held by the one thread that takes queued texts to the encoder."""
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed passages: one call on one thread when few, else sorted chunks on all cores
@@ -103,19 +92,16 @@ class MiniLMEmbeddings(Embeddings):
     def embed_queries(self, texts: list[str]) -> list[list[float]]:
         """Embed short texts (queries, RAGAS' generated questions) through the LRU cache.
 
-        Texts seen before come from the cache. A text that another thread is embedding at the
-        moment is waited for, not embedded again: parallel debaters score the same claim and
-        often the same generated question at the same time (3-4 encoder calls per Tool-MAD claim
-        for 2 distinct texts before; ``bench floor``'s ``encoder_calls_cpu_s`` shows what each
-        costs). New texts join a queue, and the thread that takes the queue to the encoder takes
-        every text queued by then (up to :data:`QUERY_BATCH`, oldest first) in one call: one
-        request alone is one call of its own texts, and concurrent requests (debaters, claims,
-        users) share calls, whose fixed cost is paid once. Vectors are the ones
-        ``embed_documents`` returns for the same texts in one batch (the cache stores them
-        unchanged); an encoder error reaches every request whose text was in the failed call.
+        Texts seen before come from the cache; the others are embedded as one batch. A text that
+        another thread is embedding at the moment is waited for, not embedded again: parallel
+        debaters score the same claim and often the same generated question at the same time
+        (3-4 encoder calls per Tool-MAD claim for 2 distinct texts before; ``bench
+        floor``'s ``encoder_calls_cpu_s`` shows what each costs). Vectors are the ones
+        ``embed_documents`` returns for the same text (the cache stores them unchanged).
         """
         found: dict[str, tuple[float, ...]] = {}
         waits: dict[str, Future[tuple[float, ...]]] = {}
+        mine: dict[str, Future[tuple[float, ...]]] = {}
         with self._cache_lock:
             for text in dict.fromkeys(texts):
                 hit = self._query_cache.get(text)
@@ -125,41 +111,29 @@ class MiniLMEmbeddings(Embeddings):
                 elif text in self._in_flight:
                     waits[text] = self._in_flight[text]
                 else:
-                    waits[text] = self._in_flight[text] = Future()
-                    self._queued.append(text)
-        while not all(future.done() for future in waits.values()):
-            with self._batch_lock:  # blocks while another thread encodes (maybe these texts)
-                self._encode_queued()
-        for text, future in waits.items():
-            found[text] = future.result()  # this or another thread's encoder call (or its error)
-        return [list(found[t]) for t in texts]
-
-    def _encode_queued(self) -> None:
-        """Embed the oldest queued texts (up to :data:`QUERY_BATCH`) in one encoder call and settle
-        their futures: vectors cached, or the call's error. Called under ``_batch_lock``."""
-        with self._cache_lock:
-            batch = self._queued[:QUERY_BATCH]
-            del self._queued[:QUERY_BATCH]
-        if not batch:
-            return
-        futures = [self._in_flight[text] for text in batch]
-        try:
-            vectors = [tuple(v) for v in self.embed_documents(batch)]
-        except BaseException as exc:
+                    mine[text] = self._in_flight[text] = Future()
+        if mine:
+            missing = list(mine)
+            try:
+                vectors = [tuple(v) for v in self.embed_documents(missing)]
+            except BaseException as exc:
+                with self._cache_lock:
+                    for text in missing:
+                        del self._in_flight[text]
+                for future in mine.values():
+                    future.set_exception(exc)
+                raise
             with self._cache_lock:
-                for text in batch:
+                for text, vector in zip(missing, vectors, strict=True):
+                    found[text] = self._query_cache[text] = vector
                     del self._in_flight[text]
-            for future in futures:
-                future.set_exception(exc)
-            return  # each waiting request raises it from its future
-        with self._cache_lock:
-            for text, vector in zip(batch, vectors, strict=True):
-                self._query_cache[text] = vector
-                del self._in_flight[text]
-            while len(self._query_cache) > QUERY_CACHE_SIZE:
-                self._query_cache.popitem(last=False)
-        for future, vector in zip(futures, vectors, strict=True):
-            future.set_result(vector)
+                while len(self._query_cache) > QUERY_CACHE_SIZE:
+                    self._query_cache.popitem(last=False)
+            for text, vector in zip(missing, vectors, strict=True):
+                mine[text].set_result(vector)
+        for text, future in waits.items():
+            found[text] = future.result()  # the other thread's encoder call (or its error)
+        return [list(found[t]) for t in texts]
 
 
 def get_embeddings(spec: str = "minilm") -> Embeddings:

@@ -10,12 +10,7 @@ import pytest
 
 from factdebate.core.errors import ConfigError
 from factdebate.tools import embeddings_onnx, minilm_onnx_graph
-from factdebate.tools.embeddings import (
-    QUERY_BATCH,
-    SMALL_BATCH,
-    MiniLMEmbeddings,
-    get_embeddings,
-)
+from factdebate.tools.embeddings import SMALL_BATCH, MiniLMEmbeddings, get_embeddings
 
 TEXTS = ["Who wrote Hamlet?", "The Seine flows through Paris and into the English Channel.",
          "", "rivers " * 300]
@@ -292,49 +287,3 @@ def test_an_encoder_fault_reaches_the_waiting_thread_and_the_text_is_embedded_on
     assert sent == [[text]] and not model._in_flight and model.cached_queries([text]) is None
     monkeypatch.undo()  # the real encoder: the text is embedded on the next request
     assert len(model.embed_query(text)) == 384 and model.cached_queries([text]) is not None
-
-
-def test_texts_queued_while_the_encoder_is_busy_share_its_next_call(monkeypatch):
-    """Concurrent requests (debaters, claims, users) share encoder calls: the texts queued while
-    one call runs go to the encoder together, each request gets its own vectors."""
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    model = MiniLMEmbeddings()
-    first = "Is it true that the Nile flows north?"
-    others = ["Who painted the Mona Lisa?", "Is Mount Everest in Nepal?", "When did Rome fall?",
-              "Who painted the Mona Lisa?"]  # one text asked twice: embedded once
-    expected = {t: np.asarray(model.embed_documents([t]))[0] for t in [first, *others]}
-    sent, started, release = _held_encoder(model, monkeypatch)
-    queued = threading.Event()
-    real_queue = model._queued
-
-    class Watched(list):
-        def append(self, text: str) -> None:
-            super().append(text)
-            if len(self) == 3:
-                queued.set()
-    model._queued = Watched(real_queue)
-    with ThreadPoolExecutor(5) as pool:
-        head = pool.submit(model.embed_query, first)
-        assert started.wait(10)  # the first request's text is in the encoder
-        rest = [pool.submit(model.embed_queries, [t]) for t in others]
-        assert queued.wait(10)  # three distinct texts queued behind it
-        release.set()
-        results = [head.result(10), *(f.result(10)[0] for f in rest)]
-    assert sent[0] == [first] and len(sent) == 2
-    assert sorted(sent[1]) == sorted(set(others))  # one call for all the queued texts
-    for text, vector in zip([first, *others], results, strict=True):
-        assert np.abs(np.asarray(vector) - expected[text]).max() < 1e-5
-    assert not model._in_flight and not model._queued
-
-
-def test_a_request_alone_is_one_encoder_call_of_its_own_texts(monkeypatch):
-    model = MiniLMEmbeddings()
-    sent: list[list[str]] = []
-    real = model.embed_documents
-    monkeypatch.setattr(model, "embed_documents", lambda batch: sent.append(batch) or real(batch))
-    many = [f"query number {i} about rivers" for i in range(QUERY_BATCH + 3)]
-    vectors = model.embed_queries(many)
-    assert [len(b) for b in sent] == [QUERY_BATCH, 3]  # the batch cap, oldest first
-    assert len(vectors) == len(many) and not model._queued
