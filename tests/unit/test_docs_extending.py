@@ -191,6 +191,7 @@ def _factdebate(folder: Path, plugins: str, *args: str) -> subprocess.CompletedP
                           cwd=folder, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # the CLI in a process of its own with the plugin (~12 s): the slow tier
 def test_the_command_line_finds_it_through_factdebate_plugins(tmp_path: Path):
     write_page_files(tmp_path)
     done = _factdebate(tmp_path, "my_protocol", "ls", "context", "--framework", "devils-advocate")

