@@ -20,6 +20,12 @@ retrievers' and embeddings' worker threads - never wall time):
   about as much; it is checkpointed by the same saver class with the same pragmas and durability,
   with LangGraph's default serializer. No retries, ledger, negotiation, prompts, parsing fall-backs,
   RAGAS, retrieval or embeddings.
+* **inline floor** - the floor whose ``debate_turn`` node calls the turn's four steps itself, in
+  order, instead of invoking the subgraph: what ours does in a run nobody watches
+  (graphs/turns.py, inline turns). Reported beside the judged ratio, as
+  ``ours_over_inline_floor_plus_compute``, not judged: the judged floor is bare LangGraph with the
+  turns as subgraphs, the straightforward design, so the inline turns' saving shows in the judged
+  ratio; this one shows what our own code costs next to a bare graph that saves the same.
 * **wide floor** - the floor with ours' state: Tool-MAD's own state schemas and, in every node,
   the keys and values ours wrote there (recorded from a second, untimed run of ours on the claim
   with ``astream(stream_mode="updates", subgraphs=True)``), the same Send payloads, the same calls.
