@@ -247,21 +247,25 @@ def turn_node(subgraph: StateGraph, name: str, *, turns: Turns) -> Any:
     """
     subgraph.set_node_defaults(retry_policy=NODE_ERRORS)  # errors redacted (graphs/exported.py)
     inline = InlineSteps.of(subgraph)
+    unsaved = subgraph.compile(name=name, checkpointer=False)
+
+    async def run_unsaved(state: Any, config: RunnableConfig) -> Any:
+        """The turn without inner checkpoints: inline when nobody watches, else in the loop."""
+        if inline is not None and not watched(config):
+            return await inline.run(state, get_runtime())
+        return await unsaved.ainvoke(state, config, durability=TURN_DURABILITY)
+
     if check_turns(turns) == "lean":
-        compiled = subgraph.compile(name=name, checkpointer=False)
+        compiled = unsaved
 
         async def run_turn(state: Any, config: RunnableConfig) -> Any:
-            if inline is not None and not watched(config):
-                out = await inline.run(state, get_runtime())
-            else:
-                out = await compiled.ainvoke(state, config, durability=TURN_DURABILITY)
+            out = await run_unsaved(state, config)
             turns_finished(name, (out or {}).get("turns") or ())
             return out
     else:
-        compiled = subgraph.compile(name=name)
-        # the same nodes without inner checkpoints, for the runs that need none (module doc);
+        # the same nodes with inner checkpoints, for the runs that need them (module doc);
         # get_graph(xray=True) finds ``compiled`` (it skips subgraphs without checkpointing)
-        unsaved = subgraph.compile(name=name, checkpointer=False)
+        compiled = subgraph.compile(name=name)
         inner = frozenset(subgraph.nodes)
 
         async def run_turn(state: Any, config: RunnableConfig) -> Any:
@@ -269,10 +273,8 @@ def turn_node(subgraph: StateGraph, name: str, *, turns: Turns) -> Any:
             if before or after or turn_checkpoints_wanted(config):
                 out = await compiled.ainvoke(state, config, interrupt_before=before,
                                              interrupt_after=after)
-            elif inline is not None and not watched(config):
-                out = await inline.run(state, get_runtime())
             else:
-                out = await unsaved.ainvoke(state, config, durability=TURN_DURABILITY)
+                out = await run_unsaved(state, config)
             turns_finished(name, (out or {}).get("turns") or ())
             return out
 
