@@ -10,6 +10,7 @@ clients are opened once, not per call.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
@@ -100,6 +101,7 @@ class PooledRetriever:
 
     def __init__(self, base: Any, pool: str) -> None:
         self.base, self.pool, self.name = base, pool, base.name
+        self._async_pool = "pool" in inspect.signature(base.search).parameters
 
     def search_sync(self, query: str, k: int) -> list[Evidence]:
         """Blocking search of the pool."""
@@ -107,6 +109,8 @@ class PooledRetriever:
 
     async def search(self, query: str, *, k: int) -> list[Evidence]:
         """Top-``k`` passages of the pool for ``query``, best first (off the event loop)."""
+        if self._async_pool:  # the base embeds on the loop's side (MilvusRetriever.search)
+            return await self.base.search(query, k=k, pool=self.pool)
         return await run_blocking(self.search_sync, query, k)
 
 

@@ -422,20 +422,23 @@ class MilvusRetriever:
             raise BackendUnavailableError(f"Milvus retriever on {mask_url(self.uri)} is closed")
         return self._client
 
-    def search_sync(self, query: str, k: int, pool: str = "") -> list[Evidence]:
+    def search_sync(self, query: str, k: int, pool: str = "",
+                    vector: list[float] | None = None) -> list[Evidence]:
         """Blocking search: embed ``query`` and return the ``k`` nearest passages, best first.
 
         Args:
             query: Free text.
             k: Passages wanted.
             pool: Only passages of this knowledge-store pool (``""``: every passage).
+            vector: ``query``'s embedding when the caller has it already (:meth:`search`).
         """
         if k < 1 or not query.strip():
             return []
         if pool and "pool" not in self._output:
             raise ConfigError(f"vector index at {mask_url(self.uri)} has no knowledge-store pools",
                               "build it from a store: factdebate index STORE --format averitec-store")
-        vector = self._embeddings.embed_query(query)
+        if vector is None:
+            vector = self._embeddings.embed_query(query)
         try:
             with quiet_milvus_logs():
                 hits = self._require_client().search(
@@ -460,9 +463,17 @@ class MilvusRetriever:
             raise self._damaged("a search over its passages returned nothing")
         return found
 
-    async def search(self, query: str, *, k: int) -> list[Evidence]:
-        """Top-``k`` passages for ``query``, best first (runs off the event loop)."""
-        return await run_blocking(self.search_sync, query, k)
+    async def search(self, query: str, *, k: int, pool: str = "") -> list[Evidence]:
+        """Top-``k`` passages for ``query``, best first (runs off the event loop).
+
+        With the bundled MiniLM the query is embedded first on the loop's side
+        (``aembed_query``: queued for the encoder thread, no executor thread held while it
+        waits), then searched in a worker thread; other models embed inside that thread.
+        """
+        vector = None
+        if k >= 1 and query.strip() and hasattr(self._embeddings, "aembed_queries"):
+            vector = await self._embeddings.aembed_query(query)
+        return await run_blocking(self.search_sync, query, k, pool, vector)
 
     def close(self) -> None:
         """Close the client; for Milvus Lite this releases the database for other processes."""

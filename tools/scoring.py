@@ -56,7 +56,7 @@ import contextvars
 import math
 import os
 import re
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypedDict, TypeVar, cast
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -266,25 +266,21 @@ class LangChainRagasEmbeddings:
         """Embed one text (blocking)."""
         return self.embeddings.embed_query(text)
 
-    def _cached(self, texts: list[str]) -> list[list[float]] | None:
-        peek = getattr(self.embeddings, "cached_queries", None)
-        return peek(texts) if peek is not None else None
-
     async def aembed_text(self, text: str, **kwargs: Any) -> list[float]:
-        """Embed one text in a worker thread (a cached query is answered on the loop)."""
-        hit = self._cached([text])
-        if hit is not None:
-            return hit[0]
+        """Embed one text off the loop (see :meth:`aembed_texts`)."""
+        queued = getattr(self.embeddings, "aembed_queries", None)
+        if queued is not None:
+            return cast(list[float], (await queued([text]))[0])
         return await asyncio.to_thread(self.embeddings.embed_query, text)
 
     async def aembed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
-        """Embed texts as one batch in a worker thread; repeated texts are embedded once (a judge
-        at temperature 0 often generates the same question more than once, and again in later
-        rounds: models with ``embed_queries``, the bundled MiniLM, keep an LRU cache of them)."""
-        cached = getattr(self.embeddings, "embed_queries", None)
-        if cached is not None:
-            hit = self._cached(texts)
-            return hit if hit is not None else await asyncio.to_thread(cached, texts)
+        """Embed texts as one batch off the loop; repeated texts are embedded once (a judge at
+        temperature 0 often generates the same question more than once, and again in later
+        rounds). Models with ``aembed_queries`` (the bundled MiniLM) answer from their LRU cache
+        or queue the texts for their encoder thread; others run in a worker thread."""
+        queued = getattr(self.embeddings, "aembed_queries", None)
+        if queued is not None:
+            return cast(list[list[float]], await queued(texts))
         unique = list(dict.fromkeys(texts))
         embedded = await asyncio.to_thread(self.embeddings.embed_documents, unique)
         vectors = dict(zip(unique, embedded, strict=True))

@@ -18,6 +18,7 @@ from factdebate.nodes.llm import CallLog, ask
 from factdebate.nodes.prompting import common_values, prompt_set
 from factdebate.nodes.render import render_opponents
 from factdebate.nodes.tool_mad.state import ToolMadContext
+from factdebate.tools.embeddings import prefetch_queries
 
 MAX_QUERY_CHARS = 300
 
@@ -30,6 +31,10 @@ async def formulate_query(state: DebaterState, runtime: Runtime[ToolMadContext])
         return {"query": ""}
     if not ctx.query_formulation:
         return {"query": state["claim"]}
+    if state["round"] == 1 and ctx.scoring_mode == "stability":
+        # the turn's answer relevancy embeds the claim: the encoder does it while the query's
+        # model call is out, instead of on the turn's critical path after the answer
+        prefetch_queries(ctx.embedding_model, [state["claim"]])
     prompts = prompt_set(ctx)
     values = common_values(state, ctx, kind)
     if state["round"] > 1 and state.get("opponents"):

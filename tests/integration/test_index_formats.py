@@ -8,6 +8,7 @@ knowledge-store pool test; dumps written by the tests (tests/fixtures/sources/ma
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -105,6 +106,8 @@ def test_a_store_searched_per_claim_never_returns_another_claims_pool(tmp_path: 
                     found = pooled.search_sync(query, 10)
                     assert {e["pool"] for e in found} <= {claim}, (backend, claim, query)
                     assert found or backend == "keyword"  # dense search always has neighbours
+                    # the nodes' path (Milvus: the query embedded on the loop's side) finds the same
+                    assert asyncio.run(pooled.search(query, k=10)) == found, (backend, query)
                 assert pooled.search_sync("vaccine approved 2021", 10)  # its own copy of the URL
             one = get_retriever(backend, RetrieverSettings(**{**base.__dict__, "pool": "1"}))
             top = one.search_sync("penguins Antarctic", 1)[0]

@@ -3,7 +3,9 @@ weights, close with the int8 weights it runs on, cached once per home, checked a
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+from typing import Any
 
 import numpy as np
 import pytest
@@ -287,3 +289,141 @@ def test_an_encoder_fault_reaches_the_waiting_thread_and_the_text_is_embedded_on
     assert sent == [[text]] and not model._in_flight and model.cached_queries([text]) is None
     monkeypatch.undo()  # the real encoder: the text is embedded on the next request
     assert len(model.embed_query(text)) == 384 and model.cached_queries([text]) is not None
+
+
+def test_texts_queued_while_the_encoder_is_busy_go_in_its_next_call(monkeypatch):
+    """128 claims embedding at once: one encoder call per batch, not one per text."""
+    model = MiniLMEmbeddings()
+    texts = [f"Is it true that river {i} flows into the sea?" for i in range(5)]
+    expected = np.asarray(model.embed_documents(texts))
+    sent, started, release = _held_encoder(model, monkeypatch)
+
+    async def main() -> list[list[list[float]]]:
+        first = asyncio.ensure_future(model.aembed_queries(texts[:1]))
+        assert await asyncio.to_thread(started.wait, 10)  # the encoder holds texts[0]
+        rest = [asyncio.ensure_future(model.aembed_query(t)) for t in texts[1:]]
+        await asyncio.sleep(0.05)
+        release.set()
+        return [(await first)[0], *[await r for r in rest]]
+
+    vectors = asyncio.run(main())
+    assert sent == [texts[:1], texts[1:]]  # the four queued meanwhile: one call
+    assert np.abs(np.asarray(vectors) - expected).max() < 1e-6
+
+
+def test_waiting_for_the_encoder_holds_no_thread_of_the_loops_executor(monkeypatch):
+    """A search's other blocking calls must not queue behind embeddings (one executor thread)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = MiniLMEmbeddings()
+    sent, started, release = _held_encoder(model, monkeypatch)
+
+    async def main() -> str:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(1))
+        waiting = [asyncio.ensure_future(model.aembed_query(f"question {i}")) for i in range(3)]
+        assert await asyncio.to_thread(started.wait, 10)
+        other = await asyncio.wait_for(asyncio.to_thread(lambda: "searched"), 10)
+        assert not any(w.done() for w in waiting)  # the encoder is still held
+        release.set()
+        await asyncio.gather(*waiting)
+        return other
+
+    assert asyncio.run(main()) == "searched"
+    assert sorted(text for batch in sent for text in batch) == [f"question {i}" for i in range(3)]
+
+
+def test_a_cancelled_waiter_leaves_the_shared_encoding_to_the_others(monkeypatch):
+    model = MiniLMEmbeddings()
+    text = "Is it true that the Danube flows through Vienna?"
+    expected = model.embed_documents([text])[0]
+    sent, started, release = _held_encoder(model, monkeypatch)
+
+    async def main() -> list[float]:
+        gone = asyncio.ensure_future(model.aembed_query(text))
+        kept = asyncio.ensure_future(model.aembed_query(text))
+        assert await asyncio.to_thread(started.wait, 10)
+        gone.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await gone
+        return await kept
+
+    vector = asyncio.run(main())
+    assert sent == [[text]] and np.abs(np.asarray(vector) - expected).max() < 1e-6
+    assert model.cached_queries([text]) is not None and not model._in_flight
+
+
+def test_an_encoder_fault_reaches_every_async_waiter_and_the_thread_goes_on(monkeypatch):
+    model = MiniLMEmbeddings()
+    sent, started, release = _held_encoder(model, monkeypatch, fail=True)
+
+    async def main() -> list[BaseException | list[float]]:
+        calls = [model.aembed_query("first text"), model.aembed_query("first text")]
+        waiting = asyncio.gather(*calls, return_exceptions=True)
+        assert await asyncio.to_thread(started.wait, 10)
+        release.set()
+        return await waiting
+
+    assert all(isinstance(r, RuntimeError) and "encoder fault" in str(r)
+               for r in asyncio.run(main()))
+    monkeypatch.undo()  # the real encoder, the same thread: the next request is served
+    assert len(asyncio.run(model.aembed_query("first text"))) == 384 and not model._in_flight
+
+
+def test_a_forked_child_starts_its_own_encoder_thread():
+    """Threads do not survive a fork: a child of a process that embedded must still embed."""
+    import multiprocessing
+
+    model = MiniLMEmbeddings()
+    model.embed_query("embedded in the parent")  # the parent's encoder thread is running
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_embed_in_child, args=(model, queue))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0 and queue.get(timeout=5) == 384
+
+
+def _embed_in_child(model: MiniLMEmbeddings, queue: Any) -> None:
+    queue.put(len(model.embed_query("embedded in the child only")))
+
+
+def test_ragas_embeddings_take_the_queue_for_minilm_and_a_thread_for_other_models():
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from factdebate.tools.scoring import LangChainRagasEmbeddings
+
+    texts = ["What flows through Vienna?", "Which river is it?", "What flows through Vienna?"]
+    minilm = get_embeddings("minilm")
+    ours = LangChainRagasEmbeddings(minilm)
+    assert asyncio.run(ours.aembed_texts(texts)) == minilm.embed_queries(texts)
+    assert asyncio.run(ours.aembed_text(texts[1])) == minilm.embed_query(texts[1])
+    fake = DeterministicFakeEmbedding(size=8)
+    other = LangChainRagasEmbeddings(fake)
+    assert asyncio.run(other.aembed_texts(texts)) == fake.embed_documents(texts)
+    assert asyncio.run(other.aembed_text(texts[0])) == fake.embed_query(texts[0])
+
+
+def test_prefetch_returns_at_once_and_a_later_request_reuses_its_encoding(monkeypatch):
+    """Tool-MAD queues the claim while the query's model call is out; relevancy reuses it."""
+    model = MiniLMEmbeddings()
+    sent, started, release = _held_encoder(model, monkeypatch)
+    model.prefetch(["Is it true that Vienna lies on the Danube?"])  # the encoder is held: no wait
+    assert started.wait(10)
+    release.set()
+    vector = model.embed_query("Is it true that Vienna lies on the Danube?")
+    assert sent == [["Is it true that Vienna lies on the Danube?"]] and len(vector) == 384
+
+
+def test_prefetch_queries_never_loads_a_model(monkeypatch):
+    from factdebate.tools import embeddings
+
+    def refuse(spec: str) -> None:
+        raise AssertionError(f"prefetch_queries loaded {spec}")
+
+    loaded = get_embeddings("minilm")
+    monkeypatch.setattr(embeddings, "_create", refuse)
+    embeddings.prefetch_queries("openai:text-embedding-3-small", ["a claim"])  # not loaded: no-op
+    embeddings.prefetch_queries("minilm", ["a claim to prefetch 7c1e"])
+    assert loaded.embed_queries(["a claim to prefetch 7c1e"]) == [loaded.embed_query(
+        "a claim to prefetch 7c1e")]
