@@ -35,6 +35,9 @@ torch (2 cores, other work running), 3 short texts took p50 540 ms with two intr
 20 ms with one. Bulk batches (indexing) run sorted by length on all cores.
 """
 
+ENCODER_IDLE_S = 5.0
+"""Seconds a :class:`QueryEncoder` thread waits for work before it ends (restarted on demand)."""
+
 _models: ProcessCache[str, Embeddings] = ProcessCache("embedding models")
 
 
@@ -189,8 +192,9 @@ class QueryEncoder:
     executor thread and a busy encoder's next call takes every text that arrived meanwhile (9 ms
     a text in a batch of 8 against 11.4 ms alone, both measured on this host).
 
-    The thread starts on the first text and again in a forked child (threads do not survive a
-    fork); it is a daemon and sleeps when the queue is empty.
+    The thread starts on the first text, again in a forked child (threads do not survive a
+    fork) and again after it ended idle: it ends after :data:`ENCODER_IDLE_S` without work, so a
+    model nobody uses any more (tests load many) is not kept alive by its thread.
     """
 
     def __init__(self, encode: Callable[[list[str]], None], name: str = "minilm-queries") -> None:
@@ -218,8 +222,9 @@ class QueryEncoder:
     def _run(self) -> None:
         while True:
             with self._ready:
-                while not self._queue:
-                    self._ready.wait()
+                if not self._ready.wait_for(lambda: self._queue, ENCODER_IDLE_S):
+                    self._thread = None  # idle: the next submit starts a new thread
+                    return
                 batch, self._queue = self._queue[:SMALL_BATCH], self._queue[SMALL_BATCH:]
             self._encode(batch)
 

@@ -427,3 +427,29 @@ def test_prefetch_queries_never_loads_a_model(monkeypatch):
     embeddings.prefetch_queries("minilm", ["a claim to prefetch 7c1e"])
     assert loaded.embed_queries(["a claim to prefetch 7c1e"]) == [loaded.embed_query(
         "a claim to prefetch 7c1e")]
+
+
+def test_an_idle_encoder_thread_ends_and_a_dropped_model_is_freed(monkeypatch):
+    import gc
+    import time
+    import weakref
+
+    from factdebate.tools import embeddings
+
+    monkeypatch.setattr(embeddings, "ENCODER_IDLE_S", 0.05)
+    model = MiniLMEmbeddings()
+    first = model.embed_query("embedded before the thread idles")
+    thread = model._encoder._thread
+    assert thread is not None
+    thread.join(10)
+    assert not thread.is_alive() and model._encoder._thread is None
+    assert model.embed_query("embedded by a new thread") != first  # served after the restart
+    model._encoder._thread.join(10)
+    gone = weakref.ref(model)
+    del model
+    for _ in range(50):
+        gc.collect()
+        if gone() is None:
+            break
+        time.sleep(0.05)
+    assert gone() is None  # nothing (no encoder thread) holds the unused model
