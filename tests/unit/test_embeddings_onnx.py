@@ -373,9 +373,11 @@ def test_an_encoder_fault_reaches_every_async_waiter_and_the_thread_goes_on(monk
 def test_a_forked_child_starts_its_own_encoder_thread():
     """Threads do not survive a fork: a child of a process that embedded must still embed."""
     import multiprocessing
+    from concurrent.futures import Future
 
     model = MiniLMEmbeddings()
     model.embed_query("embedded in the parent")  # the parent's encoder thread is running
+    model._in_flight["embedded in the child only"] = Future()  # as if the parent were encoding it
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     child = context.Process(target=_embed_in_child, args=(model, queue))
