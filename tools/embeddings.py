@@ -12,6 +12,7 @@ Instances are cached per spec: the model is loaded once per process.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -34,6 +35,8 @@ Intra-op worker threads spin against the event loop and the other in-flight requ
 torch (2 cores, other work running), 3 short texts took p50 540 ms with two intra-op threads and
 20 ms with one. Bulk batches (indexing) run sorted by length on all cores.
 """
+
+log = logging.getLogger(__name__)
 
 ENCODER_IDLE_S = 5.0
 """Seconds a :class:`QueryEncoder` thread waits for work before it ends (restarted on demand)."""
@@ -111,7 +114,8 @@ class MiniLMEmbeddings(Embeddings):
         (:class:`QueryEncoder`), which embeds every text queued by then in one call. A text already
         queued or being embedded is waited for, not embedded again: parallel debaters score the same
         claim and often the same generated question at the same time. Vectors are the ones
-        ``embed_documents`` returns for the same text (encoded in a batch with others: equal to within 1e-7).
+        ``embed_documents`` returns for the same text (encoded in a batch with others: equal to
+        within 1e-7).
         """
         found, waits = self._request(texts)
         for text, future in waits.items():
@@ -234,7 +238,10 @@ class QueryEncoder:
                     self._thread = None  # idle: the next submit starts a new thread
                     return
                 batch, self._queue = self._queue[:SMALL_BATCH], self._queue[SMALL_BATCH:]
-            self._encode(batch)
+            try:
+                self._encode(batch)
+            except BaseException:  # noqa: BLE001 - the callback settles its waiters; keep serving
+                log.exception("query encoder: a batch of %d texts failed", len(batch))
 
 
 def get_embeddings(spec: str = "minilm") -> Embeddings:

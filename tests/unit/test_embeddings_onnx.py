@@ -455,3 +455,26 @@ def test_an_idle_encoder_thread_ends_and_a_dropped_model_is_freed(monkeypatch):
             break
         time.sleep(0.05)
     assert gone() is None  # nothing (no encoder thread) holds the unused model
+
+
+def test_the_encoder_thread_survives_a_callback_that_raises(caplog):
+    import threading
+
+    from factdebate.tools.embeddings import QueryEncoder
+
+    seen: list[list[str]] = []
+    failed, done = threading.Event(), threading.Event()
+
+    def encode(batch: list[str]) -> None:
+        seen.append(batch)
+        if "bad" in batch:
+            failed.set()
+            raise RuntimeError("callback bug")
+        done.set()
+
+    encoder = QueryEncoder(encode, name="test-encoder")
+    encoder.submit(["bad"])
+    assert failed.wait(10)
+    encoder.submit(["good"])
+    assert done.wait(10) and seen == [["bad"], ["good"]]
+    assert "a batch of 1 texts failed" in caplog.text
