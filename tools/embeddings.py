@@ -15,7 +15,7 @@ import asyncio
 import logging
 import os
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -52,7 +52,7 @@ class MiniLMEmbeddings(Embeddings):
     ``$FACTDEBATE_HOME/models/``). Small batches run on one thread, bulk ones sorted by length in
     small chunks on one worker per core (or in large batches on a GPU). Queries (``embed_query``,
     ``embed_queries`` and their async forms) go through an LRU cache and then to the model's
-    :class:`QueryEncoder` thread, which encodes every query queued meanwhile in one call. A process
+    :class:`QueryEncoder` thread, which encodes each request's new texts in one call. A process
     embeds its first query without importing torch, transformers or sentence-transformers, which
     no install needs.
     """
@@ -111,11 +111,13 @@ class MiniLMEmbeddings(Embeddings):
         """Embed short texts (queries, RAGAS' generated questions) through the LRU cache.
 
         Texts seen before come from the cache; the others go to the model's encoder thread
-        (:class:`QueryEncoder`), which embeds every text queued by then in one call. A text already
-        queued or being embedded is waited for, not embedded again: parallel debaters score the same
-        claim and often the same generated question at the same time. Vectors are the ones
-        ``embed_documents`` returns for the same text (encoded in a batch with others: equal to
-        within 1e-7).
+        (:class:`QueryEncoder`) as one batch. A text already queued or being embedded is waited
+        for, not embedded again: parallel debaters score the same claim and often the same generated
+        question at the same time. Vectors are the ones ``embed_documents`` returns for the same
+        batch (the cache stores them unchanged), so a claim's vectors do not depend on what other
+        claims run beside it: ONNX Runtime's result for a text moves by ~3e-8 with the batch's size,
+        and mixing the requests of concurrent claims in one call would make scores differ in their
+        last digits from run to run.
         """
         found, waits = self._request(texts)
         for text, future in waits.items():
@@ -192,17 +194,18 @@ class MiniLMEmbeddings(Embeddings):
 
 
 class QueryEncoder:
-    """One thread per model that embeds queued query texts, every text queued by then (up to
-    :data:`SMALL_BATCH`) in one encoder call.
+    """One thread per model that embeds queued requests of query texts, one encoder call per
+    request, in order.
 
     Why a thread of its own: the encoder runs one call at a time (one-thread ONNX session, no
     intra-op workers spinning against the event loop), so callers queue. Measured in ``factdebate
-    eval`` at concurrency 128 (1 s model latency, one process): 252 encoder calls of one text each,
-    12 ms of CPU and 19 ms of wall each, ran one after another while the other callers waited
-    inside the loop's six executor threads; every keyword and Milvus search queued behind them, and
-    round 1 of each claim waited up to 1.8 s for its retrieval. Queued here, the waiting takes no
-    executor thread and a busy encoder's next call takes every text that arrived meanwhile (9 ms
-    a text in a batch of 8 against 11.4 ms alone, both measured on this host).
+    eval`` at concurrency 128 (1 s model latency, one process): 252 encoder calls of 12 ms of CPU
+    and 19 ms of wall each ran one after another while their callers waited *inside the loop's six
+    default-executor threads*; every keyword and Milvus search (also ``asyncio.to_thread``) queued
+    behind them, and round 1 of a claim waited up to 1.8 s for its retrieval. Queued here, a
+    caller on the event loop waits on a future and holds no thread. Requests are not merged into
+    shared calls, though that would save CPU (9 ms a text in a batch of 8 against 11.4 ms alone):
+    see :meth:`MiniLMEmbeddings.embed_queries` for why.
 
     The thread starts on the first text, again in a forked child (threads do not survive a
     fork) and again after it ended idle: it ends after :data:`ENCODER_IDLE_S` without work, so a
@@ -217,15 +220,16 @@ class QueryEncoder:
     def _start(self) -> None:
         self._pid = os.getpid()
         self._ready = threading.Condition()
-        self._queue: list[str] = []
+        self._queue: deque[list[str]] = deque()
         self._thread: threading.Thread | None = None
 
     def submit(self, texts: list[str]) -> None:
-        """Queue ``texts`` (their futures are the caller's; the encode callback settles them)."""
+        """Queue ``texts`` as one request (their futures are the caller's; the encode callback
+        settles them)."""
         if self._pid != os.getpid():
             self._start()
         with self._ready:
-            self._queue.extend(texts)
+            self._queue.append(list(texts))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
@@ -237,7 +241,7 @@ class QueryEncoder:
                 if not self._ready.wait_for(lambda: self._queue, ENCODER_IDLE_S):
                     self._thread = None  # idle: the next submit starts a new thread
                     return
-                batch, self._queue = self._queue[:SMALL_BATCH], self._queue[SMALL_BATCH:]
+                batch = self._queue.popleft()
             try:
                 self._encode(batch)
             except BaseException:  # noqa: BLE001 - the callback settles its waiters; keep serving

@@ -291,24 +291,27 @@ def test_an_encoder_fault_reaches_the_waiting_thread_and_the_text_is_embedded_on
     assert len(model.embed_query(text)) == 384 and model.cached_queries([text]) is not None
 
 
-def test_texts_queued_while_the_encoder_is_busy_go_in_its_next_call(monkeypatch):
-    """128 claims embedding at once: one encoder call per batch, not one per text."""
+def test_requests_queued_while_the_encoder_is_busy_keep_their_own_calls(monkeypatch):
+    """128 claims embedding at once: each request is its own encoder call, in order, so a claim's
+    vectors are exactly those it gets alone (ONNX Runtime's result moves with the batch size)."""
     model = MiniLMEmbeddings()
     texts = [f"Is it true that river {i} flows into the sea?" for i in range(5)]
-    expected = np.asarray(model.embed_documents(texts))
+    alone = [model.embed_documents([t])[0] for t in texts]
     sent, started, release = _held_encoder(model, monkeypatch)
 
-    async def main() -> list[list[list[float]]]:
+    async def main() -> list[list[float]]:
         first = asyncio.ensure_future(model.aembed_queries(texts[:1]))
         assert await asyncio.to_thread(started.wait, 10)  # the encoder holds texts[0]
-        rest = [asyncio.ensure_future(model.aembed_query(t)) for t in texts[1:]]
+        rest = asyncio.ensure_future(model.aembed_queries(texts[1:3]))
+        more = [asyncio.ensure_future(model.aembed_query(t)) for t in texts[3:]]
         await asyncio.sleep(0.05)
         release.set()
-        return [(await first)[0], *[await r for r in rest]]
+        return [*(await first), *(await rest), *[await m for m in more]]
 
     vectors = asyncio.run(main())
-    assert sent == [texts[:1], texts[1:]]  # the four queued meanwhile: one call
-    assert np.abs(np.asarray(vectors) - expected).max() < 1e-6
+    assert sent == [texts[:1], texts[1:3], texts[3:4], texts[4:]]
+    assert vectors[:1] + vectors[3:] == alone[:1] + alone[3:]  # bit for bit
+    assert vectors[1:3] == model.embed_documents(texts[1:3])  # the request's own batch
 
 
 def test_waiting_for_the_encoder_holds_no_thread_of_the_loops_executor(monkeypatch):
