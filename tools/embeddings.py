@@ -97,8 +97,8 @@ class MiniLMEmbeddings(Embeddings):
         return self.embed_queries([text])[0]
 
     def cached_queries(self, texts: list[str]) -> list[list[float]] | None:
-        """The vectors of ``texts`` if every one is in the query cache, else None (never embeds,
-        so callers may ask on the event loop and go to a thread only on a miss)."""
+        """The vectors of ``texts`` if every one is in the query cache, else None; never embeds
+        (a look into the cache: the query paths check it themselves in ``_request``)."""
         with self._cache_lock:
             hits = [self._query_cache.get(t) for t in texts]
             if any(h is None for h in hits):

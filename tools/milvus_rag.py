@@ -471,8 +471,9 @@ class MilvusRetriever:
         waits), then searched in a worker thread; other models embed inside that thread.
         """
         vector = None
-        if k >= 1 and query.strip() and hasattr(self._embeddings, "aembed_queries"):
-            vector = await self._embeddings.aembed_query(query)
+        queued = getattr(self._embeddings, "aembed_queries", None)
+        if k >= 1 and query.strip() and queued is not None:
+            vector = (await queued([query]))[0]
         return await run_blocking(self.search_sync, query, k, pool, vector)
 
     def close(self) -> None:
